@@ -1,0 +1,21 @@
+"""On-line symbolic constraint embedding for hybrid multibody systems (gillespie2005 Design IV).
+
+Data flow (DESIGN.md): model -> constraints -> embedding -> compile -> integrators +
+events -> automaton/simulator.  Nothing here knows about FMI.
+"""
+
+from .automaton import Automaton, Guard, Jump, Mode
+from .constraints import Constraint, ConstraintSet, holonomic, motion
+from .embedding import ModeEquations, embed, partition
+from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
+                     ImpactError, InputError, IntegrationError, ModelDefinitionError, ZenoError)
+from .model import Model
+from .scenario import Scenario, Var
+from .simulator import Simulator
+
+__all__ = [
+    "Automaton", "Guard", "Jump", "Mode", "Constraint", "ConstraintSet", "holonomic", "motion",
+    "ModeEquations", "embed", "partition", "EmbedError", "CompilationError",
+    "ConstraintRankError", "EventLocationError", "ImpactError", "InputError", "IntegrationError",
+    "ModelDefinitionError", "ZenoError", "Model", "Scenario", "Var", "Simulator",
+]

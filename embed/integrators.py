@@ -1,0 +1,115 @@
+"""Integrators for one mode: fixed-step RK4 and adaptive Dormand-Prince 5(4).
+
+Both return the new state together with the monitors there, and both offer
+``partial(t, x, tau)``: the state a step of length tau from x would reach.  That
+continuous extension (of the integrator's own order) is the dense output on
+which switching conditions are located.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InputError, IntegrationError
+
+
+class RK4:
+    """Classical fourth-order Runge-Kutta with fixed steps of at most h_max (the real-time choice)."""
+
+    name = "rk4"
+
+    def __init__(self, h_max=1e-3):
+        self.h_max = float(h_max)
+
+    def step(self, cm, t, x, p, h_avail):
+        h = min(self.h_max, h_avail)
+        y = cm.rk4(t, h, x, p)
+        return h, y[:cm.nx], y[cm.nx:]
+
+    def partial(self, cm, t, x, p, tau):
+        y = cm.rk4(t, tau, x, p)
+        return y[:cm.nx], y[cm.nx:]
+
+    def get_state(self):
+        return {}
+
+    def set_state(self, s):
+        pass
+
+
+# Dormand-Prince 5(4) tableau (Hairer, Norsett, Wanner, Table II.5.2)
+_C = np.array([0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1, 1])
+_A = [[],
+      [1 / 5],
+      [3 / 40, 9 / 40],
+      [44 / 45, -56 / 15, 32 / 9],
+      [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
+      [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
+      [35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84]]
+_B5 = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0])
+_B4 = np.array([5179 / 57600, 0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40])
+
+
+class DormandPrince:
+    """Adaptive embedded Runge-Kutta 5(4) with error control (rtol, atol) and h <= h_max."""
+
+    name = "adaptive"
+
+    def __init__(self, h_max=1e-3, rtol=1e-8, atol=None):
+        self.h_max = float(h_max)
+        self.rtol = float(rtol)
+        self.atol = float(atol if atol is not None else rtol * 1e-2)
+        self.h = self.h_max
+
+    def _dp(self, cm, t, x, p, h):
+        k = np.empty((7, x.size))
+        k[0] = cm.rhs(t, x, p)
+        for i in range(1, 7):
+            xi = x + h * (np.dot(_A[i], k[:i]) if i else 0)
+            k[i] = cm.rhs(t + _C[i] * h, xi, p)
+        x5 = x + h * (_B5 @ k)
+        err = h * ((_B5 - _B4) @ k)
+        return x5, err
+
+    def step(self, cm, t, x, p, h_avail):
+        h = min(self.h, self.h_max, h_avail)
+        for _ in range(60):
+            x5, err = self._dp(cm, t, x, p, h)
+            scale = self.atol + self.rtol * np.maximum(np.abs(x), np.abs(x5))
+            en = float(np.sqrt(np.mean((err / scale) ** 2))) if x.size else 0.0
+            if not np.isfinite(en):
+                en = 1e10
+            if en <= 1.0:
+                fac = 5.0 if en == 0 else min(5.0, 0.9 * en ** -0.2)
+                self.h = min(self.h_max, h * fac)
+                return h, x5, cm.monitors(t + h, x5, p)
+            h *= max(0.1, 0.9 * en ** -0.2)
+            if h < 1e-14:
+                break
+        raise IntegrationError(
+            f"adaptive step size fell below 1e-14 s at t = {t:.9g} s in mode {cm.key}; "
+            "loosen rtol or check the inputs for non-finite values")
+
+    def partial(self, cm, t, x, p, tau):
+        x5, _ = self._dp(cm, t, x, p, tau)
+        return x5, cm.monitors(t + tau, x5, p)
+
+    def get_state(self):
+        return {"h": self.h}
+
+    def set_state(self, s):
+        self.h = float(s.get("h", self.h_max))
+
+
+def make_integrator(solver: str, h_max: float, rtol: float):
+    if solver == "rk4":
+        return RK4(h_max)
+    if solver == "adaptive":
+        return DormandPrince(h_max, rtol)
+    raise InputError(f"unknown solver {solver!r}; use 'rk4' or 'adaptive'")
+
+
+def check_finite(x, t, key):
+    if not np.all(np.isfinite(x)):
+        raise IntegrationError(f"non-finite state at t = {t:.9g} s in mode {key}; "
+                               "check inputs and parameters")

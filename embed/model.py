@@ -1,0 +1,100 @@
+"""The unconstrained multibody model: Kane's terms F_r and F_r* formed once.
+
+gillespie2005 eq 1-4: generalized speeds u = Y qdot + Z, kinematical equations
+qdot = W u + X, dynamical equations F_r + F_r* = 0 (r = 1..n).  Auxiliary
+generalized speeds (gillespie2005 Sec 5.4, Kane's method) bring contact forces
+such as a normal force into evidence without adding degrees of freedom.
+
+Everything below the ``Model`` constructor is symengine: sympy is only used to
+read the user's sympy.physics.mechanics description.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+import symengine as se
+from sympy.physics.mechanics import KanesMethod, dynamicsymbols
+
+from .errors import ModelDefinitionError
+
+TIME = se.Symbol("t")
+
+
+def plain_name(f) -> str:
+    """Name of a dynamicsymbol q1(t) -> 'q1'."""
+    return str(f.func) if isinstance(f, sp.Function) or hasattr(f, "func") else str(f)
+
+
+class Model:
+    """Unconstrained Kane equations of a multibody system.
+
+    Parameters are the sympy.physics.mechanics objects of the model: the Newtonian
+    ``frame``, coordinates ``q`` and speeds ``u`` (dynamicsymbols), the kinematical
+    differential equations ``kd_eqs``, ``bodies`` and ``loads``; ``u_aux`` lists
+    auxiliary speeds; ``forces`` lists the symbols of contact/constraint forces
+    that appear in the loads (they are unknowns solved per mode); ``params`` and
+    ``inputs`` are the symbols whose values are supplied at run time.
+    """
+
+    def __init__(self, frame, q, u, kd_eqs, bodies, loads, *, u_aux=(), forces=(),
+                 params=(), inputs=(), name="model"):
+        self.name = name
+        q, u, u_aux = list(q), list(u), list(u_aux)
+        if len(q) != len(u):
+            raise ModelDefinitionError(
+                f"model {name!r}: {len(q)} coordinates but {len(u)} speeds; "
+                "give one generalized speed per coordinate")
+        t = dynamicsymbols._t
+        km = KanesMethod(frame, q_ind=q, u_ind=u, kd_eqs=kd_eqs,
+                         u_auxiliary=u_aux or None)
+        fr, frstar = km.kanes_equations(bodies, loads)
+        n = len(q)
+        # Plain symbols for q, u, udot; the time symbol becomes t.
+        self.q = [se.Symbol(plain_name(x)) for x in q]
+        self.u = [se.Symbol(plain_name(x)) for x in u]
+        self.ud = [se.Symbol(plain_name(x) + "d") for x in u]
+        sub = {}
+        for qs, ss in zip(q, self.q):
+            sub[qs] = sp.Symbol(str(ss))
+        for us, ss, ds in zip(u, self.u, self.ud):
+            sub[us.diff(t)] = sp.Symbol(str(ds))
+            sub[us] = sp.Symbol(str(ss))
+        sub[t] = sp.Symbol("t")
+
+        def conv(e):
+            return se.sympify(sp.sympify(e).xreplace(_derivs_first(sub)).xreplace(sub))
+
+        self._to_plain = conv
+        self.Fr = [conv(fr[i]) for i in range(n)]            # F_r   (eq 3-4)
+        self.Frstar = [conv(frstar[i]) for i in range(n)]    # F_r*
+        self.aux = [conv(fr[i] + frstar[i]) for i in range(n, fr.shape[0])]
+        kdd = km.kindiffdict()
+        self.qdot = [conv(kdd[x.diff(t)]) for x in q]      # qdot = W u + X (eq 2)
+        self.forces = [se.Symbol(str(f)) for f in forces]
+        self.params = [se.Symbol(str(p)) for p in params]
+        self.inputs = [se.Symbol(str(p)) for p in inputs]
+        self.n = n
+        known = set(self.q) | set(self.u) | set(self.ud) | set(self.forces) \
+            | set(self.params) | set(self.inputs) | {TIME}
+        for i, e in enumerate(self.Fr + self.Frstar + self.aux + self.qdot):
+            unknown = e.free_symbols - known
+            if unknown:
+                raise ModelDefinitionError(
+                    f"model {name!r}: symbols {sorted(map(str, unknown))} appear in the "
+                    "equations but are neither coordinates, speeds, forces, params nor inputs; "
+                    "declare them")
+        for f in self.forces:
+            if not any(e.has(f) for e in self.Fr + self.aux):
+                raise ModelDefinitionError(
+                    f"model {name!r}: force symbol {f} appears in no load; remove it or apply it")
+
+    def sym(self, expr):
+        """Convert a user's sympy expression in dynamicsymbols to the model's symbols."""
+        return self._to_plain(expr)
+
+    def index_q(self, name: str) -> int:
+        return [str(s) for s in self.q].index(name)
+
+
+def _derivs_first(sub):
+    return {k: v for k, v in sub.items() if isinstance(k, sp.Derivative)}

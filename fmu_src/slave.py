@@ -1,0 +1,243 @@
+"""One pythonfmu co-simulation slave for every scenario.
+
+The FMU variables come from the scenario's interface (parameters, inputs,
+outputs) plus the common ones: ``solver``, ``h_max``, ``rtol`` and ``status``.
+``do_step`` never lets an exception escape (pythonfmu would turn it into
+fmi2Fatal): engine errors are logged through the FMI logger, the last good state
+is kept, and ``status`` reports the code of the error (see ``STATUS``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+from pythonfmu import Boolean, Fmi2Causality, Fmi2Initial, Fmi2Slave, Fmi2Variability
+from pythonfmu.enums import Fmi2Status
+from pythonfmu import Integer, Real, String
+
+from embed import EmbedError, InputError
+from embed.errors import (CompilationError, ConstraintRankError, EventLocationError, ImpactError,
+                          IntegrationError, ModelDefinitionError, ZenoError)
+
+STATUS = {
+    0: "ok",
+    1: "internal error (see the FMI log)",
+    ModelDefinitionError.status: "model definition error",
+    ConstraintRankError.status: "active constraints redundant or inconsistent",
+    CompilationError.status: "compilation of a mode failed",
+    IntegrationError.status: "integration failed (non-finite state or step size underflow)",
+    EventLocationError.status: "a switching condition could not be located",
+    ZenoError.status: "Zeno behaviour: too many events at one instant",
+    ImpactError.status: "impact could not be resolved",
+    InputError.status: "an input or parameter was rejected; the last good value is kept",
+}
+
+_SCENARIOS = {}   # scenario name -> Scenario, built once per process (pythonfmu re-runs __init__)
+
+COMMON = [("solver", "rk4", "integrator: 'rk4' (fixed step, real time) or 'adaptive' (Dormand-Prince 5(4))", ""),
+          ("h_max", 1e-3, "largest internal step", "s"),
+          ("rtol", 1e-8, "relative tolerance of the adaptive solver", "")]
+
+
+def scenario(name):
+    sc = _SCENARIOS.get(name)
+    if sc is None:
+        import scenarios
+        sc = scenarios.load(name).build()
+        _SCENARIOS[name] = sc
+    return sc
+
+
+def _var(v, causality):
+    """pythonfmu variable for an interface Var with the attributes fmpy validate wants."""
+    kind = {"Real": Real, "Integer": Integer, "Boolean": Boolean, "String": String}[v.type]
+    kw = {"causality": causality, "description": v.description}
+    if causality == Fmi2Causality.parameter:
+        kw["variability"] = Fmi2Variability.fixed
+        kw["initial"] = Fmi2Initial.exact
+    elif causality == Fmi2Causality.input:
+        kw["variability"] = Fmi2Variability.continuous if v.type == "Real" else Fmi2Variability.discrete
+    else:
+        kw["variability"] = Fmi2Variability.continuous if v.type == "Real" else Fmi2Variability.discrete
+        kw["initial"] = Fmi2Initial.exact
+    return kind(v.name, **kw)
+
+
+class ScenarioSlave(Fmi2Slave):
+    """Base class; a built FMU's script subclasses it and sets ``scenario_name``."""
+
+    scenario_name = None
+    author = "embed project"
+    description = "On-line symbolic constraint embedding for a hybrid multibody system"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        from embed import Var
+        self.sc = scenario(self.scenario_name)
+        self.sim = None
+        self.status = 0
+        self._good_inputs = {}
+        for name, start, desc, _unit in COMMON:
+            setattr(self, name, start)
+            self.register_variable(_var(Var(name, start, desc, type="String" if isinstance(start, str)
+                                            else "Real"), Fmi2Causality.parameter))
+        for v in self.sc.parameters:
+            setattr(self, v.name, v.start)
+            self.register_variable(_var(v, Fmi2Causality.parameter))
+        for v in self.sc.inputs:
+            setattr(self, v.name, v.start)
+            self._good_inputs[v.name] = float(v.start)
+            self.register_variable(_var(v, Fmi2Causality.input))
+        self._start_sim()     # exact start values of the outputs
+        for v in self.sc.outputs:
+            self.register_variable(_var(v, Fmi2Causality.output))
+        self.register_variable(_var(Var("status", 0, "0 ok; otherwise a code listed in the README "
+                                        "(error kind of the last step)", type="Integer"),
+                                    Fmi2Causality.output))
+        self._input_names = [v.name for v in self.sc.inputs]
+        self._out_names = [v.name for v in self.sc.outputs]
+
+    # ------------------------------------------------------------ lifecycle
+    def _params(self):
+        """Parameters from the FMU variables, checked; bad ones are replaced by defaults and logged."""
+        p = {}
+        for v in self.sc.parameters:
+            val = getattr(self, v.name)
+            try:
+                val = float(val)
+                ok = math.isfinite(val)
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                self._reject(f"parameter {v.name} = {getattr(self, v.name)!r} is not a finite number; "
+                             f"using the default {v.start}")
+                val = v.start
+                setattr(self, v.name, val)
+            p[v.name] = val
+        for v in self.sc.parameters:
+            bad = ((v.name in self.sc.positive and p[v.name] <= 0)
+                   or (v.name in self.sc.nonnegative and p[v.name] < 0))
+            if bad:
+                self._reject(f"parameter {v.name} = {p[v.name]} must be "
+                             f"{'positive' if v.name in self.sc.positive else 'non-negative'}; "
+                             f"using the default {v.start}")
+                p[v.name] = v.start
+                setattr(self, v.name, v.start)
+        return p
+
+    def _solver_options(self):
+        solver = str(self.solver).strip().lower()
+        if solver not in ("rk4", "adaptive"):
+            self._reject(f"solver {self.solver!r} is unknown (use 'rk4' or 'adaptive'); using 'rk4'")
+            solver = self.solver = "rk4"
+        h_max, rtol = self.h_max, self.rtol
+        if not (isinstance(h_max, (int, float)) and math.isfinite(h_max) and 0 < h_max <= 1.0):
+            self._reject(f"h_max = {h_max!r} must lie in (0, 1] s; using 1e-3")
+            h_max = self.h_max = 1e-3
+        if not (isinstance(rtol, (int, float)) and math.isfinite(rtol) and 1e-14 <= rtol < 1):
+            self._reject(f"rtol = {rtol!r} must lie in [1e-14, 1); using 1e-8")
+            rtol = self.rtol = 1e-8
+        return solver, float(h_max), float(rtol)
+
+    def _start_sim(self):
+        try:
+            solver, h_max, rtol = self._solver_options()
+            self.sim = self.sc.simulator(self._params(), solver=solver, h_max=h_max, rtol=rtol,
+                                         inputs=dict(self._good_inputs))
+        except EmbedError as exc:
+            self._fail(exc)
+        except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu
+            self._fail(exc, internal=True)
+        self._publish()
+
+    def exit_initialization_mode(self):
+        self.status = 0
+        self._read_inputs()
+        self._start_sim()
+
+    def do_step(self, current_time, step_size):
+        try:
+            self.status = 0
+            self._read_inputs()
+            if self.sim is not None:
+                self.sim.advance(current_time + step_size)
+        except EmbedError as exc:
+            self._fail(exc)
+        except Exception as exc:   # noqa: BLE001
+            self._fail(exc, internal=True)
+        self._publish()
+        return True
+
+    # ------------------------------------------------------------- helpers
+    def _read_inputs(self):
+        """Inputs from the master; a non-finite one is rejected and its last good value kept."""
+        good = self._good_inputs
+        changed = False
+        for name in self._input_names:
+            v = getattr(self, name)
+            if v != good[name]:
+                try:
+                    f = float(v)
+                except (TypeError, ValueError):
+                    f = math.nan
+                if math.isfinite(f):
+                    good[name] = f
+                    changed = True
+                else:
+                    self._reject(f"input {name} = {v!r} is not finite; keeping {good[name]}")
+                    setattr(self, name, good[name])
+        if changed and self.sim is not None:
+            self.sim.set_inputs(good)
+
+    def _reject(self, msg):
+        self.status = InputError.status
+        self.log(msg, Fmi2Status.warning)
+
+    def _fail(self, exc, internal=False):
+        self.status = 1 if internal else exc.status
+        kind = "internal error" if internal else type(exc).__name__
+        t = self.sim.t if self.sim is not None else 0.0
+        self.log(f"{kind} at t = {t:.9g} s: {exc}; the last good state is kept", Fmi2Status.error)
+        if self.sim is not None:
+            self.sim.rollback()
+
+    def _publish(self):
+        if self.sim is None:
+            for v in self.sc.outputs:
+                setattr(self, v.name, v.start)
+            return
+        for k, v in self.sc.observe(self.sim).items():
+            setattr(self, k, v)
+
+    # ---------------------------------------------------------------- state
+    def _get_fmu_state(self):
+        return {"sim": self.sim.get_state() if self.sim is not None else None,
+                "inputs": dict(self._good_inputs), "status": self.status,
+                "vars": {n: getattr(self, n) for n in self._input_names + self._out_names}}
+
+    def _set_fmu_state(self, state):
+        self.status = state["status"]
+        self._good_inputs = dict(state["inputs"])
+        for k, v in state["vars"].items():
+            setattr(self, k, v)
+        if state["sim"] is not None and self.sim is not None:
+            self.sim.set_state(state["sim"])
+        self._publish()
+
+    @staticmethod
+    def _fmu_state_to_bytes(state):
+        return json.dumps(state, default=_jsonable).encode("utf-8")
+
+    @staticmethod
+    def _fmu_state_from_bytes(data):
+        return json.loads(data.decode("utf-8"))
+
+
+def _jsonable(o):
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.floating, np.integer, np.bool_)):
+        return o.item()
+    raise TypeError(f"cannot serialize {type(o).__name__} in the FMU state")

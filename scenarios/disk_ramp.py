@@ -1,0 +1,146 @@
+"""Disk on a ramp with two friction zones: gillespie2005 Example 1 (Sec 6.1, Fig 5-7, Table I).
+
+Mode 1 sliding (u1, u2 independent), mode 2 rolling (u1 + u2 = 0 embedded on line,
+D = [-1]).  Coulomb friction mu on the lower part of the ramp (q1 < L), none above.
+The normal force N comes from an auxiliary generalized speed normal to the ramp
+(Sec 5.4); in the rolling mode the friction force F_f is a constraint force
+recovered from the unconstrained equations.  Inputs F_ext (along the ramp, at the
+centre) and T_ext (torque on the disk) are what a HIL user applies.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBody,  # noqa: F401
+                                     dynamicsymbols, inertia)
+
+from embed import Automaton, Guard, Jump, Mode, Model, Scenario, Var, motion
+
+SLIDING, ROLLING = 1, 2
+
+
+def build_model():
+    """The unconstrained (sliding) disk: eq 21 plus the auxiliary equation for N."""
+    q1, q2 = dynamicsymbols("q1 q2")
+    u1, u2, ua = dynamicsymbols("u1 u2 ua")
+    m, J, r, phi, mu, L, g = sp.symbols("m J r phi mu L g")
+    N, F_f, F_ext, T_ext = sp.symbols("N F_f F_ext T_ext")
+    frame = ReferenceFrame("N")
+    A = frame.orientnew("A", "Axis", [phi, frame.z])       # a1 up the ramp, a2 normal
+    O = Point("O")
+    O.set_vel(frame, 0)
+    Bo = O.locatenew("Bo", q1 * A.x + r * A.y)
+    Bo.set_vel(frame, u1 * A.x + ua * A.y)                  # ua: auxiliary speed along a2
+    B = A.orientnew("B", "Axis", [q2, A.z])
+    B.set_ang_vel(frame, u2 / r * A.z)                       # u2 = r dq2/dt
+    P = Bo.locatenew("P", -r * A.y)                          # contact point of the disk
+    P.v2pt_theory(Bo, frame, B)
+    disk = RigidBody("disk", Bo, B, m, (inertia(A, 0, 0, J), Bo))
+    loads = [(Bo, -m * g * frame.y + F_ext * A.x),           # R^B of Sec 6.1 plus F_ext
+             (P, -F_f * A.x + N * A.y),
+             (B, T_ext * A.z)]
+    model = Model(frame, [q1, q2], [u1, u2], [q1.diff() - u1, r * q2.diff() - u2], [disk], loads,
+                  u_aux=[ua], forces=[N, F_f], params=[m, J, r, phi, mu, L, g],
+                  inputs=[F_ext, T_ext], name="disk_ramp")
+    return model, (u1, u2)
+
+
+def build() -> Scenario:
+    model, (u1, u2) = build_model()
+    q1 = dynamicsymbols("q1")
+    mu, L, N, F_f = sp.symbols("mu L N F_f")
+    s, z = sp.symbols("s z_f")          # friction direction (+-1); 1 in the friction zone
+    rolling = motion(model, "rolling", u1 + u2)
+    slip = u1 + u2
+    in_zone = lambda d: d["z_f"] == 1   # noqa: E731
+    modes = {
+        SLIDING: Mode(SLIDING, "sliding", (), ((F_f, z * mu * s * N),), (
+            Guard("rolling_constraint_satisfied", s * slip, -1, enabled=in_zone),
+            Guard("zone_boundary", (2 * z - 1) * (L - q1), -1),
+        )),
+        ROLLING: Mode(ROLLING, "rolling", ("rolling",), (), (
+            Guard("friction_cone", mu * N - sp.Abs(F_f), -1),
+            Guard("zone_boundary", L - q1, -1),
+        )),
+    }
+
+    def try_rolling(ctx):
+        """Sliding -> rolling if the friction the rolling mode needs lies in the cone."""
+        f = ctx.forces_in(ROLLING, z_f=1.0)
+        mu_v = ctx.sim.pvec[model.params.index(model.params[4])]
+        if abs(f["F_f"]) <= mu_v * f["N"]:
+            return Jump(ROLLING, {"z_f": 1.0})
+        return Jump(SLIDING, {"z_f": 1.0, "s": math.copysign(1.0, f["F_f"])})
+
+    def transition(ctx, guard):
+        if ctx.mode == SLIDING and guard == "rolling_constraint_satisfied":
+            return try_rolling(ctx)
+        if ctx.mode == SLIDING and guard == "zone_boundary":
+            if ctx.discrete["z_f"] == 1:
+                return Jump(SLIDING, {"z_f": 0.0})
+            sl = ctx.outputs["slip"]
+            if sl == 0:
+                return try_rolling(ctx)
+            return Jump(SLIDING, {"z_f": 1.0, "s": math.copysign(1.0, sl)})
+        if ctx.mode == ROLLING and guard == "friction_cone":
+            return Jump(SLIDING, {"s": math.copysign(1.0, ctx.forces["F_f"])})
+        if ctx.mode == ROLLING and guard == "zone_boundary":
+            return Jump(SLIDING, {"z_f": 0.0, "s": 1.0})
+        raise AssertionError(f"no transition for {guard!r} in mode {ctx.mode}")
+
+    def initial(ctx):
+        L_v = ctx.sim.pvec[5]
+        zone = 1.0 if ctx.q[0] < L_v else 0.0
+        sl = ctx.u[0] + ctx.u[1]
+        if sl != 0 or zone == 0:
+            return Jump(SLIDING, {"z_f": zone, "s": math.copysign(1.0, sl)})
+        return try_rolling(ctx)
+
+    aut = Automaton(model, {"rolling": rolling}, modes, {"s": 1.0, "z_f": 1.0},
+                    {"slip": slip, "N": N, "F_f": F_f}, transition, initial)
+
+    parameters = [
+        Var("m", 1.0, "disk mass", "kg"),
+        Var("J", 0.5, "central moment of inertia of the disk", "kg.m2"),
+        Var("r", 1.0, "disk radius", "m"),
+        Var("phi", math.pi / 12, "ramp angle to the horizontal", "rad"),
+        Var("mu", 0.2, "Coulomb friction coefficient below q1 = L", ""),
+        Var("L", 22.0, "end of the friction zone along the ramp", "m"),
+        Var("g", 9.81, "gravitational acceleration", "m/s2"),
+        Var("q1_start", 14.0, "initial position of the disk centre along the ramp", "m"),
+        Var("q2_start", 0.0, "initial disk angle", "rad"),
+        Var("u1_start", 7.0, "initial speed of the centre along the ramp", "m/s"),
+        Var("u2_start", -4.0, "initial u2 = r dq2/dt", "m/s"),
+    ]
+    inputs = [Var("F_ext", 0.0, "force on the disk centre along the ramp (up positive)", "N"),
+              Var("T_ext", 0.0, "torque on the disk about a3", "N.m")]
+    outputs = [
+        Var("q1", 0.0, "position of the disk centre along the ramp", "m"),
+        Var("q2", 0.0, "disk angle", "rad"),
+        Var("u1", 0.0, "speed of the centre along the ramp", "m/s"),
+        Var("u2", 0.0, "r dq2/dt", "m/s"),
+        Var("slip", 0.0, "slip velocity of the contact point u1 + u2", "m/s"),
+        Var("N", 0.0, "normal force of the ramp on the disk", "N"),
+        Var("F_f", 0.0, "friction force on the disk (acting along -a1)", "N"),
+        Var("constraint_residual", 0.0, "largest residual of the active constraints", ""),
+        Var("mode", 1, "active mode: 1 sliding, 2 rolling", type="Integer"),
+        Var("event_count", 0, "events handled so far", type="Integer"),
+        Var("last_event_time", 0.0, "located time of the latest event", "s"),
+    ]
+
+    def initial_state(p):
+        return (np.array([p["q1_start"], p["q2_start"]], dtype=float),
+                np.array([p["u1_start"], p["u2_start"]], dtype=float))
+
+    def observe(sim):
+        o = sim.outputs_now()
+        return {"q1": sim.q[0], "q2": sim.q[1], "u1": sim.u[0], "u2": sim.u[1],
+                "slip": o["slip"], "N": o["N"], "F_f": o["F_f"],
+                "constraint_residual": sim.residual(), "mode": sim.mode,
+                "event_count": sim.event_count, "last_event_time": sim.last_event_time}
+
+    return Scenario("disk_ramp", aut, parameters, inputs, outputs, initial_state, observe,
+                    positive=("m", "J", "r"), nonnegative=("mu", "g"))
