@@ -7,10 +7,13 @@ setReal, doStep, getReal) and never imports the engine.
 from __future__ import annotations
 
 import shutil
-import tempfile
 
-from fmpy import extract, read_model_description
-from fmpy.fmi2 import FMU2Slave
+from ctypes import byref
+
+from fmpy import calloc, extract, free, read_model_description
+from fmpy.fmi2 import (FMU2Slave, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,
+                       fmi2CallbackFunctions, fmi2CallbackLoggerTYPE)
+from fmpy.logging import addLoggerProxy
 
 
 class FmuRunner:
@@ -23,16 +26,22 @@ class FmuRunner:
         self.messages = []
 
         def logger(env, name, status, category, message):
-            text = message.decode() if isinstance(message, bytes) else str(message)
+            text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
             self.messages.append((status, text))
             if log:
                 log(status, text)
 
+        # FMI logger callback that collects the FMU's messages (kept referenced: ctypes)
+        cb = fmi2CallbackFunctions()
+        cb.logger = fmi2CallbackLoggerTYPE(logger)
+        cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
+        cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
+        addLoggerProxy(byref(cb))
+        self._callbacks = cb
         self.fmu = FMU2Slave(guid=self.md.guid, unzipDirectory=self.dir,
                              modelIdentifier=self.md.coSimulation.modelIdentifier,
                              instanceName=instance)
-        self.fmu.instantiate(loggingOn=True, callbacks=None)
-        self._logger = logger
+        self.fmu.instantiate(loggingOn=True, callbacks=cb)
         self.fmu.setupExperiment(startTime=0.0)
         self.fmu.enterInitializationMode()
         self.set(**(params or {}))
@@ -104,4 +113,4 @@ def run(fmu_path, t_end, dt, params=None, strings=None, schedule=None):
     return rows
 
 
-__all__ = ["FmuRunner", "run", "tempfile"]
+__all__ = ["FmuRunner", "run"]

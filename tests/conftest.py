@@ -1,0 +1,21 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="session")
+def fmu_dir(tmp_path_factory):
+    """Every scenario FMU, built once per test session with build_fmu.py."""
+    import build_fmu
+    out = tmp_path_factory.mktemp("fmus")
+    build_fmu.main(["--all", "--out", str(out)])
+    return out
+
+
+@pytest.fixture(scope="session")
+def disk_fmu(fmu_dir):
+    return str(fmu_dir / "disk_ramp.fmu")

@@ -1,0 +1,80 @@
+"""Symbolic identities and cross-checks of the embedding (gillespie2005 eq 11-23)."""
+
+import numpy as np
+import pytest
+import sympy as sp
+import symengine as se
+
+from embed import ConstraintRankError, ConstraintSet, ModeEquations, embed, motion, partition
+from scenarios import disk_ramp
+
+
+@pytest.fixture(scope="module")
+def disk():
+    model, (u1, u2) = disk_ramp.build_model()
+    return model, motion(model, "rolling", u1 + u2)
+
+
+def test_rolling_equation_is_eq_23(disk):
+    """Recombined rolling equation F~1 + F~1* (eq 22) equals -m g sin(phi) - (m + J/r^2) u1' (eq 23)."""
+    model, rolling = disk
+    dep = partition(np.array([[1.0, 1.0]]))
+    assert dep == (1,)                       # u2 dependent, as in the paper
+    emb = embed(model, ConstraintSet([rolling]), dep)
+    assert emb.D.tolist() == [[-1]]          # D = [-1]
+    m, g, phi, J, r, u1d = sp.symbols("m g phi J r u1d")
+    eq = sp.sympify(emb.Ftil[0] + emb.Ftil_star[0]).subs({"F_ext": 0, "T_ext": 0})
+    eq23 = -m * g * sp.sin(phi) - (m + J / r ** 2) * u1d
+    assert sp.simplify(eq - eq23) == 0
+    # the friction force is a constraint force of the rolling mode: it cancels (eq 22)
+    assert not sp.sympify(emb.Ftil[0]).has(sp.Symbol("F_f"))
+
+
+def test_unconstrained_terms_are_eq_21(disk):
+    model, _ = disk
+    m, g, phi, J, r, F_f, u1d, u2d = sp.symbols("m g phi J r F_f u1d u2d")
+    eqs = [sp.sympify(a + b).subs({"F_ext": 0, "T_ext": 0}) for a, b in zip(model.Fr, model.Frstar)]
+    assert sp.simplify(eqs[0] - (-m * g * sp.sin(phi) - F_f - m * u1d)) == 0
+    assert sp.simplify(eqs[1] - (-F_f - J / r ** 2 * u2d)) == 0
+    assert sp.simplify(sp.sympify(model.aux[0]) - (sp.Symbol("N") - m * g * sp.cos(phi))) == 0
+
+
+def _numeric(expr, values):
+    return float(se.sympify(expr).subs({se.Symbol(k): v for k, v in values.items()}))
+
+
+def test_embedded_accelerations_match_lagrange_multipliers(disk):
+    """Independent formulation: [M B^T; B 0] [u'; lam] = [f; 0] solved numerically at random states."""
+    model, rolling = disk
+    emb = embed(model, ConstraintSet([rolling]), (1,))
+    eqs = ModeEquations(model, emb, {})
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        v = dict(m=rng.uniform(0.5, 3), J=rng.uniform(0.1, 2), r=rng.uniform(0.2, 2),
+                 phi=rng.uniform(-1, 1), mu=0.3, L=10.0, g=9.81, F_ext=rng.normal(),
+                 T_ext=rng.normal(), q1=rng.normal(), q2=rng.normal(), u1=rng.normal())
+        # unconstrained M u' = f (+ generalized constraint force), F_f left out: it is the multiplier
+        M = np.zeros((2, 2))
+        f = np.zeros(2)
+        for i in range(2):
+            e = model.Fr[i] + model.Frstar[i]
+            vals = {**v, "u2": -v["u1"], "F_f": 0.0, "N": 0.0}
+            f[i] = _numeric(e, {**vals, "u1d": 0.0, "u2d": 0.0})
+            for j, ud in enumerate(("u1d", "u2d")):
+                M[i, j] = -(_numeric(e, {**vals, "u1d": float(j == 0), "u2d": float(j == 1)}) - f[i])
+        B = np.array([[1.0, 1.0]])
+        K = np.block([[M, B.T], [B, np.zeros((1, 1))]])
+        sol = np.linalg.solve(K, np.concatenate((f, [0.0])))
+        ud1_lagrange, lam = sol[0], sol[2]
+        ud1 = _numeric(eqs.udot_ind[0], v)
+        assert ud1 == pytest.approx(ud1_lagrange, rel=1e-12, abs=1e-12)
+        # F_f enters both rows as -F_f, so M u' + B^T F_f = f: the multiplier of B = [1, 1] is F_f
+        F_f = _numeric(eqs.forces[1], v)
+        assert F_f == pytest.approx(lam, rel=1e-12, abs=1e-12)
+        assert _numeric(eqs.forces[0], v) == pytest.approx(v["m"] * 9.81 * np.cos(v["phi"]))
+
+
+def test_redundant_constraints_named(disk):
+    model, rolling = disk
+    with pytest.raises(ConstraintRankError, match="twice"):
+        partition(np.array([[1.0, 1.0], [2.0, 2.0]]), ("rolling", "twice"))
