@@ -1,9 +1,10 @@
 """Integrators for one mode: fixed-step RK4 and adaptive Dormand-Prince 5(4).
 
-Both return the new state together with the monitors there, and both offer
-``partial(t, x, tau)``: the state a step of length tau from x would reach.  That
-continuous extension (of the integrator's own order) is the dense output on
-which switching conditions are located.
+Both return the compiled mode's output vector at the new state
+(``[x..., monitors..., finiteness check]``, see ``compile``), and both offer
+``partial(t, x, tau)``: the same at the state a step of length tau from x would
+reach.  That continuous extension (of the integrator's own order) is the dense
+output on which switching conditions are located.
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ class RK4:
         self.h_max = float(h_max)
 
     def step(self, cm, t, x, p, h_avail):
-        h = min(self.h_max, h_avail)
-        y = cm.rk4(t, h, x, p)
-        return h, y[:cm.nx], y[cm.nx:]
+        h = self.h_max if self.h_max < h_avail else h_avail
+        return h, cm.rk4(t, h, x, p)
 
     def partial(self, cm, t, x, p, tau):
-        y = cm.rk4(t, tau, x, p)
-        return y[:cm.nx], y[cm.nx:]
+        return cm.rk4(t, tau, x, p)
 
     def get_state(self):
         return {}
@@ -82,7 +81,7 @@ class DormandPrince:
             if en <= 1.0:
                 fac = 5.0 if en == 0 else min(5.0, 0.9 * en ** -0.2)
                 self.h = min(self.h_max, h * fac)
-                return h, x5, cm.monitors(t + h, x5, p)
+                return h, cm.rk4(t + h, 0.0, x5, p)
             h *= max(0.1, 0.9 * en ** -0.2)
             if h < 1e-14:
                 break
@@ -92,7 +91,7 @@ class DormandPrince:
 
     def partial(self, cm, t, x, p, tau):
         x5, _ = self._dp(cm, t, x, p, tau)
-        return x5, cm.monitors(t + tau, x5, p)
+        return cm.rk4(t + tau, 0.0, x5, p)
 
     def get_state(self):
         return {"h": self.h}
@@ -108,8 +107,3 @@ def make_integrator(solver: str, h_max: float, rtol: float):
         return DormandPrince(h_max, rtol)
     raise InputError(f"unknown solver {solver!r}; use 'rk4' or 'adaptive'")
 
-
-def check_finite(x, t, key):
-    if not np.all(np.isfinite(x)):
-        raise IntegrationError(f"non-finite state at t = {t:.9g} s in mode {key}; "
-                               "check inputs and parameters")

@@ -25,18 +25,49 @@ class Var:
     type: str = "Real"       # Real, Integer, Boolean, String
 
 
+SIM_ATTRIBUTES = ("mode", "event_count", "last_event_time")
+
+
 @dataclass
 class Scenario:
+    """A model, its automaton and its interface.
+
+    Each output is one of the automaton's outputs (an expression evaluated by the
+    compiled mode), ``constraint_residual``, or a simulator attribute (``mode``,
+    ``event_count``, ``last_event_time``).
+    """
+
     name: str
     automaton: Automaton
     parameters: list          # [Var]: model parameters and *_start values
     inputs: list              # [Var]
     outputs: list             # [Var]
     initial_state: Callable   # params dict -> (q0, u0)
-    observe: Callable         # Simulator -> dict of output values (names of ``outputs``)
     positive: tuple = ()       # parameter names that must be > 0
     nonnegative: tuple = ()    # parameter names that must be >= 0
     cache: dict = field(default_factory=dict)
+
+    def source(self, name):
+        """Where output ``name`` lives: ("mon", index into Simulator.mon) or ("attr", attribute)."""
+        aut = self.automaton
+        base = aut.model.n + len(aut.model.forces)
+        names = list(aut.outputs)
+        if name in names:
+            return "mon", base + names.index(name)
+        if name == "constraint_residual":
+            return "mon", base + len(names)
+        if name in SIM_ATTRIBUTES:
+            return "attr", name
+        raise KeyError(f"scenario {self.name!r}: output {name!r} is neither an automaton output, "
+                       f"constraint_residual nor one of {SIM_ATTRIBUTES}")
+
+    def observe(self, sim) -> dict:
+        """Values of every output at the simulator's current state."""
+        out = {}
+        for v in self.outputs:
+            kind, where = self.source(v.name)
+            out[v.name] = float(sim.mon[where]) if kind == "mon" else getattr(sim, where)
+        return out
 
     def defaults(self) -> dict:
         return {v.name: v.start for v in self.parameters}

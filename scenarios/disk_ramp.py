@@ -70,8 +70,7 @@ def build() -> Scenario:
     def try_rolling(ctx):
         """Sliding -> rolling if the friction the rolling mode needs lies in the cone."""
         f = ctx.forces_in(ROLLING, z_f=1.0)
-        mu_v = ctx.sim.pvec[model.params.index(model.params[4])]
-        if abs(f["F_f"]) <= mu_v * f["N"]:
+        if abs(f["F_f"]) <= ctx.param("mu") * f["N"]:
             return Jump(ROLLING, {"z_f": 1.0})
         return Jump(SLIDING, {"z_f": 1.0, "s": math.copysign(1.0, f["F_f"])})
 
@@ -92,15 +91,16 @@ def build() -> Scenario:
         raise AssertionError(f"no transition for {guard!r} in mode {ctx.mode}")
 
     def initial(ctx):
-        L_v = ctx.sim.pvec[5]
-        zone = 1.0 if ctx.q[0] < L_v else 0.0
+        zone = 1.0 if ctx.q[0] < ctx.param("L") else 0.0
         sl = ctx.u[0] + ctx.u[1]
         if sl != 0 or zone == 0:
             return Jump(SLIDING, {"z_f": zone, "s": math.copysign(1.0, sl)})
         return try_rolling(ctx)
 
-    aut = Automaton(model, {"rolling": rolling}, modes, {"s": 1.0, "z_f": 1.0},
-                    {"slip": slip, "N": N, "F_f": F_f}, transition, initial)
+    q2 = dynamicsymbols("q2")
+    outputs = {"q1": q1, "q2": q2, "u1": u1, "u2": u2, "slip": slip, "N": N, "F_f": F_f}
+    aut = Automaton(model, {"rolling": rolling}, modes, {"s": 1.0, "z_f": 1.0}, outputs,
+                    transition, initial)
 
     parameters = [
         Var("m", 1.0, "disk mass", "kg"),
@@ -117,7 +117,7 @@ def build() -> Scenario:
     ]
     inputs = [Var("F_ext", 0.0, "force on the disk centre along the ramp (up positive)", "N"),
               Var("T_ext", 0.0, "torque on the disk about a3", "N.m")]
-    outputs = [
+    interface = [
         Var("q1", 0.0, "position of the disk centre along the ramp", "m"),
         Var("q2", 0.0, "disk angle", "rad"),
         Var("u1", 0.0, "speed of the centre along the ramp", "m/s"),
@@ -135,12 +135,5 @@ def build() -> Scenario:
         return (np.array([p["q1_start"], p["q2_start"]], dtype=float),
                 np.array([p["u1_start"], p["u2_start"]], dtype=float))
 
-    def observe(sim):
-        o = sim.outputs_now()
-        return {"q1": sim.q[0], "q2": sim.q[1], "u1": sim.u[0], "u2": sim.u[1],
-                "slip": o["slip"], "N": o["N"], "F_f": o["F_f"],
-                "constraint_residual": sim.residual(), "mode": sim.mode,
-                "event_count": sim.event_count, "last_event_time": sim.last_event_time}
-
-    return Scenario("disk_ramp", aut, parameters, inputs, outputs, initial_state, observe,
+    return Scenario("disk_ramp", aut, parameters, inputs, interface, initial_state,
                     positive=("m", "J", "r"), nonnegative=("mu", "g"))

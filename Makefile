@@ -1,0 +1,28 @@
+# Quick start (README): `make demo` and `make test` on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+OUT    ?= build
+
+.PHONY: demo test fmus bench clean
+
+$(VENV)/.installed: pyproject.toml .ci/constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c .ci/constraints.txt -e '.[test]'
+	touch $@
+
+fmus: $(VENV)/.installed
+	$(PY) build_fmu.py --all --out $(OUT)
+
+demo: fmus
+	$(PY) -m fmu_src.demo $(OUT)/disk_ramp.fmu --png $(OUT)/disk_ramp_fig7.png
+
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+bench: fmus
+	$(PY) benchmarks/bench_disk_ramp.py --fmu $(OUT)/disk_ramp.fmu
+
+clean:
+	rm -rf $(OUT) .pytest_cache
