@@ -1,8 +1,10 @@
 """Example systems from the papers; each module has ``build()`` returning an ``embed.Scenario``."""
 
 import importlib
+from pathlib import Path
 
-NAMES = ["disk_ramp"]
+# every module in this folder is a scenario
+NAMES = sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not p.stem.startswith("_"))
 
 
 def load(name):
