@@ -47,6 +47,7 @@ class Jump:
     discrete: dict = field(default_factory=dict)
     q: Optional[np.ndarray] = None
     u: Optional[np.ndarray] = None
+    constraints: Optional[tuple] = None   # active constraint names, if not the mode's own
 
 
 @dataclass

@@ -4,11 +4,11 @@ A compiled mode is one function of the flat argument vector ``[t, h, x..., p...]
 (x = [q, u_ind], p the parameter vector) returning ``[x(t+h)..., monitors(x(t+h))...,
 sum |x_i(t+h)|]``: a classical Runge-Kutta step composed symbolically into a single
 call, followed by the monitors (full speeds, contact forces, outputs, largest
-constraint residual, switching conditions) at the new state.  With h = 0 it
-returns the monitors at x; with 0 < h < step it is the step's continuous
-extension used to locate events.  The last entry is inf or nan exactly when the
-new state is not finite.  The right-hand side alone (eq 2 and 16) is compiled on
-first use, for the adaptive solver.
+constraint residual, switching conditions, multipliers) at the new state.  With
+h = 0 it returns the monitors at x; with 0 < h < step it is the step's continuous
+extension used to locate events.  The last entry is inf or nan exactly when the new
+state is not finite.  The right-hand side alone (eq 2 and 16) is compiled on first
+use, for the adaptive solver.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ H = se.Symbol("h_step")
 
 # symengine's "lambda" backend builds a tree of compiled C++ closures: measured here for
 # the disk's RK4 step, 0.1-0.3 ms to build and 1.9 us a call, against 4-5 ms and 1.2 us
-# for "llvm".  Building fast is what makes on-line embedding fit in a 1 ms step.
+# for "llvm".  Building fast is what makes on-line embedding fit in a 1 ms step.  Only
+# "llvm" functions pickle, so the background worker compiles with "llvm".
 BACKEND = "lambda"
 
 
@@ -35,39 +36,94 @@ def lambdify(args, exprs, what, backend=None):
         raise CompilationError(f"could not compile {what}: {exc}") from exc
 
 
-class CompiledMode:
-    """Numeric functions of one mode (one constraint set, partition and force laws).
+class Layout:
+    """Slices of a mode's monitor vector, the same on the symbolic and the numeric path:
+    u (n full speeds), forces (k), outputs, residual (1), guards, multipliers (m)."""
 
-    ``layout`` gives the slices of the monitor vector: u (n full speeds), forces,
-    outputs, residual (1), guards.
-    """
-
-    def __init__(self, model, eqs, params, outputs, residuals, guards, key):
-        self.key = key
-        self.n = model.n
-        self.ind = eqs.emb.ind
-        self.dep = eqs.emb.dep
-        x = list(model.q) + [model.u[i] for i in self.ind]
-        self.nx = len(x)
-        f = list(eqs.qdot) + list(eqs.udot_ind)
-        res = se.Max(*[se.Abs(r) for r in residuals]) if len(residuals) > 1 else (
-            se.Abs(residuals[0]) if residuals else se.Integer(0))
-        mon = list(eqs.u_full) + list(eqs.forces) + list(outputs) + [res] + list(guards)
-        n, k, o = self.n, len(eqs.forces), len(outputs)
+    def __init__(self, n, k, n_out, n_guards, m):
+        self.sizes = (n, k, n_out, n_guards, m)
         self.sl_u = slice(0, n)
         self.sl_forces = slice(n, n + k)
-        self.sl_outputs = slice(n + k, n + k + o)
-        self.i_res = n + k + o
-        self.sl_guards = slice(n + k + o + 1, n + k + o + 1 + len(guards))
-        self.n_mon = len(mon)
-        self._args = [TIME, H] + x + list(params)
-        self._f = f
-        self._rhs = None
-        self._step = lambdify(self._args, _rk4_compose(x, f, mon), f"the RK4 step of mode {key}")
-        self._buf = np.zeros(len(self._args))
+        self.sl_outputs = slice(n + k, n + k + n_out)
+        self.i_res = n + k + n_out
+        self.sl_guards = slice(self.i_res + 1, self.i_res + 1 + n_guards)
+        self.sl_lambda = slice(self.sl_guards.stop, self.sl_guards.stop + m)
+        self.n_mon = self.sl_lambda.stop
+
+
+def max_abs(residuals):
+    """max_i |r_i| as one expression (0 when there is none)."""
+    if not residuals:
+        return se.Integer(0)
+    return se.Max(*[se.Abs(r) for r in residuals]) if len(residuals) > 1 else se.Abs(residuals[0])
+
+
+def mode_parts(model, eqs, params, outputs, residuals, guards):
+    """Everything needed to compile a mode, as picklable symengine objects.
+
+    "explicit" (eq 16 solved symbolically): one function, the composed RK4 step.
+    "linear": S z = s and qdot compiled as functions of x, the monitors of (x, z); z is
+    solved numerically at each evaluation (no symbolic inverse of a large matrix).
+    """
+    ind = tuple(eqs.emb.ind)
+    x = list(model.q) + [model.u[i] for i in ind]
+    mon = (list(eqs.u_full) + list(eqs.forces) + list(outputs) + [max_abs(residuals)]
+           + list(guards) + list(eqs.multipliers))
+    parts = {"x": x, "ind": ind, "dep": tuple(eqs.emb.dep), "params": list(params),
+             "sizes": (model.n, len(eqs.forces), len(outputs), len(guards), len(eqs.multipliers))}
+    if eqs.solution is not None:
+        f = list(eqs.qdot) + list(eqs.udot_ind)
+        parts.update(kind="explicit", args=[TIME, H] + x + list(params), f=f, mon=mon)
+    else:
+        nz = len(eqs.z)
+        parts.update(kind="linear", z=list(eqs.z), n_ud=len(ind),
+                     sys=[eqs.S[i, j] for i in range(nz) for j in range(nz)]
+                     + [eqs.s[i] for i in range(nz)] + list(eqs.qdot), mon=mon)
+    return parts
+
+
+def compile_parts(parts, key, backend=None):
+    """The compiled functions of a mode's parts (what the background worker returns)."""
+    if parts["kind"] == "explicit":
+        return (lambdify(parts["args"], _rk4_compose(parts["x"], parts["f"], parts["mon"]),
+                         f"the RK4 step of mode {key}", backend),)
+    ax = [TIME] + parts["x"] + parts["params"]
+    axz = [TIME] + parts["x"] + parts["z"] + parts["params"]
+    return (lambdify(ax, parts["sys"], f"the equations of mode {key}", backend),
+            lambdify(axz, parts["mon"], f"the monitors of mode {key}", backend))
+
+
+def make_mode(parts, key, fns=None, backend=None):
+    """A compiled mode from its parts, or from the metadata and functions the background
+    worker compiled (``embed.worker``)."""
+    fns = fns if fns is not None else compile_parts(parts, key, backend)
+    meta = dict(parts)
+    meta.setdefault("nx", len(parts["x"]) if "x" in parts else None)
+    if meta["kind"] == "linear":
+        meta.setdefault("nz", len(parts["z"]) if "z" in parts else None)
+    return (CompiledMode if meta["kind"] == "explicit" else LinearMode)(meta, key, fns)
+
+
+class CompiledMode(Layout):
+    """Symbolic path: the compiled functions of one mode (constraint set, partition, laws)."""
+
+    path = "symbolic"
+
+    def __init__(self, meta, key, fns):
+        Layout.__init__(self, *meta["sizes"])
+        self.key = key
+        self.n = meta["sizes"][0]
+        self.ind, self.dep = tuple(meta["ind"]), tuple(meta["dep"])
+        self.nx = meta["nx"]
+        self._args, self._f = meta.get("args"), meta.get("f")
+        self._step = fns[0]
+        self._rhs = fns[1] if len(fns) > 1 else None
+        self._buf = np.zeros(0)
 
     def _load(self, t, h, x, p):
         b = self._buf
+        if b.size != 2 + self.nx + p.size:
+            b = self._buf = np.zeros(2 + self.nx + p.size)
         b[0] = t
         b[1] = h
         b[2:2 + self.nx] = x
@@ -89,6 +145,49 @@ class CompiledMode:
         out = np.empty(self.nx)
         self._rhs.unsafe_real(self._load(t, 0.0, x, p), out)
         return out
+
+
+class LinearMode(Layout):
+    """Symbolic path for larger modes: compiled S(x), s(x), qdot(x) and monitors(x, z);
+    z = [udot_ind, forces] solved numerically (LU) at each evaluation; RK4 in Python."""
+
+    path = "symbolic"
+
+    def __init__(self, meta, key, fns):
+        Layout.__init__(self, *meta["sizes"])
+        self.key = key
+        self.n = meta["sizes"][0]
+        self.ind, self.dep = tuple(meta["ind"]), tuple(meta["dep"])
+        self.nx = meta["nx"]
+        self.nz = meta["nz"]
+        self.n_ud = meta["n_ud"]
+        self._sys, self._mon = fns
+
+    def _solve(self, t, x, p):
+        nz, nx = self.nz, self.nx
+        v = self._sys(np.concatenate(([t], x, p)))
+        S = v[:nz * nz].reshape(nz, nz)
+        z = np.linalg.solve(S, v[nz * nz:nz * nz + nz]) if nz else np.zeros(0)
+        return z, v[nz * nz + nz:nz * nz + nz + self.n]
+
+    def rhs(self, t, x, p):
+        z, qdot = self._solve(t, x, p)
+        return np.concatenate((qdot, z[:self.n_ud]))
+
+    def monitors(self, t, x, p):
+        z, _ = self._solve(t, x, p)
+        return self._mon(np.concatenate(([t], x, z, p)))
+
+    def rk4(self, t, h, x, p):
+        if h == 0.0:
+            xn = x
+        else:
+            k1 = self.rhs(t, x, p)
+            k2 = self.rhs(t + h / 2, x + h / 2 * k1, p)
+            k3 = self.rhs(t + h / 2, x + h / 2 * k2, p)
+            k4 = self.rhs(t + h, x + h * k3, p)
+            xn = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return np.concatenate((xn, self.monitors(t + h, xn, p), [np.sum(np.abs(xn))]))
 
 
 def _rk4_compose(x, f, mon):

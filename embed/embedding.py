@@ -73,6 +73,7 @@ class Embedding:
     Ftil_star: list      # F~*_r (eq 14)
     dep_rows: list       # F_s + F_s*, s in dep: recover the forces that cancel
     aux: list            # auxiliary equations, substituted
+    B1inv: object = None  # inverse of the dependent block of B (for the multipliers)
 
 
 def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
@@ -81,6 +82,7 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
     ind = tuple(i for i in range(n) if i not in dep)
     u_ind = [model.u[i] for i in ind]
     ud_ind = [model.ud[i] for i in ind]
+    B1inv = None
     if len(cset) == 0:
         D = se.zeros(0, n)
         E = se.zeros(0, 1)
@@ -118,64 +120,100 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
         Ftil_star.append(s(Fs))     # eq 14
     dep_rows = [s(model.Fr[j] + model.Frstar[j]) for j in dep]
     aux = [s(a) for a in model.aux]
-    return Embedding(cset, ind, tuple(dep), D, E, u_sub, ud_sub, Ftil, Ftil_star, dep_rows, aux)
+    return Embedding(cset, ind, tuple(dep), D, E, u_sub, ud_sub, Ftil, Ftil_star, dep_rows, aux,
+                     B1inv)
+
+
+EXPLICIT_MAX = 3   # unknowns up to which eq 15-16 are solved symbolically (LU on a dense
+                   # symbolic matrix swells beyond that: n = 10 took minutes)
 
 
 class ModeEquations:
-    """Eq 15-16 for one mode: independent accelerations and contact forces, explicit.
+    """Eq 15-16 for one mode: the linear system S z = s for z = [udot_ind, free forces].
 
     ``laws`` maps force symbols to their constitutive law in this mode (Coulomb
-    friction while sliding, say); the other force symbols are unknowns that the
-    auxiliary equations and the dependent rows determine.  When the minimal
-    equations (eq 15) contain no unknown force, they are solved alone and the
-    forces are recovered afterwards from the unconstrained rows.
+    friction while sliding, say); the other force symbols are unknowns.  Either they
+    carry every constraint force (one per auxiliary speed and active constraint: they
+    are determined by the auxiliary equations and the dependent rows) or only the
+    auxiliary ones; then the active constraints' forces are the multipliers
+    lambda = -B1^-T (F + F*)_dep, which make F + F* + B^T lambda = 0 hold in every row.
+    ``forces`` and ``multipliers`` are expressions in the state and z.  With at most
+    EXPLICIT_MAX unknowns the system is solved symbolically: ``solution`` gives z, and
+    ``udot_ind``, ``forces``, ``multipliers`` are explicit (eq 16).
     """
 
     def __init__(self, model: Model, emb: Embedding, laws: dict):
         self.model, self.emb = model, emb
         laws = {se.sympify(k): se.sympify(v) for k, v in (laws or {}).items()}
         lsub = lambda e: e.subs(laws) if laws else e  # noqa: E731
-        emb_sub = {**emb.u_sub}
-        laws = {k: (v.subs(emb_sub) if emb_sub else v) for k, v in laws.items()}
+        laws = {k: (v.subs(emb.u_sub) if emb.u_sub else v) for k, v in laws.items()}
         minimal = [lsub(a + b) for a, b in zip(emb.Ftil, emb.Ftil_star)]   # eq 15
-        rest = [lsub(e) for e in emb.aux + emb.dep_rows]
         free = [f for f in model.forces if f not in laws]
+        m, na = len(emb.dep), len(emb.aux)
+        if len(free) == na + m:
+            rest, multipliers = [lsub(e) for e in emb.aux + emb.dep_rows], False
+        elif len(free) == na:
+            rest, multipliers = [lsub(e) for e in emb.aux], True
+        else:
+            raise ModelDefinitionError(
+                f"model {model.name!r}: {len(free)} unknown forces {[str(f) for f in free]} for "
+                f"{na} auxiliary speeds and {m} active constraints; declare one force symbol per "
+                "auxiliary speed (and optionally one per constraint), or give the others a law")
         ud_ind = [model.ud[i] for i in emb.ind]
         self.minimal = minimal
         self.free_forces = free
-        coupled = any(e.has(f) for e in minimal for f in free)
-        if coupled:
-            sol = _solve_linear(minimal + rest, ud_ind + free, model.name)
-            udot = sol[:len(ud_ind)]
-            lam = sol[len(ud_ind):]
-        else:
-            udot = _solve_linear(minimal, ud_ind, model.name) if ud_ind else []
-            usub = dict(zip(ud_ind, udot))
-            lam = _solve_linear([e.subs(usub) for e in rest], free, model.name) if free else []
-        self.udot_ind = udot                                   # eq 16
-        forces = dict(zip(free, lam))
+        self.z = ud_ind + free
+        self.S, self.s = _linear_system(minimal + rest, self.z, model.name)
+        forces = dict(zip(free, free))
         for k, v in laws.items():
-            forces[k] = v.subs(forces) if forces else v
+            forces[k] = v
         self.forces = [forces[f] for f in model.forces]
+        if multipliers and m:
+            r = se.DenseMatrix([lsub(e) for e in emb.dep_rows])
+            self.multipliers = list(-(emb.B1inv.T * r))
+        else:
+            self.multipliers = [se.Integer(0)] * m
         self.u_full = [emb.u_sub.get(model.u[i], model.u[i]) for i in range(model.n)]
         self.qdot = [e.subs(emb.u_sub) if emb.u_sub else e for e in model.qdot]
+        self.solution = None
+        self.udot_ind = None
+        if len(self.z) <= EXPLICIT_MAX:
+            self.solution = _solve_blocks(self.S, self.s, len(minimal), len(ud_ind),
+                                          any(e.has(f) for e in minimal for f in free))
+            zs = dict(zip(self.z, self.solution))
+            self.udot_ind = self.solution[:len(ud_ind)]                  # eq 16
+            self.forces = [e.subs(zs) for e in self.forces]
+            self.multipliers = [e.subs(zs) for e in self.multipliers]
 
 
-def _solve_linear(eqs, unknowns, name):
-    """Solve eqs (linear in unknowns) = 0 symbolically: A z = b."""
+def _linear_system(eqs, unknowns, name):
+    """eqs (linear in unknowns) = 0 as S z = s."""
     if len(eqs) != len(unknowns):
         raise ModelDefinitionError(
             f"model {name!r}: {len(eqs)} equations for the {len(unknowns)} unknowns "
-            f"{[str(x) for x in unknowns]}; declare one force symbol per auxiliary speed and "
-            "active constraint, or give the others a law in this mode")
-    if not unknowns:
-        return []
+            f"{[str(x) for x in unknowns]}")
     z0 = {x: 0 for x in unknowns}
-    A = se.DenseMatrix([[se.diff(e, x) for x in unknowns] for e in eqs])
-    b = se.DenseMatrix([-e.subs(z0) for e in eqs])
-    for e in A:
+    S = se.DenseMatrix([[se.diff(e, x) for x in unknowns] for e in eqs]) if eqs else se.zeros(0, 0)
+    for e in S:
         if any(e.has(x) for x in unknowns):
             raise ModelDefinitionError(
                 f"model {name!r}: equations are not linear in {[str(x) for x in unknowns]}")
-    z = A.LUsolve(b)
-    return [z[i] for i in range(len(unknowns))]
+    s = se.DenseMatrix([-e.subs(z0) for e in eqs]) if eqs else se.zeros(0, 1)
+    return S, s
+
+
+def _solve_blocks(S, s, n_min, n_ud, coupled):
+    """Solve S z = s symbolically; when the minimal equations hold no force, solve them
+    first (eq 15-16) and recover the forces from the remaining rows."""
+    n = S.rows
+    if n == 0:
+        return []
+    if coupled or n_min == n or n_ud == 0:
+        z = S.LUsolve(s)
+        return [z[i] for i in range(n)]
+    A = S[:n_min, :n_ud]
+    ud = A.LUsolve(s[:n_min, :])
+    rest_A = S[n_min:, n_ud:]
+    rest_b = s[n_min:, :] - S[n_min:, :n_ud] * ud
+    f = rest_A.LUsolve(rest_b)
+    return [ud[i] for i in range(n_ud)] + [f[i] for i in range(f.rows)]

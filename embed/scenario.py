@@ -33,8 +33,9 @@ class Scenario:
     """A model, its automaton and its interface.
 
     Each output is one of the automaton's outputs (an expression evaluated by the
-    compiled mode), ``constraint_residual``, or a simulator attribute (``mode``,
-    ``event_count``, ``last_event_time``).
+    compiled mode), ``constraint_residual``, a simulator attribute (``mode``,
+    ``event_count``, ``last_event_time``) or, through ``extra_outputs``, the
+    multiplier (constraint force) of a constraint, 0 while it is inactive.
     """
 
     name: str
@@ -43,6 +44,7 @@ class Scenario:
     inputs: list              # [Var]
     outputs: list             # [Var]
     initial_state: Callable   # params dict -> (q0, u0)
+    extra_outputs: dict = field(default_factory=dict)   # name -> ("lambda", constraint name)
     positive: tuple = ()       # parameter names that must be > 0
     nonnegative: tuple = ()    # parameter names that must be >= 0
     cache: dict = field(default_factory=dict)
@@ -58,6 +60,8 @@ class Scenario:
             return "mon", base + len(names)
         if name in SIM_ATTRIBUTES:
             return "attr", name
+        if name in self.extra_outputs:
+            return self.extra_outputs[name]
         raise KeyError(f"scenario {self.name!r}: output {name!r} is neither an automaton output, "
                        f"constraint_residual nor one of {SIM_ATTRIBUTES}")
 
@@ -66,17 +70,26 @@ class Scenario:
         out = {}
         for v in self.outputs:
             kind, where = self.source(v.name)
-            out[v.name] = float(sim.mon[where]) if kind == "mon" else getattr(sim, where)
+            if kind == "mon":
+                out[v.name] = float(sim.mon[where])
+            elif kind == "lambda":
+                out[v.name] = sim.constraint_forces().get(where, 0.0)
+            else:
+                out[v.name] = getattr(sim, where)
         return out
 
     def defaults(self) -> dict:
         return {v.name: v.start for v in self.parameters}
 
-    def simulator(self, params=None, *, solver="rk4", h_max=1e-3, rtol=1e-8, inputs=None):
-        """A simulator started at t = 0 from the *_start parameters (eq 20)."""
+    def simulator(self, params=None, *, solver="rk4", h_max=1e-3, rtol=1e-8, inputs=None,
+                  embedding="symbolic", compiler=None):
+        """A simulator started at t = 0 from the *_start parameters (eq 20).
+
+        Simulators of one scenario share the cache of embedded modes per embedding path."""
         p = {**self.defaults(), **(params or {})}
+        cache = self.cache.setdefault(embedding, {})
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
-                        cache=self.cache)
+                        cache=cache, embedding=embedding, compiler=compiler)
         sim.set_inputs({**{v.name: v.start for v in self.inputs}, **(inputs or {})})
         q0, u0 = self.initial_state(p)
         sim.start(0.0, q0, u0)

@@ -22,16 +22,19 @@ import numpy as np
 import symengine as se
 
 from .automaton import Automaton, Jump
-from .compile import CompiledMode, lambdify
+from .compile import make_mode, mode_parts
 from .constraints import ConstraintSet
-from .embedding import ModeEquations, condition_number, embed, partition
-from .errors import (EventLocationError, InputError, IntegrationError, ModelDefinitionError,
-                     ZenoError)
+from .embedding import ModeEquations, embed, partition
+from .errors import (ConstraintRankError, EventLocationError, InputError, IntegrationError,
+                     ModelDefinitionError, ZenoError)
 from .integrators import make_integrator
-from .model import TIME
+from .numeric import ConstraintTerms, NumericMode, NumericTerms
 
 EVENT_TOL = 1e-12     # width of the bracket around a located event time (s)
 ZENO_LIMIT = 100      # events at one instant before the automaton is declared Zeno
+PHI_TOL = 1e-12       # configuration constraints are held to this by Newton iteration
+RESELECT = 10.0       # re-select the independent speeds when kappa(B1) grows this much
+EMBEDDINGS = ("symbolic", "numeric", "background")
 
 
 class Context:
@@ -60,7 +63,14 @@ class Simulator:
     """Steps a hybrid automaton in time; the numeric heart that the FMU wraps."""
 
     def __init__(self, automaton: Automaton, params: dict, *, solver="rk4", h_max=1e-3,
-                 rtol=1e-8, cache=None):
+                 rtol=1e-8, cache=None, embedding="symbolic", compiler=None):
+        """``embedding``: "symbolic" (embed and compile on first entry, then cached),
+        "numeric" (the compiled-terms path only) or "background" (numeric at once, the
+        symbolic path from ``compiler``, a background worker, when its compile is done)."""
+        if embedding not in EMBEDDINGS:
+            raise InputError(f"embedding {embedding!r} is unknown; use one of {EMBEDDINGS}")
+        self.embedding = embedding
+        self.compiler = compiler
         self.aut = automaton
         m = self.model = automaton.model
         self.dnames = list(automaton.discrete)
@@ -76,7 +86,7 @@ class Simulator:
         self.integrator = make_integrator(solver, h_max, rtol)
         # shared by the simulators of one scenario: re-entering a mode costs nothing
         self.cache = cache if cache is not None else {}
-        for k in ("emb", "mode", "rows", "exprs"):
+        for k in ("emb", "mode", "numeric", "cterms", "exprs", "submitted"):
             self.cache.setdefault(k, {})
         self.outputs = list(automaton.outputs)
         ex = self.cache["exprs"]
@@ -85,10 +95,23 @@ class Simulator:
             ex["guards"] = {k: [m.sym(g.expr) * (-g.direction) for g in md.guards]
                             for k, md in automaton.modes.items()}
         self._out_exprs, self._guard_exprs = ex["out"], ex["guards"]
+        if embedding != "symbolic":
+            self.numeric_terms()
         self.t = 0.0
         self.x = np.zeros(m.n)       # before the first mode: x holds q and mon holds u
         self.mon = np.zeros(m.n)
         self.mode = None
+        self.active = ()          # names of the active constraints
+        self.chart = None         # (U, Binv) of the configuration projection (haug eq 13-16)
+        self.kappa0 = 1.0         # kappa(B1) when the independent speeds were selected
+        self.reselections = 0
+        self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
+        self.watch_time = 0.0     # CPU seconds spent watching kappa(B1)
+        self.recharts = 0
+        self.background_latency = None
+        self.last_impulse = {}
+        self._hol = []
+        self._watch = False
         self.discrete = dict(automaton.discrete)
         self.dep = ()
         self.armed = ()
@@ -137,32 +160,60 @@ class Simulator:
         for i, k in enumerate(self.dnames):
             self.pvec[o + i] = float(self.discrete[k])
 
-    def _B_numeric(self, cset, t, q):
-        rows = []
-        for c in cset.items:
-            fn = self.cache["rows"].get(c.name)
-            if fn is None:
-                args = [TIME] + list(self.model.q) + list(self.psyms)
-                fn = lambdify(args, list(c.B), f"constraint {c.name!r}")
-                self.cache["rows"][c.name] = fn
-            rows.append(fn(np.concatenate(([t], q, self.pvec))))
-        return np.array(rows, dtype=float).reshape(len(cset), self.model.n)
+    def cterms(self, name):
+        """A constraint's own compiled terms (B, C, gamma, Phi), built once (Sec 5.5)."""
+        ct = self.cache["cterms"].get(name)
+        if ct is None:
+            c = self.aut.constraints[name]
+            ct = self.cache["cterms"][name] = ConstraintTerms(self.model, c, self.psyms)
+        return ct
 
-    def constraint_set(self, mode):
+    def _B_numeric(self, names, t, q):
+        tq = np.concatenate(([t], q, self.pvec))
+        n = self.model.n
+        return np.array([self.cterms(c).BC(tq)[:n] for c in names]).reshape(len(names), n)
+
+    def constraint_set(self, names):
         try:
-            return ConstraintSet([self.aut.constraints[c] for c in mode.constraints])
+            return ConstraintSet([self.aut.constraints[c] for c in names])
         except KeyError as exc:
-            raise ModelDefinitionError(f"mode {mode.name!r} names unknown constraint {exc}") from None
+            raise ModelDefinitionError(f"unknown constraint {exc}; known: "
+                                       f"{sorted(self.aut.constraints)}") from None
 
-    def compiled(self, mode_id, dep):
-        """Compiled mode from the cache, embedding and compiling it on first use (eq 11-16)."""
+    def add_constraint(self, c):
+        """Make a constraint known at run time (it is compiled on its own, Sec 5.5)."""
+        if c.name in self.aut.constraints and self.aut.constraints[c.name] is not c:
+            raise ModelDefinitionError(f"constraint {c.name!r} exists; give the new one another name")
+        self.aut.constraints[c.name] = c
+
+    def compiled(self, mode_id, dep, active=None):
+        """The mode's functions: symbolic (cached, or embedded and compiled now) or numeric."""
         mode = self.aut.modes[mode_id]
-        key = (mode_id, mode.constraints, tuple(dep))
+        active = tuple(sorted(mode.constraints if active is None else active))
+        key = (mode_id, active, tuple(dep))
         cm = self.cache["mode"].get(key)
         if cm is not None:
             return cm
         t0 = time.perf_counter()
-        cset = self.constraint_set(mode)
+        if self.embedding == "symbolic":
+            cm = self.cache["mode"][key] = make_mode(self.mode_parts(key), key)
+        else:
+            cm = self.cache["numeric"].get(key)
+            if cm is None:
+                cm = self.cache["numeric"][key] = NumericMode(
+                    self.numeric_terms(), mode, self.constraint_set(active), dep,
+                    len(self.outputs), key)
+            if self.embedding == "background" and key not in self.cache["submitted"]:
+                self.cache["submitted"][key] = time.perf_counter()
+                self.compiler.submit(key, self.mode_parts(key))
+        self.embed_times.append(time.perf_counter() - t0)
+        return cm
+
+    def mode_parts(self, key):
+        """Symbolic embedding of one mode (eq 11-16), ready to compile."""
+        mode_id, active, dep = key
+        mode = self.aut.modes[mode_id]
+        cset = self.constraint_set(active)
         ekey = (cset.key, tuple(dep))
         emb = self.cache["emb"].get(ekey)
         if emb is None:
@@ -177,23 +228,87 @@ class Simulator:
             res.append(sum((b * uf for b, uf in zip(c.B, eqs.u_full)), c.C))
             if c.holonomic:
                 res.append(c.phi)
-        cm = CompiledMode(self.model, eqs, self.psyms, outs, res, guards, key)
-        self.cache["mode"][key] = cm
-        self.embed_times.append(time.perf_counter() - t0)
-        return cm
+        return mode_parts(self.model, eqs, self.psyms, outs, res, guards)
 
-    def _partition(self, mode_id, t, q):
-        cset = self.constraint_set(self.aut.modes[mode_id])
-        if len(cset) == 0:
+    def poll_background(self):
+        """Take the background worker's finished compiles; the active mode moves to the
+        symbolic path at once (x and the monitors do not change)."""
+        if self.compiler is None:
+            return
+        for key, fns, meta in self.compiler.results():
+            cm = make_mode(meta, key, fns)
+            self.cache["mode"][key] = cm
+            t_sub = self.cache["submitted"].get(key)
+            if t_sub is not None:
+                self.background_latency = time.perf_counter() - t_sub
+            if self.cm is not None and self.cm.key == key:
+                self.cm = cm
+
+    def _partition(self, names, t, q):
+        if not names:
             return ()
-        return partition(self._B_numeric(cset, t, q), cset.key)
+        return partition(self._B_numeric(names, t, q), tuple(names))
 
-    def condition_number(self):
-        """Condition number of the dependent block of B at the current state (Sec 5.4)."""
-        cset = self.constraint_set(self.aut.modes[self.mode])
-        if len(cset) == 0:
+    def kappa(self, names=None, dep=None, t=None, q=None):
+        """kappa(B1) = ||B||_1 ||B1^-1||_1: how large D = -B1^-1 B_ind can grow, the
+        condition of the dependent block (gillespie2005 Sec 5.4, haug_pavesic2023 Sec 3.1)."""
+        names = self.active if names is None else names
+        if not names:
             return 1.0
-        return condition_number(self._B_numeric(cset, self.t, self.q), self.dep)
+        B = self._B_numeric(names, self.t if t is None else t, self.q if q is None else q)
+        B1 = B[:, list(self.dep if dep is None else dep)]
+        nB = np.abs(B).sum(axis=0).max()
+        if B1.shape[0] == 1:
+            b = abs(B1[0, 0])
+            return float(nB / b) if b > 0 else float("inf")
+        try:
+            return float(nB * np.abs(np.linalg.inv(B1)).sum(axis=0).max())
+        except np.linalg.LinAlgError:
+            return float("inf")
+
+    def numeric_terms(self):
+        """The unconstrained terms compiled once (Sec 5.5), built on first use."""
+        if "terms" not in self.cache:
+            self.cache["terms"] = NumericTerms(
+                self.model, self.psyms, self._out_exprs, self._guard_exprs,
+                {k: md.laws for k, md in self.aut.modes.items()})
+        return self.cache["terms"]
+
+    def activation_jump(self, names, q, u, tol=1e-12):
+        """Momentum-consistent velocity jump when constraints become active (mueller eq 5-7).
+
+        Solves [M B^T; B 0] [du; Lambda] = [0; -(B u + C)] over all constraints active after
+        the event, persistent ones included: the form of eq 7 that needs no inverse of M, so
+        it also holds when the unconstrained M is singular (Euler parameter speeds).  With
+        the persistent constraints satisfied before the event this is eq 7 itself; it is
+        ANDY's plastic impact map (wang2019 eq 19) for a new contact.  Returns the new full
+        speeds and the impulse of each constraint.
+        """
+        n = self.model.n
+        tq = np.concatenate(([self.t], q, self.pvec))
+        BC = np.array([self.cterms(c).BC(tq) for c in names]).reshape(len(names), n + 1)
+        B, C = BC[:, :n], BC[:, n]
+        r = B @ u + C
+        if np.max(np.abs(r)) <= tol * max(1.0, float(np.max(np.abs(u)))):
+            return u, {}
+        terms = self.numeric_terms()
+        M = -terms.evaluate(self.t, q, u, self.pvec)[1]
+        m = len(names)
+        K = np.block([[M, B.T], [B, np.zeros((m, m))]])
+        try:
+            z = np.linalg.solve(K, np.concatenate((np.zeros(n), -r)))
+        except np.linalg.LinAlgError:
+            raise ConstraintRankError(
+                f"constraints {list(names)} cannot be activated at t = {self.t:.9g} s: "
+                "[M B^T; B 0] is singular (redundant constraints)") from None
+        return u + z[:n], dict(zip(names, (-z[n:]).tolist()))
+
+    def constraint_forces(self):
+        """Multipliers of the active constraints: F + F* + B^T lambda = 0 (zero where a declared
+        force symbol carries the constraint force, see ``forces_now``)."""
+        if self.cm is None:
+            return {}
+        return dict(zip(self.active, self.mon[self.cm.sl_lambda].tolist()))
 
     # --------------------------------------------------------------- probes
     def forces_at(self, mode_id, discrete, t, q, u):
@@ -202,8 +317,9 @@ class Simulator:
         self.discrete = dict(discrete)
         self._sync_discrete()
         try:
-            dep = self._partition(mode_id, t, q)
-            cm = self.compiled(mode_id, dep)
+            active = tuple(sorted(self.aut.modes[mode_id].constraints))
+            dep = self._partition(active, t, q)
+            cm = self.compiled(mode_id, dep, active)
             mon = cm.monitors(t, np.concatenate((q, u[list(cm.ind)])), self.pvec)
         finally:
             self.discrete = saved
@@ -232,11 +348,22 @@ class Simulator:
         self.discrete = {**self.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
         self._sync_discrete()
         self.mode = jump.mode
-        self.dep = self._partition(jump.mode, self.t, q)
-        self.cm = self.compiled(jump.mode, self.dep)
+        mode = self.aut.modes[self.mode]
+        before = self.active
+        self.active = tuple(sorted(mode.constraints if jump.constraints is None else jump.constraints))
+        self.last_impulse = {}
+        if jump.u is None and set(self.active) - set(before):
+            u, self.last_impulse = self.activation_jump(self.active, q, u)
+        self._hol = [self.cterms(c) for c in self.active if self.aut.constraints[c].holonomic]
+        self._watch = any(not self.cterms(c).constant_B for c in self.active)
+        self.chart = None
+        if self._hol:
+            q = self._project_q(q)
+        self.dep = self._partition(self.active, self.t, q)
+        self.kappa0 = self.kappa(dep=self.dep, q=q) if self._watch else 1.0
+        self.cm = self.compiled(jump.mode, self.dep, self.active)
         self.x = np.concatenate((q, u[list(self.cm.ind)]))
         self.mon = self.cm.monitors(self.t, self.x, self.pvec)
-        mode = self.aut.modes[self.mode]
         self.enabled = tuple(g.enabled is None or bool(g.enabled(self.discrete)) for g in mode.guards)
         self.armed = tuple(bool(g > 0) for g in self.mon[self.cm.sl_guards])
         self._dirty = False
@@ -295,6 +422,97 @@ class Simulator:
             f"switching condition {self.aut.modes[self.mode].guards[gi].name!r} not located "
             f"near t = {t0:.9g} s")
 
+    def _project_q(self, q):
+        """Dependent coordinates from Phi(q) = 0 (haug_pavesic2023 eq 13-16).
+
+        Newton iteration q <- q - U B Phi(q) along the chart's normal directions U = Phi_q^T,
+        with the held inverse B = (Phi_q U)^-1 refreshed by eq 16; a new chart is taken
+        when the iteration stops contracting.  Only q changes: the dependent speeds follow
+        from the embedding (eq 12) at the new q.
+        """
+        tq = np.concatenate(([self.t], q, self.pvec))
+
+        def phi(tq):
+            v = np.array([ct.phi(tq) for ct in self._hol])
+            return v[:, 0], v[:, 1:]
+
+        r, G = phi(tq)
+        if np.max(np.abs(r)) <= PHI_TOL and self.chart is not None:
+            return q
+        if self.chart is None:
+            self._rechart(G)
+        n = self.model.n
+        it = 0
+        while np.max(np.abs(r)) > PHI_TOL:
+            if it == 12:
+                raise IntegrationError(
+                    f"configuration constraints {[ct.name for ct in self._hol]} not satisfied "
+                    f"(|Phi| = {np.max(np.abs(r)):.3g}) at t = {self.t:.9g} s; the configuration "
+                    "left the constraint manifold: reduce h_max")
+            U, Bh = self.chart
+            q = q - U @ (Bh @ r)
+            tq[1:1 + n] = q
+            r_new, G = phi(tq)
+            if it >= 2 and np.max(np.abs(r_new)) > 0.1 * np.max(np.abs(r)):
+                self._rechart(G)
+            r = r_new
+            it += 1
+        U, Bh = self.chart
+        GU = G @ U
+        Bh = 2 * Bh - Bh @ GU @ Bh                                   # eq 16
+        if np.max(np.abs(GU @ Bh - np.eye(len(r)))) > 0.25:
+            self._rechart(G)
+        else:
+            self.chart = (U, Bh)
+        return q
+
+    def _rechart(self, G):
+        U = G.T.copy()
+        self.chart = (U, np.linalg.inv(G @ U))
+        self.recharts += 1
+
+    def _after_step(self):
+        """Hold the configuration constraints and watch the dependent block of B (Sec 5.4)."""
+        n = self.model.n
+        if self._hol:
+            q = self.x[:n]
+            qp = self._project_q(q)
+            if qp is not q:
+                self.x = np.concatenate((qp, self.x[n:]))
+                self.mon = self.cm.monitors(self.t, self.x, self.pvec)
+        if self._watch:
+            t0 = time.process_time()
+            k = self.kappa()
+            self.watch_time += time.process_time() - t0
+            if k > RESELECT * max(self.kappa0, 1.0):
+                self._reselect()
+
+    def _reselect(self):
+        """New independent speeds by pivoting on B here; re-embed (cache) without stopping."""
+        t0 = time.process_time()
+        q, u = np.array(self.q), np.array(self.u)
+        dep = self._partition(self.active, self.t, q)
+        if dep != self.dep:
+            self.dep = dep
+            self.cm = self.compiled(self.mode, dep, self.active)
+            self.x = np.concatenate((q, u[list(self.cm.ind)]))
+            self.mon = self.cm.monitors(self.t, self.x, self.pvec)
+            self.reselections += 1
+        self.kappa0 = self.kappa()
+        self.reselect_time += time.process_time() - t0
+
+    def set_constraints(self, names, label="constraints"):
+        """Activate exactly the constraints ``names`` in the current mode now (an event)."""
+        for c in names:
+            if c not in self.aut.constraints:
+                raise ModelDefinitionError(f"unknown constraint {c!r}; known: "
+                                           f"{sorted(self.aut.constraints)}")
+        before = self.mode
+        self._apply(Jump(self.mode, constraints=tuple(names)))
+        self.event_count += 1
+        self.last_event_time = self.t
+        self.events.append((float(self.t), label, before, self.mode))
+
     def _accept(self, y):
         cm = self.cm
         if not math.isfinite(y[-1]):
@@ -308,14 +526,16 @@ class Simulator:
         """References to the current state (the engine never mutates these in place)."""
         self._cp = (self.t, self.x, self.mon, self.mode, self.discrete, self.dep, self.armed,
                     self.enabled, self.event_count, self.last_event_time, len(self.events),
-                    self.same_instant, self.cm, self.integrator.get_state())
+                    self.same_instant, self.cm, self.integrator.get_state(), self.active,
+                    self.chart, self.kappa0, self._hol, self._watch)
 
     def rollback(self):
         """Back to the state at the start of the last ``advance`` (the last good state)."""
         if self._cp is None:
             return
         (self.t, self.x, self.mon, self.mode, self.discrete, self.dep, self.armed, self.enabled,
-         self.event_count, self.last_event_time, ne, self.same_instant, self.cm, integ) = self._cp
+         self.event_count, self.last_event_time, ne, self.same_instant, self.cm, integ, self.active,
+         self.chart, self.kappa0, self._hol, self._watch) = self._cp
         del self.events[ne:]
         self.integrator.set_state(integ)
         self._sync_discrete()
@@ -324,6 +544,8 @@ class Simulator:
     def advance(self, t_end):
         """Integrate to t_end, handling every event on the way, in time order."""
         self._checkpoint()
+        if self.compiler is not None:
+            self.poll_background()
         if self._dirty:     # inputs changed at this communication point: a condition may be due now
             self.mon = self.cm.monitors(self.t, self.x, self.pvec)
             self._dirty = False
@@ -338,6 +560,8 @@ class Simulator:
             if gi is None:
                 self._accept(y)
                 self.t += h
+                if self._hol or self._watch:
+                    self._after_step()
                 if not all(self.armed):
                     self.armed = tuple(a or bool(v > 0) for a, v in zip(self.armed, self.mon[cm.sl_guards]))
                 continue
@@ -360,7 +584,9 @@ class Simulator:
             "enabled": self.enabled, "event_count": self.event_count,
             "last_event_time": self.last_event_time, "events": self.events,
             "same_instant": self.same_instant, "pvec": self.pvec,
-            "integrator": self.integrator.get_state(),
+            "integrator": self.integrator.get_state(), "active": self.active,
+            "chart": self.chart, "kappa0": self.kappa0, "path": self.cm.path,
+            "counters": [self.reselections, self.recharts],
         })
 
     def set_state(self, s):
@@ -369,7 +595,16 @@ class Simulator:
         self.mode = int(s["mode"])
         self.discrete = {k: float(v) for k, v in s["discrete"].items()}
         self.dep = tuple(int(i) for i in s["dep"])
-        self.cm = self.compiled(self.mode, self.dep)
+        self.active = tuple(s["active"])
+        self._hol = [self.cterms(c) for c in self.active if self.aut.constraints[c].holonomic]
+        self._watch = any(not self.cterms(c).constant_B for c in self.active)
+        self.chart = None if s["chart"] is None else tuple(np.array(a, dtype=float)
+                                                           for a in s["chart"])
+        self.kappa0 = float(s["kappa0"])
+        self.reselections, self.recharts = (int(v) for v in s["counters"])
+        self.cm = self.compiled(self.mode, self.dep, self.active)
+        if s.get("path") == "numeric" and self.cm.path != "numeric":
+            self.cm = self.cache["numeric"][self.cm.key]   # replay on the path it ran on
         self.x = np.array(s["x"], dtype=float)
         self.mon = np.array(s["mon"], dtype=float)
         self.armed = tuple(bool(a) for a in s["armed"])

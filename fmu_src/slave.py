@@ -105,6 +105,9 @@ class ScenarioSlave(Fmi2Slave):
             kind, where = self.sc.source(v.name)
             if kind == "mon":
                 getter = (lambda i=where: self._mon[i])
+            elif kind == "lambda":
+                getter = (lambda c=where: self.sim.constraint_forces().get(c, 0.0)
+                          if self.sim else 0.0)
             else:
                 getter = (lambda a=where, d=v.start: getattr(self.sim, a) if self.sim else d)
             var = _var(v, Fmi2Causality.output, getter)

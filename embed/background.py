@@ -1,0 +1,95 @@
+"""Client of the background embedding worker (``embed.worker``), polled from the stepping loop.
+
+``submit`` writes a small request (the mode's key) and returns at once; ``results``
+takes whatever compiled modes have arrived, without waiting (select with zero
+timeout).  The stepping loop keeps integrating on the numeric path meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import select
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import CompilationError
+
+
+def python_executable():
+    """The Python to run the worker with: $EMBED_PYTHON, else this interpreter if it is a
+    Python (inside a C++ master sys.executable may be the host program), else python3."""
+    exe = os.environ.get("EMBED_PYTHON")
+    if exe:
+        return exe
+    if sys.executable and Path(sys.executable).name.lower().startswith("python"):
+        return sys.executable
+    return shutil.which("python3") or "python3"
+
+
+class BackgroundCompiler:
+    def __init__(self, scenario, options=None, python=None):
+        root = str(Path(__file__).resolve().parents[1])   # folder holding embed/ and scenarios/
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(
+            [python or python_executable(), "-m", "embed.worker", scenario,
+             json.dumps(options or {})],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=root)
+        self._buf = b""
+        self.ready = False
+        self.errors = []
+
+    def submit(self, key, parts=None):
+        self._send(("mode", key))
+
+    def announce(self, constraint):
+        self._send(("constraint", constraint))
+
+    def _send(self, obj):
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            self.proc.stdin.write(struct.pack("<I", len(data)) + data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise CompilationError(f"background embedding worker is gone: {exc}") from exc
+
+    def _read_available(self):
+        fd = self.proc.stdout.fileno()
+        while select.select([fd], [], [], 0)[0]:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            self._buf += chunk
+
+    def results(self):
+        """Finished modes as (key, functions, meta); never blocks."""
+        self._read_available()
+        out = []
+        while len(self._buf) >= 4:
+            (size,) = struct.unpack("<I", self._buf[:4])
+            if len(self._buf) < 4 + size:
+                break
+            msg = pickle.loads(self._buf[4:4 + size])
+            self._buf = self._buf[4 + size:]
+            if msg[0] == "ready":
+                self.ready = True
+            elif msg[0] == "mode":
+                _, key, meta, fns = msg
+                out.append((key, fns, meta))
+            elif msg[0] == "error":
+                self.errors.append(msg[1:])
+        return out
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self._send(("stop",))
+                self.proc.stdin.close()
+                self.proc.wait(timeout=2)
+            except Exception:  # noqa: BLE001
+                self.proc.kill()

@@ -1,0 +1,75 @@
+"""Background embedding worker: ``python -m embed.worker SCENARIO OPTIONS_JSON``.
+
+gillespie2005 Sec 6.2 (Fig 11): symbolic embedding runs in parallel with numerical
+integration.  A thread of the stepping interpreter would hold its GIL through every
+compile (DESIGN.md: 2-20 ms stalls), so this runs as its own process.  It builds the
+scenario once, then answers requests read from stdin, each a length-prefixed pickle:
+
+- ("mode", key): embed the mode (eq 11-16) and compile it with LLVM; the answer is
+  (key, meta, functions), the compiled functions pickled (LLVM Lambdify objects pickle);
+- ("constraint", constraint): a constraint announced at run time, for later modes;
+- ("stop",): exit.
+
+It is started as its own module (not multiprocessing), so a user's script without a
+``__main__`` guard is never imported again here.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+import sys
+import traceback
+
+
+def read_frame(stream):
+    head = stream.read(4)
+    if len(head) < 4:
+        return None
+    (size,) = struct.unpack("<I", head)
+    return pickle.loads(stream.read(size))
+
+
+def write_frame(stream, obj):
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<I", len(data)) + data)
+    stream.flush()
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    name, options = argv[0], json.loads(argv[1]) if len(argv) > 1 else {}
+    import scenarios
+    from embed.compile import compile_parts, lambdify
+    from embed.simulator import Simulator
+
+    sc = scenarios.load(name).build(**options)
+    sim = Simulator(sc.automaton, sc.defaults(), embedding="symbolic")
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    write_frame(stdout, ("ready",))
+    while True:
+        req = read_frame(stdin)
+        if req is None or req[0] == "stop":
+            return 0
+        if req[0] == "constraint":
+            sim.add_constraint(req[1])
+            continue
+        key = req[1]
+        try:
+            parts = sim.mode_parts(key)
+            fns = compile_parts(parts, key, "llvm")
+            if parts["kind"] == "explicit":
+                fns = fns + (lambdify(parts["args"], parts["f"], f"rhs of {key}", "llvm"),)
+            meta = {k: parts[k] for k in ("kind", "ind", "dep", "sizes")}
+            meta["nx"] = len(parts["x"])
+            if parts["kind"] == "linear":
+                meta.update(nz=len(parts["z"]), n_ud=parts["n_ud"])
+            write_frame(stdout, ("mode", key, meta, fns))
+        except Exception as exc:  # noqa: BLE001 - report, keep serving
+            write_frame(stdout, ("error", key, f"{type(exc).__name__}: {exc}",
+                                 traceback.format_exc()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
