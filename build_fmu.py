@@ -2,6 +2,7 @@
 
     python build_fmu.py disk_ramp --out DIR     # writes DIR/disk_ramp.fmu
     python build_fmu.py --all --out DIR         # every scenario
+    python build_fmu.py pendulum_chain --set N=20 --out DIR   # a build option
 
 The engine (embed/), the scenarios and the slave (fmu_src/) travel in the FMU's
 resources, with resources/requirements.txt naming the Python packages the
@@ -33,17 +34,18 @@ _PIN_GLOBALS = [globals()] * 100_000
 
 class {name}(ScenarioSlave):
     scenario_name = "{name}"
+    scenario_options = {options!r}
 '''
 
 
-def build(name: str, out: Path) -> Path:
+def build(name: str, out: Path, options=None) -> Path:
     from pythonfmu.builder import FmuBuilder
 
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="embed_fmu_") as tmp:
         tmp = Path(tmp)
         script = tmp / f"{name}.py"
-        script.write_text(ENTRY.format(name=name))
+        script.write_text(ENTRY.format(name=name, options=dict(options or {})))
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
         files = []
         for pkg in ("embed", "scenarios", "fmu_src"):
@@ -69,12 +71,18 @@ def main(argv=None):
     ap.add_argument("scenario", nargs="?", help=f"one of {scenarios.NAMES}")
     ap.add_argument("--all", action="store_true", help="build every scenario")
     ap.add_argument("--out", default="build", help="output folder (default: build)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="build option of the scenario, e.g. --set N=20 for pendulum_chain")
     a = ap.parse_args(argv)
+    options = {}
+    for item in a.set:
+        k, _, v = item.partition("=")
+        options[k] = int(v) if v.lstrip("-").isdigit() else v
     names = scenarios.NAMES if a.all else [a.scenario]
     if not a.all and a.scenario not in scenarios.NAMES:
         ap.error(f"give a scenario ({', '.join(scenarios.NAMES)}) or --all")
     for n in names:
-        print(build(n, Path(a.out)))
+        print(build(n, Path(a.out), options if not a.all else None))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ class Scenario:
     outputs: list             # [Var]
     initial_state: Callable   # params dict -> (q0, u0)
     extra_outputs: dict = field(default_factory=dict)   # name -> ("lambda", constraint name)
+    embedding: str = "symbolic"   # default embedding path of the scenario's FMU
     positive: tuple = ()       # parameter names that must be > 0
     nonnegative: tuple = ()    # parameter names that must be >= 0
     cache: dict = field(default_factory=dict)

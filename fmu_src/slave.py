@@ -34,20 +34,35 @@ STATUS = {
     InputError.status: "an input or parameter was rejected; the last good value is kept",
 }
 
-_SCENARIOS = {}   # scenario name -> Scenario, built once per process (pythonfmu re-runs __init__)
+_SCENARIOS = {}   # (name, options) -> Scenario, built once per process (pythonfmu re-runs __init__)
+_COMPILERS = {}   # (name, options) -> background embedding worker, one per process
 
 COMMON = [("solver", "rk4", "integrator: 'rk4' (fixed step, real time) or 'adaptive' (Dormand-Prince 5(4))", ""),
           ("h_max", 1e-3, "largest internal step", "s"),
-          ("rtol", 1e-8, "relative tolerance of the adaptive solver", "")]
+          ("rtol", 1e-8, "relative tolerance of the adaptive solver", ""),
+          ("embedding", None, "'symbolic' (embed and compile a mode when first entered), 'numeric' "
+           "(compiled terms, gillespie2005 Sec 5.5) or 'background' (numeric at once, symbolic "
+           "from a worker process when ready)", "")]
 
 
-def scenario(name):
-    sc = _SCENARIOS.get(name)
+def scenario(name, options):
+    key = (name, tuple(sorted(options.items())))
+    sc = _SCENARIOS.get(key)
     if sc is None:
         import scenarios
-        sc = scenarios.load(name).build()
-        _SCENARIOS[name] = sc
+        sc = scenarios.load(name).build(**options)
+        _SCENARIOS[key] = sc
     return sc
+
+
+def compiler(name, options):
+    """The process's background embedding worker for this scenario, started once."""
+    key = (name, tuple(sorted(options.items())))
+    bc = _COMPILERS.get(key)
+    if bc is None or bc.proc.poll() is not None:
+        from embed.background import BackgroundCompiler
+        bc = _COMPILERS[key] = BackgroundCompiler(name, dict(options))
+    return bc
 
 
 def _var(v, causality, getter=None):
@@ -69,17 +84,19 @@ class ScenarioSlave(Fmi2Slave):
     """Base class; a built FMU's script subclasses it and sets ``scenario_name``."""
 
     scenario_name = None
+    scenario_options = {}
     author = "embed project"
     description = "On-line symbolic constraint embedding for a hybrid multibody system"
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         from embed import Var
-        self.sc = scenario(self.scenario_name)
+        self.sc = scenario(self.scenario_name, self.scenario_options)
         self.sim = None
         self.status = 0
         self._good_inputs = {}
         for name, start, desc, _unit in COMMON:
+            start = self.sc.embedding if name == "embedding" else start
             setattr(self, name, start)
             self.register_variable(_var(Var(name, start, desc, type="String" if isinstance(start, str)
                                             else "Real"), Fmi2Causality.parameter))
@@ -151,6 +168,11 @@ class ScenarioSlave(Fmi2Slave):
         if solver not in ("rk4", "adaptive"):
             self._reject(f"solver {self.solver!r} is unknown (use 'rk4' or 'adaptive'); using 'rk4'")
             solver = self.solver = "rk4"
+        embedding = str(self.embedding).strip().lower()
+        if embedding not in ("symbolic", "numeric", "background"):
+            self._reject(f"embedding {self.embedding!r} is unknown (use 'symbolic', 'numeric' or "
+                         f"'background'); using {self.sc.embedding!r}")
+            embedding = self.embedding = self.sc.embedding
         h_max, rtol = self.h_max, self.rtol
         if not (isinstance(h_max, (int, float)) and math.isfinite(h_max) and 0 < h_max <= 1.0):
             self._reject(f"h_max = {h_max!r} must lie in (0, 1] s; using 1e-3")
@@ -158,13 +180,16 @@ class ScenarioSlave(Fmi2Slave):
         if not (isinstance(rtol, (int, float)) and math.isfinite(rtol) and 1e-14 <= rtol < 1):
             self._reject(f"rtol = {rtol!r} must lie in [1e-14, 1); using 1e-8")
             rtol = self.rtol = 1e-8
-        return solver, float(h_max), float(rtol)
+        return solver, float(h_max), float(rtol), embedding
 
     def _start_sim(self):
         try:
-            solver, h_max, rtol = self._solver_options()
+            solver, h_max, rtol, embedding = self._solver_options()
+            bc = (compiler(self.scenario_name, self.scenario_options)
+                  if embedding == "background" else None)
             self.sim = self.sc.simulator(self._params(), solver=solver, h_max=h_max, rtol=rtol,
-                                         inputs=dict(self._good_inputs))
+                                         inputs=dict(self._good_inputs), embedding=embedding,
+                                         compiler=bc)
         except EmbedError as exc:
             self._fail(exc)
         except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu

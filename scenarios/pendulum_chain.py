@@ -128,4 +128,4 @@ def build(N=10) -> Scenario:
     return Scenario("pendulum_chain", aut, parameters, inputs, interface, initial_state,
                     extra_outputs={"normal_force": ("lambda", "tip_y"),
                                    "pin_force_x": ("lambda", "tip_x")},
-                    positive=("l", "m", "g"))
+                    positive=("l", "m", "g"), embedding="background")
