@@ -20,6 +20,9 @@ from .errors import CompilationError
 from .model import TIME
 
 H = se.Symbol("h_step")
+COMPOSE_OPS = 400   # monitors up to this many operations go into the composed RK4 step;
+                    # beyond, they are a second function (multipliers pushed through the
+                    # composition took minutes to compile for the triple slider-crank)
 
 # symengine's "lambda" backend builds a tree of compiled C++ closures: measured here for
 # the disk's RK4 step, 0.1-0.3 ms to build and 1.9 us a call, against 4-5 ms and 1.2 us
@@ -73,7 +76,8 @@ def mode_parts(model, eqs, params, outputs, residuals, guards):
              "sizes": (model.n, len(eqs.forces), len(outputs), len(guards), len(eqs.multipliers))}
     if eqs.solution is not None:
         f = list(eqs.qdot) + list(eqs.udot_ind)
-        parts.update(kind="explicit", args=[TIME, H] + x + list(params), f=f, mon=mon)
+        parts.update(kind="explicit", args=[TIME, H] + x + list(params), f=f, mon=mon,
+                     compose=se.count_ops(*mon) <= COMPOSE_OPS)
     else:
         nz = len(eqs.z)
         parts.update(kind="linear", z=list(eqs.z), n_ud=len(ind),
@@ -85,8 +89,13 @@ def mode_parts(model, eqs, params, outputs, residuals, guards):
 def compile_parts(parts, key, backend=None):
     """The compiled functions of a mode's parts (what the background worker returns)."""
     if parts["kind"] == "explicit":
-        return (lambdify(parts["args"], _rk4_compose(parts["x"], parts["f"], parts["mon"]),
-                         f"the RK4 step of mode {key}", backend),)
+        if parts["compose"]:
+            return (lambdify(parts["args"], _rk4_compose(parts["x"], parts["f"], parts["mon"]),
+                             f"the RK4 step of mode {key}", backend),)
+        step = lambdify(parts["args"], _rk4_compose(parts["x"], parts["f"], []),
+                        f"the RK4 step of mode {key}", backend)
+        mon = lambdify(parts["args"], parts["mon"], f"the monitors of mode {key}", backend)
+        return (step, None, mon)
     ax = [TIME] + parts["x"] + parts["params"]
     axz = [TIME] + parts["x"] + parts["z"] + parts["params"]
     return (lambdify(ax, parts["sys"], f"the equations of mode {key}", backend),
@@ -118,6 +127,7 @@ class CompiledMode(Layout):
         self._args, self._f = meta.get("args"), meta.get("f")
         self._step = fns[0]
         self._rhs = fns[1] if len(fns) > 1 else None
+        self._mon = fns[2] if len(fns) > 2 else None    # monitors apart from the step
         self._buf = np.zeros(0)
 
     def _load(self, t, h, x, p):
@@ -133,7 +143,14 @@ class CompiledMode(Layout):
     def rk4(self, t, h, x, p):
         """[x(t+h)..., monitors..., sum |x_i(t+h)|] for one RK4 step of length h."""
         out = np.empty(self.nx + self.n_mon + 1)
-        self._step.unsafe_real(self._load(t, h, x, p), out)
+        if self._mon is None:
+            self._step.unsafe_real(self._load(t, h, x, p), out)
+            return out
+        y = np.empty(self.nx + 1)
+        self._step.unsafe_real(self._load(t, h, x, p), y)
+        out[:self.nx] = y[:self.nx]
+        out[-1] = y[-1]
+        self._mon.unsafe_real(self._load(t + h, 0.0, y[:self.nx], p), out[self.nx:-1])
         return out
 
     def monitors(self, t, x, p):

@@ -91,6 +91,10 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
         B, C = cset.B(), cset.C()
         B1 = B[:, list(dep)]
         Bi = B[:, list(ind)]
+        if se.expand(B1.det()) == 0:     # symengine's inverse aborts the process on this
+            raise ConstraintRankError(
+                f"the dependent block of B for {list(cset.key)} with dependent speeds "
+                f"{[str(model.u[j]) for j in dep]} is singular everywhere; choose others")
         B1inv = B1.inv()
         D = (-B1inv * Bi).applyfunc(se.expand)          # eq 12
         E = (-B1inv * C).applyfunc(se.expand)
@@ -124,8 +128,10 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
                      B1inv)
 
 
-EXPLICIT_MAX = 3   # unknowns up to which eq 15-16 are solved symbolically (LU on a dense
-                   # symbolic matrix swells beyond that: n = 10 took minutes)
+EXPLICIT_MAX = 3      # unknowns up to which eq 15-16 are solved symbolically (LU on a dense
+                      # symbolic matrix swells beyond that: n = 10 took minutes)
+EXPLICIT_OPS = 2000   # ... and operations in S and s up to which (a 3 x 3 system of the ball
+                      # in the bowl gave a 177 000-character solution that never compiled)
 
 
 class ModeEquations:
@@ -177,7 +183,7 @@ class ModeEquations:
         self.qdot = [e.subs(emb.u_sub) if emb.u_sub else e for e in model.qdot]
         self.solution = None
         self.udot_ind = None
-        if len(self.z) <= EXPLICIT_MAX:
+        if len(self.z) <= EXPLICIT_MAX and se.count_ops(*self.S, *self.s) <= EXPLICIT_OPS:
             self.solution = _solve_blocks(self.S, self.s, len(minimal), len(ud_ind),
                                           any(e.has(f) for e in minimal for f in free))
             zs = dict(zip(self.z, self.solution))

@@ -134,8 +134,9 @@ class NumericMode(Layout):
         self._T0 = np.zeros((n, len(self.ind)))
         self._T0[self._ind, np.arange(len(self.ind))] = 1.0
 
-    def _solve(self, t, x, p):
-        """Full speeds, qdot, independent accelerations, forces and multipliers at x (eq 12-16)."""
+    def _solve(self, t, x, p, full=False):
+        """Full speeds, qdot, independent accelerations, forces (and, if ``full``, the
+        multipliers and the constraint residual) at x (eq 12-16)."""
         terms, n, k = self.terms, self.n, self.terms.k
         q, ui = x[:n], x[n:]
         ind, dep = self._ind, self._dep
@@ -147,48 +148,53 @@ class NumericMode(Layout):
         g = np.zeros(n)
         if m:
             BC = np.array([r.BC(tq) for r in self.rows]).reshape(m, n + 1)
-            B, C = BC[:, :n], BC[:, n]
-            B1 = B[:, dep]
+            B1 = BC[:, dep]
             try:
-                DE = np.linalg.solve(B1, -np.column_stack((B[:, ind], C)))
+                B1i = np.linalg.inv(B1)
             except np.linalg.LinAlgError:
                 raise ConstraintRankError(
                     f"dependent block of B for {self.names} is singular at t = {t:.9g} s") from None
-            D, E = DE[:, :-1], DE[:, -1]
-            u[dep] = D @ ui + E
+            D = -B1i @ BC[:, ind]                                    # eq 12
+            u[dep] = D @ ui - B1i @ BC[:, n]
             T[dep] = D
             tqu = np.concatenate(([t], q, u, p))
-            gam = np.array([r.gamma(tqu)[0] for r in self.rows])
-            g[dep] = np.linalg.solve(B1, -gam)
+            g[dep] = -B1i @ np.array([r.gamma(tqu)[0] for r in self.rows])
         b, Au, Af, ba, Aau, Aaf, qdot = terms.evaluate(t, q, u, p)
-        np_ = len(ind)
-        rows_A, rows_b = [], []
+        np_, a = len(ind), terms.a
+        K = np.zeros((np_ + k, np_ + k))
+        rhs = np.empty(np_ + k)
         AT = Au @ T
-        rows_A.append(np.hstack((T.T @ AT, T.T @ Af)))
-        rows_b.append(-(T.T @ (b + Au @ g)))
-        if terms.a:
-            rows_A.append(np.hstack((Aau @ T, Aaf)))
-            rows_b.append(-(ba + Aau @ g))
+        r0 = b + Au @ g
+        K[:np_, :np_] = T.T @ AT                                     # eq 13-15
+        K[:np_, np_:] = T.T @ Af
+        rhs[:np_] = -(T.T @ r0)
+        row = np_
+        if a:
+            K[row:row + a, :np_] = Aau @ T
+            K[row:row + a, np_:] = Aaf
+            rhs[row:row + a] = -(ba + Aau @ g)
+            row += a
         if m and not self.multipliers:
-            rows_A.append(np.hstack((AT[dep], Af[dep])))
-            rows_b.append(-(b + Au @ g)[dep])
+            K[row:row + m, :np_] = AT[dep]
+            K[row:row + m, np_:] = Af[dep]
+            rhs[row:row + m] = -r0[dep]
+            row += m
         if self.law_idx:
             lv = self.law_fn(np.concatenate(([t], q, u, p)))
             kl = len(self.law_idx)
-            l0, L = lv[:kl], lv[kl:].reshape(kl, k)
-            A = -L
-            A[range(kl), self.law_idx] += 1.0
-            rows_A.append(np.hstack((np.zeros((kl, np_)), A)))
-            rows_b.append(l0)
-        z = np.linalg.solve(np.vstack(rows_A), np.concatenate(rows_b))
+            K[row:row + kl, np_:] = -lv[kl:].reshape(kl, k)
+            K[row + np.arange(kl), np_ + np.asarray(self.law_idx)] += 1.0
+            rhs[row:row + kl] = lv[:kl]
+        z = np.linalg.solve(K, rhs)
         udi, f = z[:np_], z[np_:]
+        if not full:
+            return u, qdot, udi, f, None, None
         lam = np.zeros(m)
-        if m and self.multipliers:
-            r = b + Au @ (T @ udi + g) + Af @ f
-            lam = np.linalg.solve(B1.T, -r[dep])
         res = 0.0
         if m:
-            res = float(np.max(np.abs(B @ u + C)))
+            if self.multipliers:
+                lam = -B1i.T @ (r0 + AT @ udi + Af @ f)[dep]
+            res = float(np.max(np.abs(BC[:, :n] @ u + BC[:, n])))
             for r in self.rows:
                 if r.holonomic:
                     res = max(res, abs(float(r.phi(tq)[0])))
@@ -199,7 +205,7 @@ class NumericMode(Layout):
         return np.concatenate((qdot, udi))
 
     def monitors(self, t, x, p):
-        u, qdot, udi, f, lam, res = self._solve(t, x, p)
+        u, qdot, udi, f, lam, res = self._solve(t, x, p, full=True)
         q = x[:self.n]
         og = self.terms.mon[self.mode_id](np.concatenate(([t], q, u, f, p)))
         n_out = self.sl_outputs.stop - self.sl_outputs.start

@@ -33,7 +33,9 @@ from .numeric import ConstraintTerms, NumericMode, NumericTerms
 EVENT_TOL = 1e-12     # width of the bracket around a located event time (s)
 ZENO_LIMIT = 100      # events at one instant before the automaton is declared Zeno
 PHI_TOL = 1e-12       # configuration constraints are held to this by Newton iteration
-RESELECT = 10.0       # re-select the independent speeds when kappa(B1) grows this much
+RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
+                      # (10 cost accuracy near singular configurations of the slider-crank)
+WATCH_EVERY = 4       # steps between two evaluations of kappa(B1)
 EMBEDDINGS = ("symbolic", "numeric", "background")
 
 
@@ -112,6 +114,7 @@ class Simulator:
         self.last_impulse = {}
         self._hol = []
         self._watch = False
+        self._watch_count = 0
         self.discrete = dict(automaton.discrete)
         self.dep = ()
         self.armed = ()
@@ -481,11 +484,14 @@ class Simulator:
                 self.x = np.concatenate((qp, self.x[n:]))
                 self.mon = self.cm.monitors(self.t, self.x, self.pvec)
         if self._watch:
-            t0 = time.process_time()
-            k = self.kappa()
-            self.watch_time += time.process_time() - t0
-            if k > RESELECT * max(self.kappa0, 1.0):
-                self._reselect()
+            self._watch_count += 1
+            if self._watch_count >= WATCH_EVERY:
+                self._watch_count = 0
+                t0 = time.process_time()
+                k = self.kappa()
+                self.watch_time += time.process_time() - t0
+                if k > RESELECT * max(self.kappa0, 1.0):
+                    self._reselect()
 
     def _reselect(self):
         """New independent speeds by pivoting on B here; re-embed (cache) without stopping."""

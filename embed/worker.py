@@ -60,7 +60,8 @@ def main(argv=None):
             parts = sim.mode_parts(key)
             fns = compile_parts(parts, key, "llvm")
             if parts["kind"] == "explicit":
-                fns = fns + (lambdify(parts["args"], parts["f"], f"rhs of {key}", "llvm"),)
+                rhs = lambdify(parts["args"], parts["f"], f"rhs of {key}", "llvm")
+                fns = (fns[0], rhs) + tuple(fns[2:])
             meta = {k: parts[k] for k in ("kind", "ind", "dep", "sizes")}
             meta["nx"] = len(parts["x"])
             if parts["kind"] == "linear":
