@@ -48,6 +48,7 @@ class Jump:
     q: Optional[np.ndarray] = None
     u: Optional[np.ndarray] = None
     constraints: Optional[tuple] = None   # active constraint names, if not the mode's own
+    impact: bool = False                  # an impact (counted, watched for accumulation)
 
 
 @dataclass
@@ -61,3 +62,4 @@ class Automaton:
     outputs: dict                  # name -> expr (in q, u, forces, params, discrete)
     transition: Callable           # (ctx, guard_name) -> Jump
     initial: Callable              # (ctx) -> Jump
+    zeno: Optional[Callable] = None  # (ctx, guard_name) -> Jump into the persistent mode

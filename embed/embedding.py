@@ -98,7 +98,7 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
         B1inv = B1.inv()
         D = (-B1inv * Bi).applyfunc(se.expand)          # eq 12
         E = (-B1inv * C).applyfunc(se.expand)
-        udep = D * se.DenseMatrix(u_ind) + E
+        udep = _mv(D, u_ind) + E
         u_sub = {model.u[j]: udep[k] for k, j in enumerate(dep)}
         qdot = [e.subs(u_sub) for e in model.qdot]
 
@@ -108,7 +108,7 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
 
         Dd = D.applyfunc(ddt)
         Ed = E.applyfunc(ddt)
-        uddep = D * se.DenseMatrix(ud_ind) + Dd * se.DenseMatrix(u_ind) + Ed
+        uddep = _mv(D, ud_ind) + _mv(Dd, u_ind) + Ed
         ud_sub = {model.ud[j]: uddep[k] for k, j in enumerate(dep)}
     sub = {**u_sub, **ud_sub}
 
@@ -132,6 +132,11 @@ EXPLICIT_MAX = 3      # unknowns up to which eq 15-16 are solved symbolically (L
                       # symbolic matrix swells beyond that: n = 10 took minutes)
 EXPLICIT_OPS = 2000   # ... and operations in S and s up to which (a 3 x 3 system of the ball
                       # in the bowl gave a 177 000-character solution that never compiled)
+
+
+def _mv(A, v):
+    """A v for a symengine matrix and a list (also when there are no independent speeds)."""
+    return A * se.DenseMatrix(v) if v else se.zeros(A.rows, 1)
 
 
 class ModeEquations:

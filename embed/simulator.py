@@ -32,6 +32,7 @@ from .numeric import ConstraintTerms, NumericMode, NumericTerms
 
 EVENT_TOL = 1e-12     # width of the bracket around a located event time (s)
 ZENO_LIMIT = 100      # events at one instant before the automaton is declared Zeno
+ZENO_IMPACTS = 5      # impacts in a row, each closer than zeno_dt to the last: accumulating
 PHI_TOL = 1e-12       # configuration constraints are held to this by Newton iteration
 RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
                       # (10 cost accuracy near singular configurations of the slider-crank)
@@ -60,12 +61,22 @@ class Context:
     def param(self, name):
         return self.sim.param(name)
 
+    def mass_matrix(self):
+        """The unconstrained generalized mass matrix M(q) here (F_r* = -M udot + ...)."""
+        return -self.sim.numeric_terms().evaluate(self.t, self.q, self.u, self.sim.pvec)[1]
+
+    def row(self, name):
+        """(B, C) of a constraint here, active or not: its velocity is B u + C (eq 7)."""
+        n = self.sim.model.n
+        bc = self.sim.cterms(name).BC(np.concatenate(([self.t], self.q, self.sim.pvec)))
+        return np.array(bc[:n]), float(bc[n])
+
 
 class Simulator:
     """Steps a hybrid automaton in time; the numeric heart that the FMU wraps."""
 
     def __init__(self, automaton: Automaton, params: dict, *, solver="rk4", h_max=1e-3,
-                 rtol=1e-8, cache=None, embedding="symbolic", compiler=None):
+                 rtol=1e-8, cache=None, embedding="symbolic", compiler=None, zeno_dt=1e-3):
         """``embedding``: "symbolic" (embed and compile on first entry, then cached),
         "numeric" (the compiled-terms path only) or "background" (numeric at once, the
         symbolic path from ``compiler``, a background worker, when its compile is done)."""
@@ -112,6 +123,11 @@ class Simulator:
         self.recharts = 0
         self.background_latency = None
         self.last_impulse = {}
+        self.impact_count = 0
+        self.zeno_count = 0
+        self.zeno_dt = float(zeno_dt)
+        self._impact_gaps = []
+        self._last_impact = None
         self._hol = []
         self._watch = False
         self._watch_count = 0
@@ -372,21 +388,41 @@ class Simulator:
         self._dirty = False
 
     def _handle(self, gi):
+        """Apply the reset map of switching condition gi; count events and watch for Zeno
+        behaviour (ANDY's multi-jump counter): too many events at one instant, or impacts
+        accumulating in time, hand over to the automaton's persistent mode (``zeno``)."""
         mode = self.aut.modes[self.mode]
         guard = mode.guards[gi]
         before = self.mode
         if self.events and self.t - self.last_event_time <= EVENT_TOL:
             self.same_instant += 1
-            if self.same_instant > ZENO_LIMIT:
-                raise ZenoError(
-                    f"{self.same_instant} events at t = {self.t:.12g} s (last: {guard.name!r} in "
-                    f"mode {mode.name!r}): Zeno behaviour and no persistent mode to switch to")
         else:
             self.same_instant = 0
-        self._apply(self.aut.transition(Context(self, guard.name), guard.name))
+        ctx = Context(self, guard.name)
+        jump = self.aut.transition(ctx, guard.name)
+        if jump.impact:
+            self.impact_count += 1
+            gaps = self._impact_gaps
+            gaps.append(self.t - self._last_impact if self._last_impact is not None else np.inf)
+            del gaps[:-ZENO_IMPACTS]
+            self._last_impact = self.t
+        zeno = (self.same_instant > ZENO_LIMIT or
+                (jump.impact and len(self._impact_gaps) == ZENO_IMPACTS
+                 and max(self._impact_gaps) < self.zeno_dt))
+        if zeno:
+            if self.aut.zeno is None:
+                raise ZenoError(
+                    f"Zeno behaviour at t = {self.t:.12g} s ({guard.name!r} in mode {mode.name!r}: "
+                    f"{self.same_instant} events at one instant, impacts {ZENO_IMPACTS} in a row "
+                    f"less than {self.zeno_dt} s apart) and no persistent mode to switch to")
+            jump = self.aut.zeno(ctx, guard.name)
+            self._impact_gaps = []
+            self.zeno_count += 1
+        self._apply(jump)
         self.event_count += 1
         self.last_event_time = self.t
-        self.events.append((float(self.t), guard.name, before, self.mode))
+        self.events.append((float(self.t), "zeno:" + guard.name if zeno else guard.name,
+                            before, self.mode))
 
     def _due(self, g):
         """Index of the first armed, enabled switching condition that is <= 0 in g, or None."""
@@ -533,7 +569,8 @@ class Simulator:
         self._cp = (self.t, self.x, self.mon, self.mode, self.discrete, self.dep, self.armed,
                     self.enabled, self.event_count, self.last_event_time, len(self.events),
                     self.same_instant, self.cm, self.integrator.get_state(), self.active,
-                    self.chart, self.kappa0, self._hol, self._watch)
+                    self.chart, self.kappa0, self._hol, self._watch, self.impact_count,
+                    self.zeno_count, list(self._impact_gaps), self._last_impact)
 
     def rollback(self):
         """Back to the state at the start of the last ``advance`` (the last good state)."""
@@ -541,7 +578,8 @@ class Simulator:
             return
         (self.t, self.x, self.mon, self.mode, self.discrete, self.dep, self.armed, self.enabled,
          self.event_count, self.last_event_time, ne, self.same_instant, self.cm, integ, self.active,
-         self.chart, self.kappa0, self._hol, self._watch) = self._cp
+         self.chart, self.kappa0, self._hol, self._watch, self.impact_count, self.zeno_count,
+         self._impact_gaps, self._last_impact) = self._cp
         del self.events[ne:]
         self.integrator.set_state(integ)
         self._sync_discrete()
@@ -593,6 +631,7 @@ class Simulator:
             "integrator": self.integrator.get_state(), "active": self.active,
             "chart": self.chart, "kappa0": self.kappa0, "path": self.cm.path,
             "counters": [self.reselections, self.recharts],
+            "impacts": [self.impact_count, self.zeno_count, self._impact_gaps, self._last_impact],
         })
 
     def set_state(self, s):
@@ -608,6 +647,8 @@ class Simulator:
                                                            for a in s["chart"])
         self.kappa0 = float(s["kappa0"])
         self.reselections, self.recharts = (int(v) for v in s["counters"])
+        self.impact_count, self.zeno_count, gaps, self._last_impact = s["impacts"]
+        self._impact_gaps = [float(g) for g in gaps]
         self.cm = self.compiled(self.mode, self.dep, self.active)
         if s.get("path") == "numeric" and self.cm.path != "numeric":
             self.cm = self.cache["numeric"][self.cm.key]   # replay on the path it ran on
