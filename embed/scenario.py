@@ -25,7 +25,7 @@ class Var:
     type: str = "Real"       # Real, Integer, Boolean, String
 
 
-SIM_ATTRIBUTES = ("mode", "event_count", "last_event_time")
+SIM_ATTRIBUTES = ("mode", "event_count", "last_event_time", "impact_count")
 
 
 @dataclass
@@ -35,7 +35,8 @@ class Scenario:
     Each output is one of the automaton's outputs (an expression evaluated by the
     compiled mode), ``constraint_residual``, a simulator attribute (``mode``,
     ``event_count``, ``last_event_time``) or, through ``extra_outputs``, the
-    multiplier (constraint force) of a constraint, 0 while it is inactive.
+    multiplier (constraint force) of a constraint, 0 while it is inactive, or a discrete
+    variable of the automaton.
     """
 
     name: str
@@ -44,7 +45,9 @@ class Scenario:
     inputs: list              # [Var]
     outputs: list             # [Var]
     initial_state: Callable   # params dict -> (q0, u0)
-    extra_outputs: dict = field(default_factory=dict)   # name -> ("lambda", constraint name)
+    # name -> ("lambda", constraint name) or ("discrete", discrete variable name)
+    extra_outputs: dict = field(default_factory=dict)
+    input_defaults: dict = field(default_factory=dict)  # input -> parameter used until it is set
     embedding: str = "symbolic"   # default embedding path of the scenario's FMU
     positive: tuple = ()       # parameter names that must be > 0
     nonnegative: tuple = ()    # parameter names that must be >= 0
@@ -75,6 +78,8 @@ class Scenario:
                 out[v.name] = float(sim.mon[where])
             elif kind == "lambda":
                 out[v.name] = sim.constraint_forces().get(where, 0.0)
+            elif kind == "discrete":
+                out[v.name] = sim.discrete[where]
             else:
                 out[v.name] = getattr(sim, where)
         return out

@@ -120,6 +120,7 @@ class Simulator:
         self.reselections = 0
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
         self.watch_time = 0.0     # CPU seconds spent watching kappa(B1)
+        self.reselect_compile_time = 0.0   # of reselect_time: first embeddings of a partition
         self.recharts = 0
         self.background_latency = None
         self.last_impulse = {}
@@ -536,7 +537,9 @@ class Simulator:
         dep = self._partition(self.active, self.t, q)
         if dep != self.dep:
             self.dep = dep
+            n_emb = len(self.embed_times)
             self.cm = self.compiled(self.mode, dep, self.active)
+            self.reselect_compile_time += sum(self.embed_times[n_emb:])
             self.x = np.concatenate((q, u[list(self.cm.ind)]))
             self.mon = self.cm.monitors(self.t, self.x, self.pvec)
             self.reselections += 1

@@ -65,10 +65,11 @@ def compiler(name, options):
     return bc
 
 
-def _var(v, causality, getter=None):
+def _var(v, causality, getter=None, setter=None):
     """pythonfmu variable for an interface Var with the attributes fmpy validate wants."""
     kind = {"Real": Real, "Integer": Integer, "Boolean": Boolean, "String": String}[v.type]
-    kw = {"causality": causality, "description": v.description, "getter": getter}
+    kw = {"causality": causality, "description": v.description, "getter": getter,
+          "setter": setter}
     if causality == Fmi2Causality.parameter:
         kw["variability"] = Fmi2Variability.fixed
         kw["initial"] = Fmi2Initial.exact
@@ -103,10 +104,16 @@ class ScenarioSlave(Fmi2Slave):
         for v in self.sc.parameters:
             setattr(self, v.name, v.start)
             self.register_variable(_var(v, Fmi2Causality.parameter))
+        self._inputs_set = set()     # inputs the master has set (see Scenario.input_defaults)
         for v in self.sc.inputs:
             setattr(self, v.name, v.start)
             self._good_inputs[v.name] = float(v.start)
-            self.register_variable(_var(v, Fmi2Causality.input))
+            setter = None
+            if v.name in self.sc.input_defaults:
+                def setter(value, n=v.name):
+                    setattr(self, n, value)
+                    self._inputs_set.add(n)
+            self.register_variable(_var(v, Fmi2Causality.input, setter=setter))
         self._input_names = [v.name for v in self.sc.inputs]
         self._mon = np.zeros(1 + max([0] + [self.sc.source(v.name)[1] for v in self.sc.outputs
                                             if self.sc.source(v.name)[0] == "mon"]))
@@ -125,6 +132,8 @@ class ScenarioSlave(Fmi2Slave):
             elif kind == "lambda":
                 getter = (lambda c=where: self.sim.constraint_forces().get(c, 0.0)
                           if self.sim else 0.0)
+            elif kind == "discrete":
+                getter = (lambda k=where, d=v.start: self.sim.discrete[k] if self.sim else d)
             else:
                 getter = (lambda a=where, d=v.start: getattr(self.sim, a) if self.sim else d)
             var = _var(v, Fmi2Causality.output, getter)
@@ -183,6 +192,11 @@ class ScenarioSlave(Fmi2Slave):
         return solver, float(h_max), float(rtol), embedding
 
     def _start_sim(self):
+        for name, pname in self.sc.input_defaults.items():   # "used when set"
+            if name not in self._inputs_set:
+                val = getattr(self, pname)
+                setattr(self, name, val)
+                self._good_inputs[name] = float(val)
         try:
             solver, h_max, rtol, embedding = self._solver_options()
             bc = (compiler(self.scenario_name, self.scenario_options)

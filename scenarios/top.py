@@ -124,8 +124,10 @@ def energies(q, qd, w):
 
 def initial_state(P, speeds="omega"):
     """q0 = [0,0,0,1,0,0,0], rdot0 = 0, omega0 = (eps, eps, omega_z), pdot0 = 1/2 G(p0)^T omega0
-    (Sec 7.1, eq 38)."""
-    q0 = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    (Sec 7.1, eq 38); tilt_start rotates the body about its x axis (0 in the paper), the
+    centroid staying at O and the tip on the unit sphere."""
+    th = P.get("tilt_start", 0.0)
+    q0 = np.array([0.0, 0.0, 0.0, np.cos(th / 2), np.sin(th / 2), 0.0, 0.0])
     w0 = np.array([P["omega_x_start"], P["omega_y_start"], P["omega_z"]], dtype=float)
     if speeds == "omega":
         return q0, np.concatenate((np.zeros(3), w0, [0.0]))
@@ -153,6 +155,8 @@ def build(speeds="omega") -> Scenario:
             "kg.m2"),
         Var("Jzz", 30.0, "central moment of inertia about the body (symmetry) z axis", "kg.m2"),
         Var("g", 9.81, "gravitational acceleration (along -z)", "m/s2"),
+        Var("tilt_start", 0.0, "initial tilt of the body about its x axis (0: the paper's start)",
+            "rad"),
         Var("omega_z", 13.5, "initial spin: body z component of the angular velocity", "rad/s"),
         Var("omega_x_start", 1e-12, "initial body x component of the angular velocity "
             "(the paper's perturbation eps)", "rad/s"),
