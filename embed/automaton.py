@@ -37,6 +37,8 @@ class Mode:
     constraints: tuple = ()
     laws: tuple = ()          # ((force_symbol, expr), ...)
     guards: tuple = ()
+    outputs: tuple = ()       # ((output name, expr), ...): this mode's own value of an output
+    report: Optional[int] = None   # the mode number shown outside (default: id)
 
 
 @dataclass

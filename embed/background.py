@@ -50,6 +50,9 @@ class BackgroundCompiler:
     def announce(self, constraint):
         self._send(("constraint", constraint))
 
+    def announce_mode(self, mode):
+        self._send(("modedef", mode))
+
     def _send(self, obj):
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         try:

@@ -21,6 +21,11 @@ from .errors import ConstraintRankError, ModelDefinitionError
 from .model import TIME
 
 
+def lam_symbol(name):
+    """The symbol by which outputs and switching conditions name a constraint's multiplier."""
+    return se.Symbol("lambda_" + name)
+
+
 def _flat(rows):
     return [e for r in rows for e in r]
 
@@ -46,7 +51,7 @@ class ConstraintTerms:
 class NumericTerms:
     """The unconstrained model and the automaton's laws and monitors, compiled once."""
 
-    def __init__(self, model, psyms, outputs, guard_exprs, laws_by_mode):
+    def __init__(self, model, psyms, outputs, guard_exprs, laws_by_mode, lam_names):
         self.model = model
         self.psyms = list(psyms)
         n, k, a = model.n, len(model.forces), len(model.aux)
@@ -67,22 +72,33 @@ class NumericTerms:
         self.terms = lambdify(self.args_tqu, exprs, f"the unconstrained terms of {model.name!r}",
                               "llvm")
         self.constraints = {}
-        # per mode: laws (l0 + L f) and monitors (outputs, guards) of (t, q, u, forces, p)
-        margs = [TIME] + list(model.q) + list(model.u) + list(model.forces) + self.psyms
+        self.margs = [TIME] + list(model.q) + list(model.u) + list(model.forces) + self.psyms
         self.mon = {}
         self.laws = {}
+        self.lam_names = {}
         for mode_id, laws in laws_by_mode.items():
-            self.mon[mode_id] = lambdify(margs, list(outputs) + list(guard_exprs[mode_id]),
-                                         f"the monitors of mode {mode_id}", "llvm")
-            idx, l0, L = [], [], []
-            for sym, law in laws:
-                sym, law = se.sympify(sym), se.sympify(law)
-                idx.append(list(model.forces).index(sym))
-                zf = {f: 0 for f in model.forces}
-                l0.append(law.subs(zf))
-                L.extend(se.diff(law, f) for f in model.forces)
-            self.laws[mode_id] = (idx, lambdify(self.args_tqu, l0 + L, f"laws of mode {mode_id}",
-                                                "llvm") if idx else None)
+            self.add_mode(mode_id, laws, outputs[mode_id], guard_exprs[mode_id],
+                          lam_names[mode_id], "llvm")
+
+    def add_mode(self, mode_id, laws, outputs, guards, lam_names=(), backend=None):
+        """A mode's laws (F_k = l0 + L f) and monitors (outputs, guards) of (t, q, u, forces,
+        lambda, p), lambda the multipliers of ``lam_names``.  Modes known at set-up compile
+        with LLVM; modes added at run time with the fast lambda backend, so that adding one
+        never stalls a step."""
+        model = self.model
+        self.lam_names[mode_id] = tuple(lam_names)
+        margs = self.margs[:-len(self.psyms) or None] + [lam_symbol(c) for c in lam_names] \
+            + self.psyms
+        self.mon[mode_id] = lambdify(margs, list(outputs) + list(guards),
+                                     f"the monitors of mode {mode_id}", backend)
+        idx, l0, L = [], [], []
+        for sym, law in laws:
+            sym, law = se.sympify(sym), se.sympify(law)
+            idx.append(list(model.forces).index(sym))
+            l0.append(law.subs({f: 0 for f in model.forces}))
+            L.extend(se.diff(law, f) for f in model.forces)
+        self.laws[mode_id] = (idx, lambdify(self.args_tqu, l0 + L, f"laws of mode {mode_id}",
+                                            backend) if idx else None)
 
     def add_constraint(self, c):
         if c.name not in self.constraints:
@@ -207,7 +223,9 @@ class NumericMode(Layout):
     def monitors(self, t, x, p):
         u, qdot, udi, f, lam, res = self._solve(t, x, p, full=True)
         q = x[:self.n]
-        og = self.terms.mon[self.mode_id](np.concatenate(([t], q, u, f, p)))
+        names = self.terms.lam_names[self.mode_id]
+        lv = [lam[self.names.index(c)] if c in self.names else 0.0 for c in names]
+        og = self.terms.mon[self.mode_id](np.concatenate(([t], q, u, f, lv, p)))
         n_out = self.sl_outputs.stop - self.sl_outputs.start
         return np.concatenate((u, f, og[:n_out], [res], og[n_out:], lam))
 

@@ -62,6 +62,8 @@ class Scenario:
             return "mon", base + names.index(name)
         if name == "constraint_residual":
             return "mon", base + len(names)
+        if name == "mode":
+            return "attr", "mode_number"
         if name in SIM_ATTRIBUTES:
             return "attr", name
         if name in self.extra_outputs:

@@ -28,12 +28,15 @@ from .embedding import ModeEquations, embed, partition
 from .errors import (ConstraintRankError, EventLocationError, InputError, IntegrationError,
                      ModelDefinitionError, ZenoError)
 from .integrators import make_integrator
-from .numeric import ConstraintTerms, NumericMode, NumericTerms
+from .numeric import ConstraintTerms, NumericMode, NumericTerms, lam_symbol
 
 EVENT_TOL = 1e-12     # width of the bracket around a located event time (s)
 ZENO_LIMIT = 100      # events at one instant before the automaton is declared Zeno
 ZENO_IMPACTS = 5      # impacts in a row, each closer than zeno_dt to the last: accumulating
+IMPACT_LOG = 50       # impacts kept in Simulator.impacts (t, guard, q, u before, u after)
 PHI_TOL = 1e-12       # configuration constraints are held to this by Newton iteration
+PROBE = 1e-7          # s: how far ahead a condition left at zero is looked at (_arm)
+PROBE_G = 1e-9        # a condition this close to zero counts as at zero
 RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
                       # (10 cost accuracy near singular configurations of the slider-crank)
 WATCH_EVERY = 4       # steps between two evaluations of kappa(B1)
@@ -96,6 +99,8 @@ class Simulator:
         self.pvec = np.zeros(len(self.psyms))
         for i, s in enumerate(m.params):
             self.pvec[i] = float(params[str(s)])
+        # every parameter, also those only the reset maps read (restitution, zone layout, ...)
+        self.params = {k: v for k, v in params.items() if isinstance(v, (int, float))}
         self.integrator = make_integrator(solver, h_max, rtol)
         # shared by the simulators of one scenario: re-entering a mode costs nothing
         self.cache = cache if cache is not None else {}
@@ -105,9 +110,7 @@ class Simulator:
         ex = self.cache["exprs"]
         if not ex:   # switching conditions and outputs in the model's symbols, converted once
             ex["out"] = [m.sym(e) for e in automaton.outputs.values()]
-            ex["guards"] = {k: [m.sym(g.expr) * (-g.direction) for g in md.guards]
-                            for k, md in automaton.modes.items()}
-        self._out_exprs, self._guard_exprs = ex["out"], ex["guards"]
+        self._out_exprs = ex["out"]
         if embedding != "symbolic":
             self.numeric_terms()
         self.t = 0.0
@@ -125,6 +128,7 @@ class Simulator:
         self.background_latency = None
         self.last_impulse = {}
         self.impact_count = 0
+        self.impacts = []
         self.zeno_count = 0
         self.zeno_dt = float(zeno_dt)
         self._impact_gaps = []
@@ -155,7 +159,13 @@ class Simulator:
         return self.mon[:self.model.n]
 
     def param(self, name):
-        return float(self.pvec[self.pnames.index(name)])
+        """A parameter, input or discrete variable by name (its current value)."""
+        if name in self.pnames:
+            return float(self.pvec[self.pnames.index(name)])
+        try:
+            return float(self.params[name])
+        except KeyError:
+            raise ModelDefinitionError(f"no parameter {name!r}") from None
 
     def set_inputs(self, values: dict):
         for i, s in enumerate(self.model.inputs):
@@ -205,6 +215,8 @@ class Simulator:
         if c.name in self.aut.constraints and self.aut.constraints[c.name] is not c:
             raise ModelDefinitionError(f"constraint {c.name!r} exists; give the new one another name")
         self.aut.constraints[c.name] = c
+        if self.compiler is not None:
+            self.compiler.announce(c)
 
     def compiled(self, mode_id, dep, active=None):
         """The mode's functions: symbolic (cached, or embedded and compiled now) or numeric."""
@@ -241,8 +253,16 @@ class Simulator:
         eqs = ModeEquations(self.model, emb, dict(mode.laws))
         sub = dict(zip(self.model.forces, eqs.forces))
         sub.update(emb.u_sub)
-        outs = [e.subs(sub) for e in self._out_exprs]
-        guards = [e.subs(sub) for e in self._guard_exprs[mode_id]]
+        outs, guards = self.mode_exprs(mode_id)
+        # multipliers named in outputs and switching conditions: lambda_<constraint>
+        lam = {lam_symbol(c): v for c, v in zip(cset.key, eqs.multipliers)}
+        for e in outs + guards:
+            for sym in e.free_symbols:
+                if str(sym).startswith("lambda_") and sym not in lam:
+                    lam[sym] = se.Integer(0)
+        sub.update(lam)
+        outs = [e.subs(sub) for e in outs]
+        guards = [e.subs(sub) for e in guards]
         res = []
         for c in cset.items:
             res.append(sum((b * uf for b, uf in zip(c.B, eqs.u_full)), c.C))
@@ -286,13 +306,44 @@ class Simulator:
         except np.linalg.LinAlgError:
             return float("inf")
 
+    def mode_exprs(self, mode_id):
+        """A mode's outputs (the automaton's, with the mode's overrides) and switching
+        conditions (falling through 0 = fires), in the model's symbols."""
+        ex = self.cache["exprs"]
+        if mode_id not in ex:
+            m, mode = self.model, self.aut.modes[mode_id]
+            over = {k: m.sym(v) for k, v in mode.outputs}
+            outs = [over.get(k, e) for k, e in zip(self.outputs, self._out_exprs)]
+            ex[mode_id] = (outs, [m.sym(g.expr) * (-g.direction) for g in mode.guards])
+        return ex[mode_id]
+
     def numeric_terms(self):
         """The unconstrained terms compiled once (Sec 5.5), built on first use."""
         if "terms" not in self.cache:
+            ids = list(self.aut.modes)
             self.cache["terms"] = NumericTerms(
-                self.model, self.psyms, self._out_exprs, self._guard_exprs,
-                {k: md.laws for k, md in self.aut.modes.items()})
+                self.model, self.psyms, {k: self.mode_exprs(k)[0] for k in ids},
+                {k: self.mode_exprs(k)[1] for k in ids}, {k: self.aut.modes[k].laws for k in ids},
+                {k: self.aut.modes[k].constraints for k in ids})
         return self.cache["terms"]
+
+    def add_mode(self, mode):
+        """A mode defined at run time (a geometry announced by the master, say); its
+        constraints must be known (``add_constraint``)."""
+        if mode.id in self.aut.modes:
+            raise ModelDefinitionError(f"mode {mode.id} exists; give the new one another id")
+        self.aut.modes[mode.id] = mode
+        if "terms" in self.cache:
+            outs, guards = self.mode_exprs(mode.id)
+            self.cache["terms"].add_mode(mode.id, mode.laws, outs, guards, mode.constraints)
+        if self.compiler is not None:
+            self.compiler.announce_mode(mode)
+
+    @property
+    def mode_number(self):
+        """The mode as reported to the outside (Mode.report, else its id)."""
+        md = self.aut.modes.get(self.mode)
+        return self.mode if md is None or md.report is None else md.report
 
     def activation_jump(self, names, q, u, tol=1e-12):
         """Momentum-consistent velocity jump when constraints become active (mueller eq 5-7).
@@ -385,8 +436,20 @@ class Simulator:
         self.x = np.concatenate((q, u[list(self.cm.ind)]))
         self.mon = self.cm.monitors(self.t, self.x, self.pvec)
         self.enabled = tuple(g.enabled is None or bool(g.enabled(self.discrete)) for g in mode.guards)
-        self.armed = tuple(bool(g > 0) for g in self.mon[self.cm.sl_guards])
+        self.armed = self._arm()
         self._dirty = False
+
+    def _arm(self):
+        """Armed switching conditions at entry: positive now, or positive an instant later
+        (a condition left at zero by a reset map, like a rebound whose next flight may be
+        shorter than a step)."""
+        g = self.mon[self.cm.sl_guards]
+        if np.all(g > 0):
+            return tuple(True for _ in g)
+        tau = min(PROBE, self.integrator.h_max / 100)
+        later = self.integrator.partial(self.cm, self.t, self.x, self.pvec, tau)
+        g2 = later[self.cm.nx + self.cm.sl_guards.start:self.cm.nx + self.cm.sl_guards.stop]
+        return tuple(bool(a > 0 or (a > -PROBE_G and b > 0)) for a, b in zip(g, g2))
 
     def _handle(self, gi):
         """Apply the reset map of switching condition gi; count events and watch for Zeno
@@ -403,6 +466,9 @@ class Simulator:
         jump = self.aut.transition(ctx, guard.name)
         if jump.impact:
             self.impact_count += 1
+            self.impacts.append((float(self.t), guard.name, np.array(ctx.q), np.array(ctx.u),
+                                 None if jump.u is None else np.array(jump.u)))
+            del self.impacts[:-IMPACT_LOG]
             gaps = self._impact_gaps
             gaps.append(self.t - self._last_impact if self._last_impact is not None else np.inf)
             del gaps[:-ZENO_IMPACTS]
@@ -425,10 +491,10 @@ class Simulator:
         self.events.append((float(self.t), "zeno:" + guard.name if zeno else guard.name,
                             before, self.mode))
 
-    def _due(self, g):
-        """Index of the first armed, enabled switching condition that is <= 0 in g, or None."""
+    def _due(self, g, level=0.0):
+        """Index of the first armed, enabled switching condition at or below ``level`` in g."""
         for i, (v, a, e) in enumerate(zip(g, self.armed, self.enabled)):
-            if a and e and v <= 0:
+            if a and e and v <= level:
                 return i
         return None
 
@@ -439,6 +505,11 @@ class Simulator:
         g = lambda tau: integ.partial(cm, t0, x0, p, tau)[o]  # noqa: E731
         a, b = 0.0, h
         ga, gb = self.mon[cm.sl_guards][gi], g(h)
+        if ga <= 0:         # armed at zero by a reset map (see _arm): start an instant later
+            a = min(PROBE, h / 100)
+            ga = g(a)
+            if ga <= 0:
+                return a
         side = 0
         for _ in range(200):
             if b - a <= EVENT_TOL:
@@ -546,6 +617,14 @@ class Simulator:
         self.kappa0 = self.kappa()
         self.reselect_time += time.process_time() - t0
 
+    def jump_to(self, mode, q=None, u=None, label="reset", **discrete):
+        """Enter ``mode`` now with an optional new state (a reset from outside: an event)."""
+        before = self.mode
+        self._apply(Jump(mode, discrete, q=q, u=u))
+        self.event_count += 1
+        self.last_event_time = self.t
+        self.events.append((float(self.t), label, before, self.mode))
+
     def set_constraints(self, names, label="constraints"):
         """Activate exactly the constraints ``names`` in the current mode now (an event)."""
         for c in names:
@@ -596,7 +675,7 @@ class Simulator:
         if self._dirty:     # inputs changed at this communication point: a condition may be due now
             self.mon = self.cm.monitors(self.t, self.x, self.pvec)
             self._dirty = False
-            while (gi := self._due(self.mon[self.cm.sl_guards])) is not None:
+            while (gi := self._due(self.mon[self.cm.sl_guards], -PROBE_G)) is not None:
                 self._handle(gi)
         integ, p = self.integrator, self.pvec
         while t_end - self.t > EVENT_TOL:
@@ -619,7 +698,8 @@ class Simulator:
             self._accept(integ.partial(cm, self.t, x0, p, tau))
             self.t += tau
             self._handle(gi)
-            while (gi := self._due(self.mon[self.cm.sl_guards])) is not None:
+            # a reset map may leave another condition already crossed (not merely at zero)
+            while (gi := self._due(self.mon[self.cm.sl_guards], -PROBE_G)) is not None:
                 self._handle(gi)
 
     # ------------------------------------------------------------------ state

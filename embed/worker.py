@@ -7,7 +7,7 @@ scenario once, then answers requests read from stdin, each a length-prefixed pic
 
 - ("mode", key): embed the mode (eq 11-16) and compile it with LLVM; the answer is
   (key, meta, functions), the compiled functions pickled (LLVM Lambdify objects pickle);
-- ("constraint", constraint): a constraint announced at run time, for later modes;
+- ("constraint", constraint) and ("modedef", mode): announced at run time, for later modes;
 - ("stop",): exit.
 
 It is started as its own module (not multiprocessing), so a user's script without a
@@ -54,6 +54,9 @@ def main(argv=None):
             return 0
         if req[0] == "constraint":
             sim.add_constraint(req[1])
+            continue
+        if req[0] == "modedef":
+            sim.add_mode(req[1])
             continue
         key = req[1]
         try:
