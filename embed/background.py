@@ -32,8 +32,10 @@ def python_executable():
 
 
 class BackgroundCompiler:
-    def __init__(self, scenario, options=None, python=None):
-        root = str(Path(__file__).resolve().parents[1])   # folder holding embed/ and scenarios/
+    def __init__(self, scenario, options=None, python=None, root=None):
+        # the folder holding embed/ and scenarios/: an FMU's resources (a master may delete
+        # the folder an earlier instance was imported from), else this package's parent
+        root = str(root or Path(__file__).resolve().parents[1])
         env = dict(os.environ)
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         self.proc = subprocess.Popen(

@@ -49,6 +49,7 @@ class Scenario:
     extra_outputs: dict = field(default_factory=dict)
     input_defaults: dict = field(default_factory=dict)  # input -> parameter used until it is set
     embedding: str = "symbolic"   # default embedding path of the scenario's FMU
+    precompile: bool = False      # compile every mode and partition at set-up (small automata)
     positive: tuple = ()       # parameter names that must be > 0
     nonnegative: tuple = ()    # parameter names that must be >= 0
     cache: dict = field(default_factory=dict)
@@ -97,7 +98,8 @@ class Scenario:
         p = {**self.defaults(), **(params or {})}
         cache = self.cache.setdefault(embedding, {})
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
-                        cache=cache, embedding=embedding, compiler=compiler)
+                        cache=cache, embedding=embedding, compiler=compiler,
+                        precompile=self.precompile and embedding == "symbolic")
         sim.set_inputs({**{v.name: v.start for v in self.inputs}, **(inputs or {})})
         q0, u0 = self.initial_state(p)
         sim.start(0.0, q0, u0)

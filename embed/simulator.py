@@ -79,7 +79,8 @@ class Simulator:
     """Steps a hybrid automaton in time; the numeric heart that the FMU wraps."""
 
     def __init__(self, automaton: Automaton, params: dict, *, solver="rk4", h_max=1e-3,
-                 rtol=1e-8, cache=None, embedding="symbolic", compiler=None, zeno_dt=1e-3):
+                 rtol=1e-8, cache=None, embedding="symbolic", compiler=None, zeno_dt=1e-3,
+                 precompile=False):
         """``embedding``: "symbolic" (embed and compile on first entry, then cached),
         "numeric" (the compiled-terms path only) or "background" (numeric at once, the
         symbolic path from ``compiler``, a background worker, when its compile is done)."""
@@ -87,6 +88,7 @@ class Simulator:
             raise InputError(f"embedding {embedding!r} is unknown; use one of {EMBEDDINGS}")
         self.embedding = embedding
         self.compiler = compiler
+        self.precompile = precompile
         self.aut = automaton
         m = self.model = automaton.model
         self.dnames = list(automaton.discrete)
@@ -136,6 +138,7 @@ class Simulator:
         self._hol = []
         self._watch = False
         self._watch_count = 0
+        self._starting = False
         self.discrete = dict(automaton.discrete)
         self.dep = ()
         self.armed = ()
@@ -177,12 +180,21 @@ class Simulator:
         self._dirty = True
 
     def start(self, t0, q0, u0):
-        """Initial reset map (eq 20): choose the first mode and embed it."""
+        """Initial reset map (eq 20): choose the first mode and embed it.  With more than one
+        mode the unconstrained terms are compiled now too (reset maps need M)."""
         self.t = float(t0)
         self.x = np.array(q0, dtype=float)
         self.mon = np.array(u0, dtype=float)
         self._sync_discrete()
-        self._apply(self.aut.initial(Context(self)))
+        if len(self.aut.modes) > 1:
+            self.numeric_terms()
+        if self.precompile:
+            self.precompile_modes()
+        self._starting = True
+        try:
+            self._apply(self.aut.initial(Context(self)))
+        finally:
+            self._starting = False
 
     # ------------------------------------------------------------- embedding
     def _sync_discrete(self):
@@ -229,6 +241,9 @@ class Simulator:
         t0 = time.perf_counter()
         if self.embedding == "symbolic":
             cm = self.cache["mode"][key] = make_mode(self.mode_parts(key), key)
+        elif self._starting:
+            # the first mode of a background simulator is compiled at set-up, with LLVM
+            cm = self.cache["mode"][key] = make_mode(self.mode_parts(key), key, backend="llvm")
         else:
             cm = self.cache["numeric"].get(key)
             if cm is None:
@@ -240,6 +255,25 @@ class Simulator:
                 self.compiler.submit(key, self.mode_parts(key))
         self.embed_times.append(time.perf_counter() - t0)
         return cm
+
+    def precompile_modes(self, max_partitions=12):
+        """Embed and compile (LLVM) every mode of the automaton for every choice of dependent
+        speeds, at set-up: mode switches then cost no compile at all (small automata only)."""
+        from itertools import combinations
+        n = self.model.n
+        for mode_id, mode in list(self.aut.modes.items()):
+            active = tuple(sorted(mode.constraints))
+            deps = list(combinations(range(n), len(active)))
+            if len(deps) > max_partitions:
+                continue
+            for dep in deps:
+                key = (mode_id, active, dep)
+                if key in self.cache["mode"]:
+                    continue
+                try:
+                    self.cache["mode"][key] = make_mode(self.mode_parts(key), key, backend="llvm")
+                except ConstraintRankError:
+                    continue          # this choice is singular everywhere
 
     def mode_parts(self, key):
         """Symbolic embedding of one mode (eq 11-16), ready to compile."""
@@ -585,7 +619,7 @@ class Simulator:
     def _after_step(self):
         """Hold the configuration constraints and watch the dependent block of B (Sec 5.4)."""
         n = self.model.n
-        if self._hol:
+        if self._hol and self.mon[self.cm.i_res] > PHI_TOL:   # the residual includes |Phi|
             q = self.x[:n]
             qp = self._project_q(q)
             if qp is not q:

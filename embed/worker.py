@@ -76,4 +76,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (BrokenPipeError, KeyboardInterrupt):   # the stepping process has gone: so do we
+        sys.exit(0)

@@ -55,13 +55,13 @@ def scenario(name, options):
     return sc
 
 
-def compiler(name, options):
+def compiler(name, options, resources):
     """The process's background embedding worker for this scenario, started once."""
     key = (name, tuple(sorted(options.items())))
     bc = _COMPILERS.get(key)
     if bc is None or bc.proc.poll() is not None:
         from embed.background import BackgroundCompiler
-        bc = _COMPILERS[key] = BackgroundCompiler(name, dict(options))
+        bc = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources)
     return bc
 
 
@@ -199,7 +199,7 @@ class ScenarioSlave(Fmi2Slave):
                 self._good_inputs[name] = float(val)
         try:
             solver, h_max, rtol, embedding = self._solver_options()
-            bc = (compiler(self.scenario_name, self.scenario_options)
+            bc = (compiler(self.scenario_name, self.scenario_options, self._resource_dir())
                   if embedding == "background" else None)
             self.sim = self.sc.simulator(self._params(), solver=solver, h_max=h_max, rtol=rtol,
                                          inputs=dict(self._good_inputs), embedding=embedding,
@@ -229,6 +229,14 @@ class ScenarioSlave(Fmi2Slave):
         return True
 
     # ------------------------------------------------------------- helpers
+    def _resource_dir(self):
+        """This FMU's resources folder (holding embed/ and scenarios/), if it has one."""
+        import os
+        from urllib.parse import unquote, urlparse
+        res = self.resources or ""
+        path = unquote(urlparse(res).path) if res.startswith("file:") else res
+        return path if path and os.path.isdir(os.path.join(path, "embed")) else None
+
     def _read_inputs(self):
         """Inputs from the master; a non-finite one is rejected and its last good value kept."""
         good = self._good_inputs

@@ -202,5 +202,8 @@ def build() -> Scenario:
                                    "last_impulse_n": ("discrete", "last_impulse_n"),
                                    "last_impulse_t": ("discrete", "last_impulse_t")},
                     input_defaults={"v_b_in": "v_b"},
+                    # three modes, four partitions: all compiled (LLVM) at set-up, so that an
+                    # impact step never waits for a compile
+                    precompile=True,
                     positive=("l1", "l2", "m1", "m2", "g"),
                     nonnegative=("e1", "mu_s1", "mu_d1", "e2", "mu_s2", "mu_d2"))

@@ -52,3 +52,21 @@ def test_chain_latch_through_the_fmu(fmu_dir):
         assert r.outputs()["mode"] == 1
     finally:
         r.close()
+
+
+def test_pendulum_belt_story_through_the_fmu(fmu_dir):
+    r = FmuRunner(str(fmu_dir / "pendulum_belt.fmu"), instance="belt")
+    try:
+        seen = []
+        for _ in range(1000):
+            r.step(1e-3)
+            o = r.get("mode", "impact_count", "contact", "last_impulse_n", "status")
+            if not seen or seen[-1][0] != o["mode"]:
+                seen.append((o["mode"], o["impact_count"], o["contact"]))
+            assert o["status"] == 0
+        # free with two rebounds, a strike that slides, then stuck on the belt
+        assert [m for m, _, _ in seen[:3]] == [1, 2, 3]
+        assert seen[1][1] == 3 and seen[1][2] == 1 and seen[0][2] == 0
+        assert r.get("last_impulse_n")["last_impulse_n"] > 0
+    finally:
+        r.close()
