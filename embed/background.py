@@ -45,6 +45,8 @@ class BackgroundCompiler:
         self._buf = b""
         self.ready = False
         self.errors = []
+        self._modes = []
+        self._calls = []
 
     def submit(self, key, parts=None):
         self._send(("mode", key))
@@ -54,6 +56,11 @@ class BackgroundCompiler:
 
     def announce_mode(self, mode):
         self._send(("modedef", mode))
+
+    def call(self, fname, *args):
+        """Run the scenario module's worker function ``fname`` (listed in its WORKER_CALLS)
+        in the worker; its results arrive, part by part, through ``call_results``."""
+        self._send(("call", fname, args))
 
     def _send(self, obj):
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
@@ -71,23 +78,37 @@ class BackgroundCompiler:
                 break
             self._buf += chunk
 
-    def results(self):
-        """Finished modes as (key, functions, meta); never blocks."""
+    def poll(self, max_frames=1):
+        """Decode at most ``max_frames`` finished answers (unpickling compiled functions
+        costs about 0.2 ms each: one answer per step keeps every step short)."""
         self._read_available()
-        out = []
-        while len(self._buf) >= 4:
+        for _ in range(max_frames):
+            if len(self._buf) < 4:
+                return
             (size,) = struct.unpack("<I", self._buf[:4])
             if len(self._buf) < 4 + size:
-                break
+                return
             msg = pickle.loads(self._buf[4:4 + size])
             self._buf = self._buf[4 + size:]
             if msg[0] == "ready":
                 self.ready = True
             elif msg[0] == "mode":
                 _, key, meta, fns = msg
-                out.append((key, fns, meta))
+                self._modes.append((key, fns, meta))
+            elif msg[0] == "call":
+                self._calls.append(msg[1:])
             elif msg[0] == "error":
                 self.errors.append(msg[1:])
+
+    def results(self):
+        """Finished modes as (key, functions, meta); never blocks."""
+        self.poll()
+        out, self._modes = self._modes, []
+        return out
+
+    def call_results(self):
+        """Parts answered by ``call`` requests, as (fname, part); never blocks."""
+        out, self._calls = self._calls, []
         return out
 
     def close(self):

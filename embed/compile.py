@@ -31,10 +31,11 @@ COMPOSE_OPS = 400   # monitors up to this many operations go into the composed R
 BACKEND = "lambda"
 
 
-def lambdify(args, exprs, what, backend=None):
+def lambdify(args, exprs, what, backend=None, opt_level=None):
     """symengine Lambdify with common-subexpression elimination."""
+    kw = {"opt_level": opt_level} if opt_level is not None and backend == "llvm" else {}
     try:
-        return se.Lambdify(args, exprs, real=True, backend=backend or BACKEND, cse=True)
+        return se.Lambdify(args, exprs, real=True, backend=backend or BACKEND, cse=True, **kw)
     except Exception as exc:  # symengine raises RuntimeError/TypeError variants
         raise CompilationError(f"could not compile {what}: {exc}") from exc
 

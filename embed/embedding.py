@@ -132,6 +132,7 @@ EXPLICIT_MAX = 3      # unknowns up to which eq 15-16 are solved symbolically (L
                       # symbolic matrix swells beyond that: n = 10 took minutes)
 EXPLICIT_OPS = 2000   # ... and operations in S and s up to which (a 3 x 3 system of the ball
                       # in the bowl gave a 177 000-character solution that never compiled)
+EXPLICIT_OPS_OFFLINE = 100000   # the same, where compile time is not on the stepping path
 
 
 def _mv(A, v):
@@ -153,8 +154,9 @@ class ModeEquations:
     ``udot_ind``, ``forces``, ``multipliers`` are explicit (eq 16).
     """
 
-    def __init__(self, model: Model, emb: Embedding, laws: dict):
+    def __init__(self, model: Model, emb: Embedding, laws: dict, explicit_ops=None):
         self.model, self.emb = model, emb
+        explicit_ops = EXPLICIT_OPS if explicit_ops is None else explicit_ops
         laws = {se.sympify(k): se.sympify(v) for k, v in (laws or {}).items()}
         lsub = lambda e: e.subs(laws) if laws else e  # noqa: E731
         laws = {k: (v.subs(emb.u_sub) if emb.u_sub else v) for k, v in laws.items()}
@@ -188,7 +190,7 @@ class ModeEquations:
         self.qdot = [e.subs(emb.u_sub) if emb.u_sub else e for e in model.qdot]
         self.solution = None
         self.udot_ind = None
-        if len(self.z) <= EXPLICIT_MAX and se.count_ops(*self.S, *self.s) <= EXPLICIT_OPS:
+        if len(self.z) <= EXPLICIT_MAX and se.count_ops(*self.S, *self.s) <= explicit_ops:
             self.solution = _solve_blocks(self.S, self.s, len(minimal), len(ud_ind),
                                           any(e.has(f) for e in minimal for f in free))
             zs = dict(zip(self.z, self.solution))

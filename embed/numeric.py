@@ -33,19 +33,25 @@ def _flat(rows):
 class ConstraintTerms:
     """One constraint compiled once: [B, C](t, q, p), gamma(t, q, u, p) and, if holonomic, [Phi, Phi_q]."""
 
-    def __init__(self, model, c, psyms):
+    def __init__(self, model, c, psyms, backend=None, fns=None, opt_level=None):
+        """``fns`` = (BC, gamma, phi) compiled elsewhere (the background worker), if given."""
         q, u = list(model.q), list(model.u)
         self.name = c.name
         self.holonomic = c.holonomic
-        self.BC = lambdify([TIME] + q + list(psyms), list(c.B) + [c.C], f"constraint {c.name!r}")
-        expr = sum((b * ui for b, ui in zip(c.B, u)), c.C)
-        gamma = sum((se.diff(expr, qi) * qd for qi, qd in zip(q, model.qdot)), se.diff(expr, TIME))
-        self.gamma = lambdify([TIME] + q + u + list(psyms), [gamma], f"gamma of {c.name!r}")
-        if c.holonomic:
+        if fns is not None:
+            self.BC, self.gamma, self.phi = fns
+        else:
+            self.BC = lambdify([TIME] + q + list(psyms), list(c.B) + [c.C],
+                               f"constraint {c.name!r}", backend, opt_level)
+            expr = sum((b * ui for b, ui in zip(c.B, u)), c.C)
+            gamma = sum((se.diff(expr, qi) * qd for qi, qd in zip(q, model.qdot)),
+                        se.diff(expr, TIME))
+            self.gamma = lambdify([TIME] + q + u + list(psyms), [gamma], f"gamma of {c.name!r}",
+                                  backend, opt_level)
             self.phi = lambdify([TIME] + q + list(psyms), [c.phi] + [se.diff(c.phi, qi) for qi in q],
-                                f"Phi of {c.name!r}")
-        # a constant B row (no q, t) never needs re-selection
-        self.constant_B = not any(e.has(s) for e in c.B for s in q + [TIME])
+                                f"Phi of {c.name!r}", backend, opt_level) if c.holonomic else None
+        # a constant B row (no q, t) never needs re-selection (unknown for a stub: watch it)
+        self.constant_B = bool(c.B) and not any(e.has(s) for e in c.B for s in q + [TIME])
 
 
 class NumericTerms:
@@ -79,6 +85,12 @@ class NumericTerms:
         for mode_id, laws in laws_by_mode.items():
             self.add_mode(mode_id, laws, outputs[mode_id], guard_exprs[mode_id],
                           lam_names[mode_id], "llvm")
+
+    def install_mode(self, mode_id, mon, laws_idx=(), laws_fn=None, lam_names=()):
+        """A mode whose monitors (and laws) were compiled elsewhere (the background worker)."""
+        self.lam_names[mode_id] = tuple(lam_names)
+        self.mon[mode_id] = mon
+        self.laws[mode_id] = (list(laws_idx), laws_fn)
 
     def add_mode(self, mode_id, laws, outputs, guards, lam_names=(), backend=None):
         """A mode's laws (F_k = l0 + L f) and monitors (outputs, guards) of (t, q, u, forces,

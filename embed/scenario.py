@@ -50,6 +50,11 @@ class Scenario:
     input_defaults: dict = field(default_factory=dict)  # input -> parameter used until it is set
     embedding: str = "symbolic"   # default embedding path of the scenario's FMU
     precompile: bool = False      # compile every mode and partition at set-up (small automata)
+    # FMU-side handling of extra inputs (geometry announced at run time, say): a class
+    # taking (simulator, background compiler or None, log function), with ``inputs`` and
+    # ``outputs`` (Var lists), ``before_step(input values)``, ``get(name)``, ``state()`` and
+    # ``set_state(state)``
+    extension: object = None
     positive: tuple = ()       # parameter names that must be > 0
     nonnegative: tuple = ()    # parameter names that must be >= 0
     cache: dict = field(default_factory=dict)
@@ -99,7 +104,7 @@ class Scenario:
         cache = self.cache.setdefault(embedding, {})
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
                         cache=cache, embedding=embedding, compiler=compiler,
-                        precompile=self.precompile and embedding == "symbolic")
+                        precompile=self.precompile and embedding != "numeric")
         sim.set_inputs({**{v.name: v.start for v in self.inputs}, **(inputs or {})})
         q0, u0 = self.initial_state(p)
         sim.start(0.0, q0, u0)

@@ -15,6 +15,7 @@ Neither array is ever modified in place, so references to them are snapshots.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import time
 
@@ -24,7 +25,7 @@ import symengine as se
 from .automaton import Automaton, Jump
 from .compile import make_mode, mode_parts
 from .constraints import ConstraintSet
-from .embedding import ModeEquations, embed, partition
+from .embedding import EXPLICIT_OPS_OFFLINE, ModeEquations, embed, partition
 from .errors import (ConstraintRankError, EventLocationError, InputError, IntegrationError,
                      ModelDefinitionError, ZenoError)
 from .integrators import make_integrator
@@ -89,6 +90,10 @@ class Simulator:
         self.embedding = embedding
         self.compiler = compiler
         self.precompile = precompile
+        # this simulator's own view of the automaton: constraints and modes added at run time
+        # stay here (the caches they share are keyed by unique names and ids)
+        automaton = dataclasses.replace(automaton, constraints=dict(automaton.constraints),
+                                        modes=dict(automaton.modes))
         self.aut = automaton
         m = self.model = automaton.model
         self.dnames = list(automaton.discrete)
@@ -271,12 +276,14 @@ class Simulator:
                 if key in self.cache["mode"]:
                     continue
                 try:
-                    self.cache["mode"][key] = make_mode(self.mode_parts(key), key, backend="llvm")
+                    self.cache["mode"][key] = make_mode(self.mode_parts(key, EXPLICIT_OPS_OFFLINE),
+                                                        key, backend="llvm")
                 except ConstraintRankError:
                     continue          # this choice is singular everywhere
 
-    def mode_parts(self, key):
-        """Symbolic embedding of one mode (eq 11-16), ready to compile."""
+    def mode_parts(self, key, explicit_ops=None):
+        """Symbolic embedding of one mode (eq 11-16), ready to compile.  ``explicit_ops``:
+        how large a system may be solved symbolically (larger off the stepping path)."""
         mode_id, active, dep = key
         mode = self.aut.modes[mode_id]
         cset = self.constraint_set(active)
@@ -284,7 +291,7 @@ class Simulator:
         emb = self.cache["emb"].get(ekey)
         if emb is None:
             emb = self.cache["emb"][ekey] = embed(self.model, cset, tuple(dep))
-        eqs = ModeEquations(self.model, emb, dict(mode.laws))
+        eqs = ModeEquations(self.model, emb, dict(mode.laws), explicit_ops)
         sub = dict(zip(self.model.forces, eqs.forces))
         sub.update(emb.u_sub)
         outs, guards = self.mode_exprs(mode_id)

@@ -8,6 +8,8 @@ scenario once, then answers requests read from stdin, each a length-prefixed pic
 - ("mode", key): embed the mode (eq 11-16) and compile it with LLVM; the answer is
   (key, meta, functions), the compiled functions pickled (LLVM Lambdify objects pickle);
 - ("constraint", constraint) and ("modedef", mode): announced at run time, for later modes;
+- ("call", fname, args): a scenario's own background work (its module's WORKER_CALLS),
+  answered part by part, one frame each;
 - ("stop",): exit.
 
 It is started as its own module (not multiprocessing), so a user's script without a
@@ -42,6 +44,7 @@ def main(argv=None):
     name, options = argv[0], json.loads(argv[1]) if len(argv) > 1 else {}
     import scenarios
     from embed.compile import compile_parts, lambdify
+    from embed.embedding import EXPLICIT_OPS_OFFLINE
     from embed.simulator import Simulator
 
     sc = scenarios.load(name).build(**options)
@@ -58,9 +61,22 @@ def main(argv=None):
         if req[0] == "modedef":
             sim.add_mode(req[1])
             continue
+        if req[0] == "call":
+            fname, args = req[1], req[2]
+            module = scenarios.load(name)
+            if fname not in getattr(module, "WORKER_CALLS", ()):
+                write_frame(stdout, ("error", fname, "not a worker call of " + name, ""))
+                continue
+            try:
+                for part in getattr(module, fname)(sim, *args):
+                    write_frame(stdout, ("call", fname, part))
+            except Exception as exc:  # noqa: BLE001 - report, keep serving
+                write_frame(stdout, ("error", fname, f"{type(exc).__name__}: {exc}",
+                                     traceback.format_exc()))
+            continue
         key = req[1]
         try:
-            parts = sim.mode_parts(key)
+            parts = sim.mode_parts(key, EXPLICIT_OPS_OFFLINE)
             fns = compile_parts(parts, key, "llvm")
             if parts["kind"] == "explicit":
                 rhs = lambdify(parts["args"], parts["f"], f"rhs of {key}", "llvm")

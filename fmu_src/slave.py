@@ -115,13 +115,19 @@ class ScenarioSlave(Fmi2Slave):
                     self._inputs_set.add(n)
             self.register_variable(_var(v, Fmi2Causality.input, setter=setter))
         self._input_names = [v.name for v in self.sc.inputs]
+        self.ext = None
+        ext = self.sc.extension
+        self._ext_inputs = [v.name for v in ext.inputs] if ext else []
+        for v in (ext.inputs if ext else []):
+            setattr(self, v.name, v.start)
+            self.register_variable(_var(v, Fmi2Causality.input))
         self._mon = np.zeros(1 + max([0] + [self.sc.source(v.name)[1] for v in self.sc.outputs
                                             if self.sc.source(v.name)[0] == "mon"]))
         for v in self.sc.outputs:
             kind, where = self.sc.source(v.name)
             if kind == "mon":
                 self._mon[where] = v.start
-        self._start_sim()     # exact start values of the outputs
+        self._start_sim(worker=False)     # exact start values of the outputs
         # Output getters read the engine's monitor vector directly: publishing a step's
         # results is one reference assignment (``_publish``).
         self._getters = {}     # value reference -> getter, Real outputs
@@ -140,6 +146,10 @@ class ScenarioSlave(Fmi2Slave):
             self.register_variable(var)
             if v.type == "Real":
                 self._getters[var.value_reference] = getter
+        for v in (ext.outputs if ext else []):
+            self.register_variable(_var(v, Fmi2Causality.output,
+                                        lambda n=v.name, d=v.start: self.ext.get(n) if self.ext
+                                        else d))
         self.register_variable(_var(Var("status", 0, "0 ok; otherwise a code listed in the README "
                                         "(error kind of the last step)", type="Integer"),
                                     Fmi2Causality.output))
@@ -191,7 +201,10 @@ class ScenarioSlave(Fmi2Slave):
             rtol = self.rtol = 1e-8
         return solver, float(h_max), float(rtol), embedding
 
-    def _start_sim(self):
+    def _start_sim(self, worker=True):
+        """A simulator from the parameters; ``worker``: start the background embedding worker
+        if the embedding asks for it (not at build time, when pythonfmu only reads the
+        start values)."""
         for name, pname in self.sc.input_defaults.items():   # "used when set"
             if name not in self._inputs_set:
                 val = getattr(self, pname)
@@ -199,11 +212,16 @@ class ScenarioSlave(Fmi2Slave):
                 self._good_inputs[name] = float(val)
         try:
             solver, h_max, rtol, embedding = self._solver_options()
+            if embedding == "background" and not worker:
+                embedding = "numeric"
             bc = (compiler(self.scenario_name, self.scenario_options, self._resource_dir())
                   if embedding == "background" else None)
             self.sim = self.sc.simulator(self._params(), solver=solver, h_max=h_max, rtol=rtol,
                                          inputs=dict(self._good_inputs), embedding=embedding,
                                          compiler=bc)
+            if self.sc.extension is not None:
+                self.ext = self.sc.extension(
+                    self.sim, bc, lambda msg: self.log(msg, Fmi2Status.warning))
         except EmbedError as exc:
             self._fail(exc)
         except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu
@@ -214,11 +232,18 @@ class ScenarioSlave(Fmi2Slave):
         self.status = 0
         self._read_inputs()
         self._start_sim()
+        # everything built so far (models, compiled modes) lives as long as the process: keep
+        # it out of the cyclic collector, whose full passes over it paused steps for ms
+        import gc
+        gc.collect()
+        gc.freeze()
 
     def do_step(self, current_time, step_size):
         try:
             self.status = 0
             self._read_inputs()
+            if self.ext is not None:
+                self.ext.before_step({n: getattr(self, n) for n in self._ext_inputs})
             if self.sim is not None:
                 self.sim.advance(current_time + step_size)
         except EmbedError as exc:
@@ -284,6 +309,7 @@ class ScenarioSlave(Fmi2Slave):
     # ---------------------------------------------------------------- state
     def _get_fmu_state(self):
         return {"sim": self.sim.get_state() if self.sim is not None else None,
+                "ext": self.ext.state() if self.ext is not None else None,
                 "inputs": dict(self._good_inputs), "status": self.status,
                 "inputs_set": {n: getattr(self, n) for n in self._input_names}}
 
@@ -294,6 +320,8 @@ class ScenarioSlave(Fmi2Slave):
             setattr(self, k, v)
         if state["sim"] is not None and self.sim is not None:
             self.sim.set_state(state["sim"])
+        if state.get("ext") is not None and self.ext is not None:
+            self.ext.set_state(state["ext"])
         self._publish()
 
     @staticmethod

@@ -1,0 +1,400 @@
+"""A disk on a ramp meeting a fence announced at run time: gillespie2005 Example 2 (Sec 6.2, Fig 8-11).
+
+Coordinates q1, q2 (the disk centre), q3 (its rotation) and q4, the path parameter of the
+contact point S on the ramp-plus-fence path; u_i = dq_i/dt.  q4 has no inertia: it is
+fixed by the contact constraints, and parked (u4 = 0) in free flight.  The ramp runs
+from O at angle phi (t = (cos phi, sin phi), n = (-sin phi, cos phi) towards the disk)
+and ends at P, q4 = L.  Modes:
+
+- 1 free flight (3 dof): the disk touching the ramp is a plastic impact (e = 0): the
+  momentum-consistent activation jump of mueller eq 7 (frictionless contact);
+- 2 on the ramp (2 dof): centre = q4 t + r n, two configuration constraints;
+- 3 on a fence (2 dof): centre = P + s t + h(s) n + r N(s), s = q4 - L, for the fence
+  announced last (``embed.geometry``: an arc of radius R or a height profile given as
+  text); one mode per announced geometry version, all reported as 3.
+
+Leaving: the normal force N turning tensile (mode 1), the ramp's end q4 = L (onto the
+fence if one is known, else into free flight), back from the fence onto the ramp
+(q4 = L), the fence's end (free flight).  The contact is smooth: the multipliers of the
+two contact constraints are the force on the disk centre, N its normal component.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
+
+import time
+
+import symengine as se
+
+from embed import (Automaton, Constraint, Guard, Jump, Mode, Model, Scenario, Var, holonomic,
+                   motion)
+from embed.compile import compile_parts, lambdify, make_mode
+from embed.embedding import EXPLICIT_OPS_OFFLINE
+from embed.geometry import (GEOMETRY_BAD_PARAMETER, FenceProfile, GeometryError,
+                            disk_centre_on_fence, fence_frame, validate)
+from embed.model import TIME
+from embed.numeric import ConstraintTerms, lam_symbol
+
+FREE, RAMP, FENCE = 1, 2, 3
+FENCE_BASE = 100      # mode id of a fence: FENCE_BASE + its unique number
+_UIDS = iter(range(1, 1 << 30))   # unique numbers of fences made in this process
+
+
+def symbols():
+    q = dynamicsymbols("q1:5")
+    u = dynamicsymbols("u1:5")
+    m, J, r, phi, L, g = sp.symbols("m J r phi L g")
+    return q, u, (m, J, r, phi, L, g)
+
+
+def normal_force(cx, cy, nx, ny):
+    """N = lambda . n: the contact constraints' multipliers are the force on the disk centre."""
+    return sp.Symbol("lambda_" + cx) * nx + sp.Symbol("lambda_" + cy) * ny
+
+
+def build_model():
+    q, u, (m, J, r, phi, L, g) = symbols()
+    frame = ReferenceFrame("N")
+    O = Point("O")
+    O.set_vel(frame, 0)
+    C = O.locatenew("C", q[0] * frame.x + q[1] * frame.y)
+    C.set_vel(frame, u[0] * frame.x + u[1] * frame.y)
+    B = frame.orientnew("B", "Axis", [q[2], frame.z])
+    B.set_ang_vel(frame, u[2] * frame.z)
+    disk = RigidBody("disk", C, B, m, (inertia(frame, 0, 0, J), C))
+    loads = [(C, -m * g * frame.y)]
+    kd = [qi.diff() - ui for qi, ui in zip(q, u)]
+    return Model(frame, q, u, kd, [disk], loads, params=[m, J, r, phi, L, g], name="disk_fence")
+
+
+def fence_mode(uid, profile: FenceProfile, L_f):
+    """The constraints and the mode of a fence, numbered ``uid`` (unique in the process)."""
+    q, u, (m, J, r, phi, L, g) = symbols()
+    P = (L * sp.cos(phi), L * sp.sin(phi))
+    s = q[3] - L
+    x, y = disk_centre_on_fence(profile, phi, P, r, sigma=s)
+    _, (nx, ny) = fence_frame(profile, phi, sigma=s)
+    cx, cy = f"fence{uid}_x", f"fence{uid}_y"
+    N = normal_force(cx, cy, nx, ny)
+    return ({cx: (q[0] - x), cy: (q[1] - y)},
+            Mode(FENCE_BASE + uid, f"fence {uid}", (cx, cy), (), (
+                Guard("fence_end", L + float(L_f) - q[3], -1),
+                Guard("back_to_ramp", q[3] - L, -1),
+                Guard("release", N, -1)),
+                outputs=(("N", N),), report=FENCE))
+
+
+def over_ramp(d):
+    """touch_ramp is watched only while the disk is above the ramp (not past its end)."""
+    return d["over_ramp"] == 1.0
+
+
+def build() -> Scenario:
+    model = build_model()
+    q, u, (m, J, r, phi, L, g) = symbols()
+    tx, ty, nx, ny = sp.cos(phi), sp.sin(phi), -sp.sin(phi), sp.cos(phi)
+    constraints = {
+        "ramp_x": holonomic(model, "ramp_x", q[0] - (q[3] * tx + r * nx)),
+        "ramp_y": holonomic(model, "ramp_y", q[1] - (q[3] * ty + r * ny)),
+        "park": motion(model, "park", u[3]),
+    }
+    N_ramp = normal_force("ramp_x", "ramp_y", nx, ny)
+    height = q[0] * nx + q[1] * ny - r          # distance of the disk from the ramp line
+    modes = {
+        FREE: Mode(FREE, "free flight", ("park",), (),
+                   (Guard("touch_ramp", height, -1, enabled=over_ramp),),
+                   outputs=(("N", sp.Integer(0)),)),
+        RAMP: Mode(RAMP, "ramp", ("ramp_x", "ramp_y"), (), (
+            Guard("ramp_end", L - q[3], -1),
+            Guard("release", N_ramp, -1)), outputs=(("N", N_ramp),)),
+    }
+
+    def fence_id(ctx):
+        uid = int(ctx.discrete["fence"])
+        return FENCE_BASE + uid if uid > 0 and (FENCE_BASE + uid) in ctx.sim.aut.modes else None
+
+    def transition(ctx, guard):
+        if guard == "touch_ramp":
+            x, y = ctx.q[0], ctx.q[1]
+            phi_v, L_v = ctx.param("phi"), ctx.param("L")
+            s = x * math.cos(phi_v) + y * math.sin(phi_v)
+            if 0.0 <= s <= L_v:
+                qn = np.array(ctx.q)
+                qn[3] = s
+                un = np.array(ctx.u)
+                un[3] = un[0] * math.cos(phi_v) + un[1] * math.sin(phi_v)
+                return Jump(RAMP, {"contact": 1.0}, q=qn, u=un, impact=True)
+            return Jump(FREE)
+        if guard == "release":
+            return Jump(FREE, {"contact": 0.0, "over_ramp": float(ctx.mode == RAMP)})
+        if guard == "fence_end":
+            return Jump(FREE, {"contact": 0.0, "over_ramp": 0.0})
+        if guard == "ramp_end":
+            f = fence_id(ctx)
+            return (Jump(f, {"contact": 1.0}) if f is not None
+                    else Jump(FREE, {"contact": 0.0, "over_ramp": 0.0}))
+        if guard == "back_to_ramp":
+            return Jump(RAMP, {"contact": 1.0})
+        raise AssertionError(f"no transition for {guard!r} in mode {ctx.mode}")
+
+    def initial(ctx):
+        return Jump(RAMP, {"contact": 1.0})
+
+    outputs = {**{f"q{i + 1}": q[i] for i in range(4)}, **{f"u{i + 1}": u[i] for i in range(4)},
+               "N": sp.Integer(0),
+               "kinetic_energy": (m * (u[0] ** 2 + u[1] ** 2) + J * u[2] ** 2) / 2,
+               "potential_energy": m * g * q[1]}
+    aut = Automaton(model, constraints, modes, {"contact": 1.0, "fence": 0.0, "over_ramp": 1.0},
+                    outputs, transition, initial)
+    parameters = [
+        Var("m", 1.0, "disk mass", "kg"), Var("J", 0.125, "central moment of inertia", "kg.m2"),
+        Var("r", 0.5, "disk radius", "m"),
+        Var("phi", -math.radians(5.0), "ramp angle (negative: the ramp descends along q4)", "rad"),
+        Var("L", 25.3, "ramp length from O to P, where the fence begins", "m"),
+        Var("g", 9.81, "gravitational acceleration", "m/s2"),
+        Var("q4_start", 0.0, "initial path parameter of the contact point on the ramp", "m"),
+        Var("u4_start", 0.0, "initial rate of q4", "m/s"),
+        Var("q3_start", 0.0, "initial disk angle", "rad"),
+        Var("u3_start", 0.0, "initial spin", "rad/s"),
+    ]
+    interface = [Var(f"q{i}", 0.0, desc, unit) for i, desc, unit in (
+        (1, "x of the disk centre", "m"), (2, "y of the disk centre", "m"),
+        (3, "disk angle", "rad"), (4, "path parameter of the contact point", "m"))]
+    interface += [Var(f"u{i}", 0.0, f"rate of q{i}", "") for i in range(1, 5)]
+    interface += [Var("N", 0.0, "normal force of the ramp or fence on the disk", "N"),
+                  Var("kinetic_energy", 0.0, "kinetic energy", "J"),
+                  Var("potential_energy", 0.0, "potential energy", "J"),
+                  Var("constraint_residual", 0.0, "largest residual of the active constraints", ""),
+                  Var("last_event_time", 0.0, "located time of the latest event", "s"),
+                  Var("mode", RAMP, "active mode: 1 free flight, 2 ramp, 3 fence", type="Integer"),
+                  Var("contact", 1.0, "the disk touches the ramp or the fence", type="Boolean"),
+                  Var("event_count", 0, "events handled so far", type="Integer")]
+
+    def initial_state(p):
+        ph, rr = p["phi"], p["r"]
+        s = p["q4_start"]
+        qv = np.array([s * math.cos(ph) - rr * math.sin(ph), s * math.sin(ph) + rr * math.cos(ph),
+                       p["q3_start"], s])
+        us = p["u4_start"]
+        uv = np.array([us * math.cos(ph), us * math.sin(ph), p["u3_start"], us])
+        return qv, uv
+
+    return Scenario("disk_fence", aut, parameters, [], interface, initial_state,
+                    extra_outputs={"contact": ("discrete", "contact")},
+                    positive=("m", "J", "r", "L", "g"), embedding="background",
+                    precompile=True, extension=FenceGeometry)
+
+
+def announce(sim, profile, L_f):
+    """Make a fence known to a simulator now (its constraints and mode, embedded when first
+    entered); the disk uses it from the next time it reaches the ramp's end, or at once if
+    it is on an older fence."""
+    cons, mode = fence_mode(next(_UIDS), profile, L_f)
+    for name, phi in cons.items():
+        sim.add_constraint(holonomic(sim.model, name, phi))
+    sim.add_mode(mode)
+    activate(sim, mode.id)
+    return mode
+
+
+def activate(sim, mode_id):
+    """Use fence mode ``mode_id`` from now on (switching to it at once if on another fence)."""
+    sim.discrete = {**sim.discrete, "fence": float(mode_id - FENCE_BASE)}
+    sim._sync_discrete()
+    if sim.mode is not None and sim.aut.modes[sim.mode].report == FENCE and sim.mode != mode_id:
+        sim.jump_to(mode_id, label="fence_switch")
+
+
+# ----------------------------------------------------------------- geometry at run time
+WORKER_CALLS = ("prepare_fence",)
+
+
+def profile_of(spec):
+    """FenceProfile of an announcement: ("arc", R, L_f) or ("curve", text, L_f)."""
+    kind, value, L_f = spec
+    return FenceProfile.arc(value) if kind == "arc" else FenceProfile.from_text(value)
+
+
+def check_length(L_f):
+    if not (isinstance(L_f, (int, float)) and math.isfinite(L_f) and L_f > 0):
+        raise GeometryError(f"fence_length = {L_f!r} must be a positive finite number",
+                            code=GEOMETRY_BAD_PARAMETER, check="length", value=L_f)
+
+
+def prepare_fence(sim, version, spec, pvec):
+    """Background work for fence ``version`` (gillespie2005 Sec 6.2, Fig 11), run in the
+    worker: validate the geometry, form its constraints and mode, compile what the numeric
+    path needs (LLVM, unoptimized: milliseconds), report it ready, then compile the symbolic
+    embedding for the partition expected where the fence begins.  Yields parts, each sent
+    as one answer."""
+    try:
+        check_length(spec[2])
+        profile = profile_of(spec)
+        validate(profile, spec[2], disk_radius=float(pvec[sim.pnames.index("r")]))
+    except GeometryError as exc:
+        yield ("rejected", version, exc.code, str(exc))
+        return
+    cons, mode = fence_mode(next(_UIDS), profile, spec[2])
+    for name, phi in cons.items():
+        c = holonomic(sim.model, name, phi)
+        sim.add_constraint(c)
+        ct = ConstraintTerms(sim.model, c, sim.psyms, backend="llvm", opt_level=0)
+        # what the stepping process needs of it: the name, that it is holonomic, and its
+        # compiled terms, one function an answer (each takes ~0.3 ms to load)
+        yield ("constraint", version, Constraint(c.name, (), se.Integer(0), se.Integer(0)))
+        for which in ("BC", "gamma", "phi"):
+            yield ("cfn", version, c.name, which, getattr(ct, which))
+    sim.add_mode(mode)
+    outs, guards = sim.mode_exprs(mode.id)
+    m = sim.model
+    margs = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
+             + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms))
+    mon = lambdify(margs, list(outs) + list(guards), f"monitors of {mode.name}", "llvm", 0)
+    # the mode without its symbolic expressions (they are compiled already)
+    yield ("mode", version, Mode(mode.id, mode.name, mode.constraints, (),
+                                 tuple(Guard(g.name, None, g.direction) for g in mode.guards),
+                                 (), mode.report), mon)
+    yield ("ready", version, mode.id)
+    # the symbolic embedding for the partition at the start of the fence
+    sim.pvec[:] = pvec
+    L, ph, r = (float(pvec[sim.pnames.index(k)]) for k in ("L", "phi", "r"))
+    q = np.array([L * math.cos(ph) - r * math.sin(ph), L * math.sin(ph) + r * math.cos(ph), 0, L])
+    active = tuple(sorted(mode.constraints))
+    dep = sim._partition(active, 0.0, q)
+    key = (mode.id, active, dep)
+    parts = sim.mode_parts(key, EXPLICIT_OPS_OFFLINE)
+    fns = compile_parts(parts, key, "llvm")
+    meta = {k: parts[k] for k in ("kind", "ind", "dep", "sizes")}
+    meta["nx"] = len(parts["x"])
+    if parts["kind"] == "linear":
+        meta.update(nz=len(parts["z"]), n_ud=parts["n_ud"])
+    yield ("compiled", version, key, meta, fns)
+
+
+class FenceGeometry:
+    """The fence inputs of disk_fence.fmu (issue 4): announcements by fence_version, checked
+    and embedded in the background worker while the stepping goes on (numeric path ready
+    first, the symbolic embedding after it), installed one answer per step."""
+
+    inputs = [
+        Var("fence_radius", 10.0, "radius R of the arc fence (used when fence_curve is empty)",
+            "m"),
+        Var("fence_length", 6.7, "extent of the fence along the ramp direction beyond P", "m"),
+        Var("fence_version", 0, "bump to announce the fence described by the other inputs",
+            type="Integer"),
+        Var("fence_curve", "", "fence height profile h(s) over the ramp line (s from P); empty: "
+            "the arc of radius fence_radius", type="String"),
+    ]
+    outputs = [
+        Var("geometry_status", 0, "0 ok; otherwise the embed.geometry code of the last rejected "
+            "announcement (1 syntax, 2 not allowed, 3 not finite, 4 not tangent at P, "
+            "5 not smooth, 6 curvature, 7 bad radius or length)", type="Integer"),
+        Var("embed_pending", 0.0, "an announced fence is being embedded", type="Boolean"),
+        Var("embed_latency", 0.0, "wall seconds from the last accepted announcement to its "
+            "fence mode being ready", "s"),
+        Var("geometry_version_active", 0, "the fence version in use", type="Integer"),
+    ]
+
+    def __init__(self, sim, compiler, log):
+        self.sim, self.compiler, self.log = sim, compiler, log
+        self.values = {"geometry_status": 0, "embed_pending": 0.0, "embed_latency": 0.0,
+                       "geometry_version_active": 0}
+        self.requested = 0
+        self.t_request = None
+        self._fns = {}
+
+    def get(self, name):
+        return self.values[name]
+
+    def state(self):
+        return {"values": dict(self.values), "requested": self.requested}
+
+    def set_state(self, s):
+        self.values.update(s["values"])
+        self.requested = s["requested"]
+
+    def before_step(self, inputs):
+        """Announce a new version; install what the worker has finished."""
+        v = int(inputs["fence_version"])
+        if v > self.requested:
+            self.requested = v
+            text = str(inputs["fence_curve"]).strip()
+            spec = (("curve", text, float(inputs["fence_length"])) if text else
+                    ("arc", float(inputs["fence_radius"]), float(inputs["fence_length"])))
+            try:
+                check_length(spec[2])
+                profile_of(spec)                    # parse at once (a whitelist, no eval)
+            except GeometryError as exc:
+                self._reject(v, exc.code, str(exc))
+                return
+            self.t_request = time.perf_counter()
+            self.values["embed_pending"] = 1.0
+            if self.compiler is not None:
+                self.compiler.call("prepare_fence", v, spec, np.array(self.sim.pvec))
+            else:
+                for part in prepare_fence(_Local(self.sim), v, spec, np.array(self.sim.pvec)):
+                    self._install(part)
+        if self.compiler is not None:
+            self.compiler.poll()
+            for _, part in self.compiler.call_results():
+                self._install(part)
+
+    def _reject(self, version, code, message):
+        self.values["geometry_status"] = int(code)
+        self.values["embed_pending"] = 0.0
+        self.log(f"fence version {version} rejected, keeping version "
+                 f"{self.values['geometry_version_active']}: {message}")
+
+    def _install(self, part):
+        sim, kind, version = self.sim, part[0], part[1]
+        if kind == "rejected":
+            self._reject(version, part[2], part[3])
+        elif kind == "constraint":
+            c = part[2]
+            sim.aut.constraints.setdefault(c.name, c)    # (in-process: the full one is there)
+            self._fns[c.name] = {}
+        elif kind == "cfn":
+            name, which, fn = part[2], part[3], part[4]
+            self._fns[name][which] = fn
+            if len(self._fns[name]) == 3:
+                f = self._fns.pop(name)
+                sim.cache["cterms"][name] = ConstraintTerms(
+                    sim.model, sim.aut.constraints[name], sim.psyms,
+                    fns=(f["BC"], f["gamma"], f["phi"]))
+        elif kind == "mode":
+            mode, mon = part[2], part[3]
+            sim.aut.modes.setdefault(mode.id, mode)
+            sim.numeric_terms().install_mode(mode.id, mon, lam_names=mode.constraints)
+        elif kind == "ready":
+            self.values["embed_latency"] = time.perf_counter() - self.t_request
+            self.values["embed_pending"] = 0.0
+            self.values["geometry_status"] = 0
+            self.values["geometry_version_active"] = version
+            activate(sim, part[2])
+        elif kind == "compiled":
+            key, meta, fns = part[2], part[3], part[4]
+            sim.cache["mode"][key] = make_mode(meta, key, fns)
+            if sim.cm is not None and sim.cm.key == key:
+                sim.cm = sim.cache["mode"][key]
+
+
+class _Local:
+    """prepare_fence run in this process (no worker): the simulator itself, with add_mode
+    not compiling the numeric monitors twice."""
+
+    def __init__(self, sim):
+        self._sim = sim
+
+    def __getattr__(self, name):
+        return getattr(self._sim, name)
+
+    def add_mode(self, mode):
+        self._sim.aut.modes[mode.id] = mode
+
+    def add_constraint(self, c):
+        self._sim.aut.constraints[c.name] = c

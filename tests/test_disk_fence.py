@@ -1,0 +1,149 @@
+"""A fence whose shape arrives at run time (gillespie2005 Example 2), checked against
+geometry written out in the test."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embed.geometry import FenceProfile
+from fmu_src.master import FmuRunner
+from scenarios import disk_fence
+
+SC = disk_fence.build()
+P = SC.defaults()
+
+
+def run_with_fence(profile, L_f, t_announce=7.0, t_end=10.0, every=0.01, on_sample=None):
+    sim = SC.simulator()
+    sim.advance(t_announce)
+    disk_fence.announce(sim, profile, L_f)
+    while sim.t < t_end - 1e-12:
+        sim.advance(min(t_end, sim.t + every))
+        if on_sample:
+            on_sample(sim)
+    return sim
+
+
+def test_paper_timeline_and_the_fence_holds():
+    """Met a little after the announcement (paper: 7.7 s), left at its end (paper: 9.0 s);
+    on the arc the disk centre stays at R - r from the arc's centre C = P + R n."""
+    R, L_f = 10.0, 6.7
+    phi, L, r = P["phi"], P["L"], P["r"]
+    Cx = L * math.cos(phi) - R * math.sin(phi)
+    Cy = L * math.sin(phi) + R * math.cos(phi)
+    worst = []
+
+    def sample(sim):
+        if sim.mode_number == 3:
+            d = math.hypot(sim.q[0] - Cx, sim.q[1] - Cy)
+            worst.append(max(abs(d - (R - r)), sim.residual()))
+            assert SC.observe(sim)["N"] > 0               # the fence pushes: contact holds
+    sim = run_with_fence(FenceProfile.arc(R), L_f, on_sample=sample)
+    kinds = [(round(t, 2), g) for t, g, *_ in sim.events[:2]]
+    assert kinds[0][1] == "ramp_end" and kinds[1][1] == "fence_end"
+    assert kinds[0][0] == pytest.approx(7.7, abs=0.05)
+    assert kinds[1][0] == pytest.approx(9.0, abs=0.05)
+    assert len(worst) > 100 and max(worst) <= 1e-9
+
+
+def test_without_a_fence_the_disk_runs_off_the_ramp():
+    sim = SC.simulator()
+    sim.advance(8.0)
+    assert [(g, frm, to) for _, g, frm, to in sim.events] == [("ramp_end", 2, 1)]
+    assert sim.u[3] == 0.0                                # q4 parked in free flight
+
+
+def test_arc_and_free_form_of_the_same_circle_give_the_same_trajectory():
+    a = run_with_fence(FenceProfile.arc(10.0), 6.7, t_end=9.5)
+    b = run_with_fence(FenceProfile.from_text("10 - sqrt(10**2 - s**2)"), 6.7, t_end=9.5)
+    assert [e[1] for e in a.events] == [e[1] for e in b.events]
+    assert np.array(a.q) == pytest.approx(np.array(b.q), abs=1e-9)
+    assert np.array(a.u) == pytest.approx(np.array(b.u), abs=1e-9)
+
+
+def test_new_geometry_while_on_the_old_fence_switches_cleanly():
+    sim = SC.simulator()
+    sim.advance(7.0)
+    first = disk_fence.announce(sim, FenceProfile.arc(10.0), 6.7)
+    sim.advance(8.2)
+    assert sim.mode == first.id
+    second = disk_fence.announce(sim, FenceProfile.from_text("0.045*s**2"), 6.7)
+    assert sim.mode == second.id and sim.events[-1][1] == "fence_switch"
+    assert sim.residual() <= 1e-9
+    sim.advance(8.5)
+    assert sim.mode in (second.id, disk_fence.FREE) and sim.residual() <= 1e-9
+
+
+MALICIOUS = [
+    "__import__('os').system('touch /tmp/pwned_fence')",
+    "().__class__.__bases__[0].__subclasses__()",
+    "open('/etc/passwd').read()",
+    "lambda: 0",
+    "s.__class__",
+    "9**9**9",
+    "s**1000",
+    "1e999",
+    "x + y",
+    "",
+    "   ",
+    "(" * 200 + "s" + ")" * 200,
+    "0.1*s**2 + nan",
+    "1 + s",                       # not continuous with the ramp at P
+    "log(s - 1)",                  # not finite on the fence
+]
+
+
+def test_bad_fence_strings_are_rejected_and_the_fmu_keeps_stepping(fmu_dir):
+    canary = Path("/tmp/pwned_fence")
+    canary.unlink(missing_ok=True)
+    r = FmuRunner(str(fmu_dir / "disk_fence.fmu"), strings={"embedding": "symbolic"},
+                  instance="fence_bad")
+    try:
+        r.step(0.01)
+        for k, text in enumerate(MALICIOUS, start=1):
+            if text.strip():
+                r.fmu.setString([r.vr("fence_curve")], [text])
+                r.set(fence_version=k)
+            else:                      # an empty curve means the arc: give it a bad radius
+                r.fmu.setString([r.vr("fence_curve")], [text])
+                r.set(fence_radius=-1.0, fence_version=k)
+            n_msgs = len(r.messages)
+            r.step(0.01)
+            o = r.outputs()
+            assert o["geometry_status"] != 0, text
+            assert o["geometry_version_active"] == 0 and o["status"] == 0
+            assert len(r.messages) > n_msgs                   # logged why
+            r.set(fence_radius=10.0)
+        assert not canary.exists()
+        # a good one is still accepted afterwards, and used
+        r.fmu.setString([r.vr("fence_curve")], [""])
+        r.set(fence_version=100)
+        r.step(0.01)
+        assert r.outputs()["geometry_version_active"] == 100
+        assert r.outputs()["geometry_status"] == 0
+    finally:
+        r.close()
+
+
+def test_fence_announced_through_the_fmu(fmu_dir):
+    r = FmuRunner(str(fmu_dir / "disk_fence.fmu"), strings={"embedding": "symbolic"},
+                  instance="fence_ok")
+    try:
+        modes = []
+        for k in range(9500):
+            if k == 7000:
+                r.set(fence_version=1)
+            r.step(1e-3)
+            o = r.get("mode", "status", "constraint_residual", "geometry_version_active")
+            assert o["status"] == 0
+            if not modes or modes[-1][1] != o["mode"]:
+                modes.append(((k + 1) * 1e-3, o["mode"]))
+            if o["mode"] == 3:
+                assert o["constraint_residual"] <= 1e-9
+        assert [m for _, m in modes] == [2, 3, 1]
+        assert modes[1][0] == pytest.approx(7.7, abs=0.05)
+        assert modes[2][0] == pytest.approx(9.0, abs=0.05)
+    finally:
+        r.close()
