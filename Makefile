@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 OUT    ?= build
 
-.PHONY: demo test fmus bench clean
+.PHONY: demo test fmus bench hil clean
 
 $(VENV)/.installed: pyproject.toml .ci/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ test: $(VENV)/.installed
 
 bench: fmus
 	$(PY) benchmarks/bench_disk_ramp.py --fmu $(OUT)/disk_ramp.fmu
+	$(PY) benchmarks/bench_pendulum_belt.py --fmu $(OUT)/pendulum_belt.fmu
+	$(PY) benchmarks/bench_general.py
+
+hil: fmus
+	$(PY) benchmarks/hil_disk_fence.py --fmu $(OUT)/disk_fence.fmu
 
 clean:
 	rm -rf $(OUT) .pytest_cache
