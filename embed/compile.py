@@ -197,15 +197,21 @@ class LinearMode(Layout):
         return self._mon(np.concatenate(([t], x, z, p)))
 
     def rk4(self, t, h, x, p):
-        if h == 0.0:
-            xn = x
-        else:
-            k1 = self.rhs(t, x, p)
-            k2 = self.rhs(t + h / 2, x + h / 2 * k1, p)
-            k3 = self.rhs(t + h / 2, x + h / 2 * k2, p)
-            k4 = self.rhs(t + h, x + h * k3, p)
-            xn = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        return np.concatenate((xn, self.monitors(t + h, xn, p), [np.sum(np.abs(xn))]))
+        return rk4_stepwise(self, t, h, x, p)
+
+
+def rk4_stepwise(mode, t, h, x, p):
+    """Classical RK4 step evaluated stage by stage (modes whose right-hand side involves a
+    numeric solve), then the monitors: the same output as a composed step."""
+    if h == 0.0:
+        xn = x
+    else:
+        k1 = mode.rhs(t, x, p)
+        k2 = mode.rhs(t + h / 2, x + h / 2 * k1, p)
+        k3 = mode.rhs(t + h / 2, x + h / 2 * k2, p)
+        k4 = mode.rhs(t + h, x + h * k3, p)
+        xn = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return np.concatenate((xn, mode.monitors(t + h, xn, p), [np.sum(np.abs(xn))]))
 
 
 def _rk4_compose(x, f, mon):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import symengine as se
 
-from .compile import Layout, lambdify
+from .compile import Layout, lambdify, rk4_stepwise
 from .errors import ConstraintRankError, ModelDefinitionError
 from .model import TIME
 
@@ -242,14 +242,4 @@ class NumericMode(Layout):
         return np.concatenate((u, f, og[:n_out], [res], og[n_out:], lam))
 
     def rk4(self, t, h, x, p):
-        """Classical RK4 step in Python on the numeric right-hand side, then the monitors."""
-        if h == 0.0:
-            xn = x
-        else:
-            k1 = self.rhs(t, x, p)
-            k2 = self.rhs(t + h / 2, x + h / 2 * k1, p)
-            k3 = self.rhs(t + h / 2, x + h / 2 * k2, p)
-            k4 = self.rhs(t + h, x + h * k3, p)
-            xn = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        mon = self.monitors(t + h, xn, p)
-        return np.concatenate((xn, mon, [np.sum(np.abs(xn))]))
+        return rk4_stepwise(self, t, h, x, p)
