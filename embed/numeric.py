@@ -77,7 +77,6 @@ class NumericTerms:
         # 20-link chain: 6 us a call against 90 us for the lambda backend, 0.5 s to build)
         self.terms = lambdify(self.args_tqu, exprs, f"the unconstrained terms of {model.name!r}",
                               "llvm")
-        self.constraints = {}
         self.margs = [TIME] + list(model.q) + list(model.u) + list(model.forces) + self.psyms
         self.mon = {}
         self.laws = {}
@@ -112,11 +111,6 @@ class NumericTerms:
         self.laws[mode_id] = (idx, lambdify(self.args_tqu, l0 + L, f"laws of mode {mode_id}",
                                             backend) if idx else None)
 
-    def add_constraint(self, c):
-        if c.name not in self.constraints:
-            self.constraints[c.name] = ConstraintTerms(self.model, c, self.psyms)
-        return self.constraints[c.name]
-
     def evaluate(self, t, q, u, p):
         n, k, a = self.n, self.k, self.a
         v = self.terms(np.concatenate(([t], q, u, p)))
@@ -136,14 +130,16 @@ class NumericMode(Layout):
 
     path = "numeric"
 
-    def __init__(self, terms: NumericTerms, mode, cset, dep, n_out, key):
+    def __init__(self, terms: NumericTerms, mode, cset, dep, n_out, key, rows):
+        """``rows``: the active constraints' own compiled terms (ConstraintTerms), in the
+        order of ``cset``."""
         self.terms, self.key, self.mode_id = terms, key, mode.id
         n, k = terms.n, terms.k
         self.n = n
         self.dep = tuple(dep)
         self.ind = tuple(i for i in range(n) if i not in self.dep)
         self.nx = n + len(self.ind)
-        self.rows = [terms.add_constraint(c) for c in cset.items]
+        self.rows = list(rows)
         self.names = [c.name for c in cset.items]
         m = len(self.rows)
         self.law_idx, self.law_fn = terms.laws[mode.id]

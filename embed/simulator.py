@@ -252,9 +252,10 @@ class Simulator:
         else:
             cm = self.cache["numeric"].get(key)
             if cm is None:
+                cset = self.constraint_set(active)
                 cm = self.cache["numeric"][key] = NumericMode(
-                    self.numeric_terms(), mode, self.constraint_set(active), dep,
-                    len(self.outputs), key)
+                    self.numeric_terms(), mode, cset, dep, len(self.outputs), key,
+                    [self.cterms(c.name) for c in cset.items])
             if self.embedding == "background" and key not in self.cache["submitted"]:
                 self.cache["submitted"][key] = time.perf_counter()
                 self.compiler.submit(key, self.mode_parts(key))
@@ -481,16 +482,17 @@ class Simulator:
         self._dirty = False
 
     def _arm(self):
-        """Armed switching conditions at entry: positive now, or positive an instant later
-        (a condition left at zero by a reset map, like a rebound whose next flight may be
-        shorter than a step)."""
+        """Armed switching conditions at entry: positive now, or, for one a reset map left
+        next to zero, positive an instant later (a rebound whose next flight may be shorter
+        than a step).  A condition exactly zero (switched off by an input) stays unarmed."""
         g = self.mon[self.cm.sl_guards]
-        if np.all(g > 0):
-            return tuple(True for _ in g)
+        near = (g <= 0) & (g > -PROBE_G) & (g != 0.0)
+        if not near.any():
+            return tuple(bool(v > 0) for v in g)
         tau = min(PROBE, self.integrator.h_max / 100)
         later = self.integrator.partial(self.cm, self.t, self.x, self.pvec, tau)
         g2 = later[self.cm.nx + self.cm.sl_guards.start:self.cm.nx + self.cm.sl_guards.stop]
-        return tuple(bool(a > 0 or (a > -PROBE_G and b > 0)) for a, b in zip(g, g2))
+        return tuple(bool(a > 0 or (n and b > 0)) for a, b, n in zip(g, g2, near))
 
     def _handle(self, gi):
         """Apply the reset map of switching condition gi; count events and watch for Zeno
