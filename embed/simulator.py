@@ -193,6 +193,8 @@ class Simulator:
         self._sync_discrete()
         if len(self.aut.modes) > 1:
             self.numeric_terms()
+            for name in self.aut.constraints:      # each constraint's own terms (Sec 5.5)
+                self.cterms(name)
         if self.precompile:
             self.precompile_modes()
         self._starting = True

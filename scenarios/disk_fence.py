@@ -35,7 +35,7 @@ from embed import (Automaton, Constraint, Guard, Jump, Mode, Model, Scenario, Va
                    motion)
 from embed.compile import compile_parts, lambdify, make_mode
 from embed.embedding import EXPLICIT_OPS_OFFLINE
-from embed.geometry import (GEOMETRY_BAD_PARAMETER, FenceProfile, GeometryError,
+from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
                             disk_centre_on_fence, fence_frame, validate)
 from embed.model import TIME
 from embed.numeric import ConstraintTerms, lam_symbol
@@ -72,8 +72,9 @@ def build_model():
     return Model(frame, q, u, kd, [disk], loads, params=[m, J, r, phi, L, g], name="disk_fence")
 
 
-def fence_mode(uid, profile: FenceProfile, L_f):
-    """The constraints and the mode of a fence, numbered ``uid`` (unique in the process)."""
+def fence_mode(uid, profile: FenceProfile, L_f, mode_id=None):
+    """The constraints and the mode of a fence, numbered ``uid`` (unique in the process).
+    ``L_f`` may be a number or a symbol (a discrete variable)."""
     q, u, (m, J, r, phi, L, g) = symbols()
     P = (L * sp.cos(phi), L * sp.sin(phi))
     s = q[3] - L
@@ -81,12 +82,25 @@ def fence_mode(uid, profile: FenceProfile, L_f):
     _, (nx, ny) = fence_frame(profile, phi, sigma=s)
     cx, cy = f"fence{uid}_x", f"fence{uid}_y"
     N = normal_force(cx, cy, nx, ny)
+    L_f = sp.sympify(L_f)
     return ({cx: (q[0] - x), cy: (q[1] - y)},
-            Mode(FENCE_BASE + uid, f"fence {uid}", (cx, cy), (), (
-                Guard("fence_end", L + float(L_f) - q[3], -1),
+            Mode(FENCE_BASE + uid if mode_id is None else mode_id, f"fence {uid}", (cx, cy), (), (
+                Guard("fence_end", L + L_f - q[3], -1),
                 Guard("back_to_ramp", q[3] - L, -1),
                 Guard("release", N, -1)),
                 outputs=(("N", N),), report=FENCE))
+
+
+ARC = FENCE            # the arc family's mode: its radius and length are discrete variables
+R_ARC, LF_ARC = sp.symbols("R_arc Lf_arc")
+
+
+def arc_family():
+    """The parameterized fence of issue 4, an arc of radius R_arc tangent to the ramp at P with
+    its centre on the normal at P, compiled with the automaton: announcing one only sets
+    R_arc and Lf_arc.  (A free-form fence is embedded when it arrives.)"""
+    return fence_mode("_arc", FenceProfile(R_ARC - sp.sqrt(R_ARC ** 2 - SIGMA ** 2), "arc"),
+                      LF_ARC, mode_id=ARC)
 
 
 def over_ramp(d):
@@ -116,6 +130,8 @@ def build() -> Scenario:
 
     def fence_id(ctx):
         uid = int(ctx.discrete["fence"])
+        if uid == -1:
+            return ARC
         return FENCE_BASE + uid if uid > 0 and (FENCE_BASE + uid) in ctx.sim.aut.modes else None
 
     def transition(ctx, guard):
@@ -149,8 +165,12 @@ def build() -> Scenario:
                "N": sp.Integer(0),
                "kinetic_energy": (m * (u[0] ** 2 + u[1] ** 2) + J * u[2] ** 2) / 2,
                "potential_energy": m * g * q[1]}
-    aut = Automaton(model, constraints, modes, {"contact": 1.0, "fence": 0.0, "over_ramp": 1.0},
-                    outputs, transition, initial)
+    arc_cons, arc = arc_family()
+    for name, phi_c in arc_cons.items():
+        constraints[name] = holonomic(model, name, phi_c)
+    modes[ARC] = arc
+    discrete = {"contact": 1.0, "fence": 0.0, "over_ramp": 1.0, "R_arc": 10.0, "Lf_arc": 6.7}
+    aut = Automaton(model, constraints, modes, discrete, outputs, transition, initial)
     parameters = [
         Var("m", 1.0, "disk mass", "kg"), Var("J", 0.125, "central moment of inertia", "kg.m2"),
         Var("r", 0.5, "disk radius", "m"),
@@ -202,12 +222,31 @@ def announce(sim, profile, L_f):
     return mode
 
 
-def activate(sim, mode_id):
-    """Use fence mode ``mode_id`` from now on (switching to it at once if on another fence)."""
-    sim.discrete = {**sim.discrete, "fence": float(mode_id - FENCE_BASE)}
+def activate(sim, mode_id, **discrete):
+    """Use fence mode ``mode_id`` from now on (switching to it at once if on a fence)."""
+    sim.discrete = {**sim.discrete, **discrete,
+                    "fence": -1.0 if mode_id == ARC else float(mode_id - FENCE_BASE)}
     sim._sync_discrete()
-    if sim.mode is not None and sim.aut.modes[sim.mode].report == FENCE and sim.mode != mode_id:
+    if sim.mode is not None and sim.aut.modes[sim.mode].report == FENCE:
         sim.jump_to(mode_id, label="fence_switch")
+
+
+def check_arc(R, L_f, r):
+    """The arc's own checks (the parser's are not needed): R > r finite, 0 < L_f < R."""
+    check_length(L_f)
+    if not (isinstance(R, (int, float)) and math.isfinite(R) and R > r):
+        raise GeometryError(f"fence_radius = {R!r} must be finite and larger than the disk "
+                            f"radius {r}", code=GEOMETRY_BAD_PARAMETER, check="radius", value=R)
+    if L_f >= R:
+        raise GeometryError(f"fence_length = {L_f} must be below fence_radius = {R} (the arc "
+                            "is a height profile: less than a quarter turn)",
+                            code=GEOMETRY_BAD_PARAMETER, check="length", value=L_f)
+
+
+def announce_arc(sim, R, L_f):
+    """An arc fence (the parameterized family, compiled already): ready at once."""
+    check_arc(R, L_f, sim.param("r"))
+    activate(sim, ARC, R_arc=float(R), Lf_arc=float(L_f))
 
 
 # ----------------------------------------------------------------- geometry at run time
@@ -326,13 +365,19 @@ class FenceGeometry:
             text = str(inputs["fence_curve"]).strip()
             spec = (("curve", text, float(inputs["fence_length"])) if text else
                     ("arc", float(inputs["fence_radius"]), float(inputs["fence_length"])))
+            self.t_request = time.perf_counter()
             try:
                 check_length(spec[2])
+                if spec[0] == "arc":        # the compiled arc family: ready at once
+                    announce_arc(self.sim, spec[1], spec[2])
+                    self.values.update(embed_latency=time.perf_counter() - self.t_request,
+                                       embed_pending=0.0, geometry_status=0,
+                                       geometry_version_active=v)
+                    return
                 profile_of(spec)                    # parse at once (a whitelist, no eval)
             except GeometryError as exc:
                 self._reject(v, exc.code, str(exc))
                 return
-            self.t_request = time.perf_counter()
             self.values["embed_pending"] = 1.0
             if self.compiler is not None:
                 self.compiler.call("prepare_fence", v, spec, np.array(self.sim.pvec))

@@ -16,9 +16,13 @@ P = SC.defaults()
 
 
 def run_with_fence(profile, L_f, t_announce=7.0, t_end=10.0, every=0.01, on_sample=None):
+    """profile: a FenceProfile (embedded when announced) or a radius (the compiled arc family)."""
     sim = SC.simulator()
     sim.advance(t_announce)
-    disk_fence.announce(sim, profile, L_f)
+    if isinstance(profile, float):
+        disk_fence.announce_arc(sim, profile, L_f)
+    else:
+        disk_fence.announce(sim, profile, L_f)
     while sim.t < t_end - 1e-12:
         sim.advance(min(t_end, sim.t + every))
         if on_sample:
@@ -40,7 +44,7 @@ def test_paper_timeline_and_the_fence_holds():
             d = math.hypot(sim.q[0] - Cx, sim.q[1] - Cy)
             worst.append(max(abs(d - (R - r)), sim.residual()))
             assert SC.observe(sim)["N"] > 0               # the fence pushes: contact holds
-    sim = run_with_fence(FenceProfile.arc(R), L_f, on_sample=sample)
+    sim = run_with_fence(R, L_f, on_sample=sample)
     kinds = [(round(t, 2), g) for t, g, *_ in sim.events[:2]]
     assert kinds[0][1] == "ramp_end" and kinds[1][1] == "fence_end"
     assert kinds[0][0] == pytest.approx(7.7, abs=0.05)
@@ -56,24 +60,31 @@ def test_without_a_fence_the_disk_runs_off_the_ramp():
 
 
 def test_arc_and_free_form_of_the_same_circle_give_the_same_trajectory():
-    a = run_with_fence(FenceProfile.arc(10.0), 6.7, t_end=9.5)
+    """The compiled arc family (radius a run-time value) against the same circle given as text
+    and embedded when it arrives: two different constraint formulations, one motion."""
+    a = run_with_fence(10.0, 6.7, t_end=9.5)
     b = run_with_fence(FenceProfile.from_text("10 - sqrt(10**2 - s**2)"), 6.7, t_end=9.5)
     assert [e[1] for e in a.events] == [e[1] for e in b.events]
     assert np.array(a.q) == pytest.approx(np.array(b.q), abs=1e-9)
     assert np.array(a.u) == pytest.approx(np.array(b.u), abs=1e-9)
 
 
-def test_new_geometry_while_on_the_old_fence_switches_cleanly():
+@pytest.mark.parametrize("second", ["arc", "curve"])
+def test_new_geometry_while_on_the_old_fence_switches_cleanly(second):
     sim = SC.simulator()
     sim.advance(7.0)
-    first = disk_fence.announce(sim, FenceProfile.arc(10.0), 6.7)
+    disk_fence.announce_arc(sim, 10.0, 6.7)
     sim.advance(8.2)
-    assert sim.mode == first.id
-    second = disk_fence.announce(sim, FenceProfile.from_text("0.045*s**2"), 6.7)
-    assert sim.mode == second.id and sim.events[-1][1] == "fence_switch"
+    assert sim.mode == disk_fence.ARC
+    if second == "arc":
+        disk_fence.announce_arc(sim, 11.0, 6.7)
+        new = disk_fence.ARC
+    else:
+        new = disk_fence.announce(sim, FenceProfile.from_text("0.045*s**2"), 6.7).id
+    assert sim.mode == new and sim.events[-1][1] == "fence_switch"
     assert sim.residual() <= 1e-9
     sim.advance(8.5)
-    assert sim.mode in (second.id, disk_fence.FREE) and sim.residual() <= 1e-9
+    assert sim.mode in (new, disk_fence.FREE) and sim.residual() <= 1e-9
 
 
 MALICIOUS = [
