@@ -89,7 +89,10 @@ class Model:
                     f"model {name!r}: force symbol {f} appears in no load; remove it or apply it")
 
     def sym(self, expr):
-        """Convert a user's sympy expression in dynamicsymbols to the model's symbols."""
+        """Convert a user's sympy expression in dynamicsymbols to the model's symbols (a
+        symengine expression is taken to be in them already)."""
+        if isinstance(expr, se.Basic):
+            return expr
         return self._to_plain(expr)
 
     def index_q(self, name: str) -> int:

@@ -54,7 +54,8 @@ def symbols():
 
 def normal_force(cx, cy, nx, ny):
     """N = lambda . n: the contact constraints' multipliers are the force on the disk centre."""
-    return sp.Symbol("lambda_" + cx) * nx + sp.Symbol("lambda_" + cy) * ny
+    S = se.Symbol if isinstance(nx, se.Basic) else sp.Symbol
+    return S("lambda_" + cx) * nx + S("lambda_" + cy) * ny
 
 
 def build_model():
@@ -76,19 +77,39 @@ def fence_mode(uid, profile: FenceProfile, L_f, mode_id=None):
     """The constraints and the mode of a fence, numbered ``uid`` (unique in the process).
     ``L_f`` may be a number or a symbol (a discrete variable)."""
     q, u, (m, J, r, phi, L, g) = symbols()
-    P = (L * sp.cos(phi), L * sp.sin(phi))
-    s = q[3] - L
-    x, y = disk_centre_on_fence(profile, phi, P, r, sigma=s)
-    _, (nx, ny) = fence_frame(profile, phi, sigma=s)
+    if not profile.h.has(sp.Abs):
+        x, y, nx, ny, q, L = _centre_and_normal_se(profile)
+    else:               # sympy differentiates abs() as sign(); symengine leaves it unevaluated
+        P = (L * sp.cos(phi), L * sp.sin(phi))
+        s = q[3] - L
+        x, y = disk_centre_on_fence(profile, phi, P, r, sigma=s)
+        _, (nx, ny) = fence_frame(profile, phi, sigma=s)
     cx, cy = f"fence{uid}_x", f"fence{uid}_y"
     N = normal_force(cx, cy, nx, ny)
-    L_f = sp.sympify(L_f)
+    L_f = se.sympify(L_f) if isinstance(x, se.Basic) else sp.sympify(L_f)
     return ({cx: (q[0] - x), cy: (q[1] - y)},
             Mode(FENCE_BASE + uid if mode_id is None else mode_id, f"fence {uid}", (cx, cy), (), (
                 Guard("fence_end", L + L_f - q[3], -1),
                 Guard("back_to_ramp", q[3] - L, -1),
                 Guard("release", N, -1)),
                 outputs=(("N", N),), report=FENCE))
+
+
+def _centre_and_normal_se(profile):
+    """Disk centre P + s t + h(s) n + r N(s) and the fence normal N at s = q4 - L, formed in
+    symengine (embed.geometry's conventions; some ten times faster than in sympy)."""
+    q = [se.Symbol(f"q{i}") for i in range(1, 5)]
+    r, phi, L = se.symbols("r phi L")
+    S = se.Symbol(SIGMA.name)
+    h = se.sympify(profile.h.subs(SIGMA, sp.Symbol(SIGMA.name)))
+    h1 = h.diff(S)
+    tx, ty, nx, ny = se.cos(phi), se.sin(phi), -se.sin(phi), se.cos(phi)
+    w = se.sqrt(1 + h1 ** 2)
+    Nx, Ny = (nx - h1 * tx) / w, (ny - h1 * ty) / w
+    sub = {S: q[3] - L}
+    x = (L * tx + S * tx + h * nx + r * Nx).subs(sub)
+    y = (L * ty + S * ty + h * ny + r * Ny).subs(sub)
+    return x, y, Nx.subs(sub), Ny.subs(sub), q, L
 
 
 ARC = FENCE            # the arc family's mode: its radius and length are discrete variables
