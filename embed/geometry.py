@@ -418,14 +418,13 @@ def _abs_as_symbols(expr):
 def _derivatives_se(expr, order):
     """[e, e', ..., e^(order)] in symengine, abs(u) differentiated as sign(u) u'."""
     import symengine as se
-    plain = {SIGMA: sp.Symbol(SIGMA.name)}
     g, back = _abs_as_symbols(expr)
-    S = se.Symbol(SIGMA.name)
-    d = [se.sympify(g.xreplace(plain))]
+    S = se.Symbol(SIGMA.name)        # symengine converts symbols by name (assumptions dropped)
+    d = [se.sympify(g)]
     for _ in range(order):
         d.append(d[-1].diff(S))
     for k, u in reversed(back):
-        sg = se.sign(se.sympify(u.xreplace(plain)))
+        sg = se.sign(se.sympify(u))
         d = [e.subs({se.Symbol(k.name): sg}) for e in d]
     return d
 

@@ -1,0 +1,47 @@
+"""Background embedding: a never-seen constraint set steps on the numeric path at once and moves
+to its symbolic embedding, compiled in a worker process, when that is ready; the motion does not
+notice the change of path."""
+
+import time
+
+import numpy as np
+import pytest
+
+from embed.background import BackgroundCompiler
+from scenarios import pendulum_chain
+
+
+def test_numeric_first_then_the_workers_symbolic_embedding():
+    sc = pendulum_chain.build(4)
+    bc = BackgroundCompiler("pendulum_chain", {"N": 4})
+    try:
+        sim = sc.simulator(embedding="background", compiler=bc, params={"u_start": 1.0})
+        ref = sc.simulator(embedding="numeric", params={"u_start": 1.0})
+        deadline = time.time() + 120
+        while not bc.ready and time.time() < deadline:   # the worker builds the model first
+            bc.poll()
+            time.sleep(0.01)
+        assert bc.ready, bc.errors
+        for s in (sim, ref):
+            s.advance(0.05)
+            l = sc.defaults()["l"]
+            s.pvec[s.pnames.index("y_m")] = -l * np.sum(np.cos(np.array(s.q)[:2]))
+            s.set_constraints(["mid_y", "tip_y"])
+        assert sim.cm.path == "numeric"                  # stepping at once, no compile waited for
+        t = 0.05
+        while sim.cm.path == "numeric" and time.time() < deadline:
+            t += 1e-3
+            sim.advance(t)
+            ref.advance(t)
+            time.sleep(0.001)                            # let the worker have the other core
+        assert sim.cm.path == "symbolic", bc.errors
+        assert sim.background_latency is not None and sim.background_latency < 60
+        for k in range(200):
+            t += 1e-3
+            sim.advance(t)
+            ref.advance(t)
+        assert np.array(sim.q) == pytest.approx(np.array(ref.q), abs=1e-9)
+        assert np.array(sim.u) == pytest.approx(np.array(ref.u), abs=1e-9)
+        assert sim.residual() <= 1e-10
+    finally:
+        bc.close()
