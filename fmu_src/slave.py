@@ -232,6 +232,11 @@ class ScenarioSlave(Fmi2Slave):
         self.status = 0
         self._read_inputs()
         self._start_sim()
+        if self.sim is not None:
+            try:
+                self.sim.warm_up()
+            except Exception as exc:  # noqa: BLE001 - warming is an optimization only
+                self.log(f"warm-up skipped: {exc}", Fmi2Status.warning)
         # everything built so far (models, compiled modes) lives as long as the process: keep
         # it out of the cyclic collector, whose full passes over it paused steps for ms
         import gc
