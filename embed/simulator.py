@@ -296,6 +296,8 @@ class Simulator:
             np.linalg.solve(a, np.ones(size))
             np.linalg.inv(a)
             scipy.linalg.qr(np.ones((max(1, size // 2), size)), pivoting=True, mode="economic")
+        import pickle
+        pickle.loads(pickle.dumps([se.sin(se.Symbol("x")) + 1]))   # symengine's unpickling
         with np.errstate(all="ignore"):
             for cm in list(self.cache["mode"].values()) + list(self.cache["numeric"].values()):
                 try:

@@ -288,10 +288,10 @@ def check_length(L_f):
 
 def prepare_fence(sim, version, spec, pvec):
     """Background work for fence ``version`` (gillespie2005 Sec 6.2, Fig 11), run in the
-    worker: validate the geometry, form its constraints and mode, compile what the numeric
-    path needs (LLVM, unoptimized: milliseconds), report it ready, then compile the symbolic
-    embedding for the partition expected where the fence begins.  Yields parts, each sent
-    as one answer."""
+    worker: validate the geometry, form its constraints and mode and the expressions of the
+    numeric path's terms (symengine, about 2 ms), send them, then embed and compile (LLVM)
+    the symbolic path for the partition expected where the fence begins.  Yields parts,
+    each sent as one answer."""
     try:
         check_length(spec[2])
         profile = profile_of(spec)
@@ -300,26 +300,28 @@ def prepare_fence(sim, version, spec, pvec):
         yield ("rejected", version, exc.code, str(exc))
         return
     cons, mode = fence_mode(next(_UIDS), profile, spec[2])
+    m = sim.model
+    q, u = list(m.q), list(m.u)
+    terms = {}
     for name, phi in cons.items():
-        c = holonomic(sim.model, name, phi)
+        c = holonomic(m, name, phi)
         sim.add_constraint(c)
-        ct = ConstraintTerms(sim.model, c, sim.psyms, backend="llvm", opt_level=0)
-        # what the stepping process needs of it: the name, that it is holonomic, and its
-        # compiled terms, one function an answer (each takes ~0.3 ms to load)
-        yield ("constraint", version, Constraint(c.name, (), se.Integer(0), se.Integer(0)))
-        for which in ("BC", "gamma", "phi"):
-            yield ("cfn", version, c.name, which, getattr(ct, which))
+        expr = sum((b * ui for b, ui in zip(c.B, u)), c.C)
+        gamma = sum((se.diff(expr, qi) * qd for qi, qd in zip(q, m.qdot)), se.diff(expr, TIME))
+        terms[name] = (list(c.B) + [c.C], [gamma], [c.phi] + [se.diff(c.phi, qi) for qi in q])
     sim.add_mode(mode)
     outs, guards = sim.mode_exprs(mode.id)
-    m = sim.model
-    margs = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
-             + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms))
-    mon = lambdify(margs, list(outs) + list(guards), f"monitors of {mode.name}", "llvm", 0)
-    # the mode without its symbolic expressions (they are compiled already)
-    yield ("mode", version, Mode(mode.id, mode.name, mode.constraints, (),
-                                 tuple(Guard(g.name, None, g.direction) for g in mode.guards),
-                                 (), mode.report), mon)
-    yield ("ready", version, mode.id)
+    # what the stepping process needs, as expressions it compiles itself (symengine's lambda
+    # backend: 0.1-0.3 ms a function) -- LLVM would take ~4 ms each here.  One function an
+    # answer, so that decoding and compiling one fits in a step.
+    yield ("start", version, [Constraint(n, (), se.Integer(0), se.Integer(0)) for n in cons],
+           Mode(mode.id, mode.name, mode.constraints, (),
+                tuple(Guard(g.name, None, g.direction) for g in mode.guards), (), mode.report))
+    for name, (bc, gamma, phi) in terms.items():
+        yield ("expr", version, name, "BC", bc)
+        yield ("expr", version, name, "gamma", gamma)
+        yield ("expr", version, name, "phi", phi)
+    yield ("expr", version, mode.id, "monitors", list(outs) + list(guards))
     # the symbolic embedding for the partition at the start of the fence
     sim.pvec[:] = pvec
     L, ph, r = (float(pvec[sim.pnames.index(k)]) for k in ("L", "phi", "r"))
@@ -334,6 +336,9 @@ def prepare_fence(sim, version, spec, pvec):
     if parts["kind"] == "linear":
         meta.update(nz=len(parts["z"]), n_ud=parts["n_ud"])
     yield ("compiled", version, key, meta, fns)
+
+
+STEP_BUDGET = 3e-4    # s of a step that installing a new fence may take
 
 
 class FenceGeometry:
@@ -366,6 +371,7 @@ class FenceGeometry:
                        "geometry_version_active": 0}
         self.requested = 0
         self.t_request = None
+        self._pending_mode = None
         self._fns = {}
 
     def get(self, name):
@@ -406,9 +412,43 @@ class FenceGeometry:
                 for part in prepare_fence(_Local(self.sim), v, spec, np.array(self.sim.pvec)):
                     self._install(part)
         if self.compiler is not None:
-            self.compiler.poll()
-            for _, part in self.compiler.call_results():
-                self._install(part)
+            # install answers while this step's budget lasts (each is ~0.1-0.3 ms of work)
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < STEP_BUDGET:
+                self.compiler.poll()
+                parts = self.compiler.call_results()
+                if not parts:
+                    break
+                for _, part in parts:
+                    self._install(part)
+
+    def _compile_part(self, part):
+        """Install one answer of prepare_fence: compile its function (lambda backend)."""
+        sim, m = self.sim, self.sim.model
+        kind, version = part[0], part[1]
+        if kind == "start":
+            for c in part[2]:
+                sim.aut.constraints.setdefault(c.name, c)
+            self._pending_mode = part[3]
+            self._fns = {}
+            return
+        name, which, exprs = part[2], part[3], part[4]
+        if which == "monitors":
+            mode = self._pending_mode
+            margs = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
+                     + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms))
+            sim.aut.modes.setdefault(mode.id, mode)
+            sim.numeric_terms().install_mode(
+                mode.id, lambdify(margs, exprs, f"monitors of {mode.name}"),
+                lam_names=mode.constraints)
+            self._install(("ready", version, mode.id))
+            return
+        args = ([TIME] + list(m.q) + (list(m.u) if which == "gamma" else []) + list(sim.psyms))
+        f = self._fns.setdefault(name, {})
+        f[which] = lambdify(args, exprs, f"{which} of {name}")
+        if len(f) == 3:
+            sim.cache["cterms"][name] = ConstraintTerms(
+                m, sim.aut.constraints[name], sim.psyms, fns=(f["BC"], f["gamma"], f["phi"]))
 
     def _reject(self, version, code, message):
         self.values["geometry_status"] = int(code)
@@ -420,22 +460,8 @@ class FenceGeometry:
         sim, kind, version = self.sim, part[0], part[1]
         if kind == "rejected":
             self._reject(version, part[2], part[3])
-        elif kind == "constraint":
-            c = part[2]
-            sim.aut.constraints.setdefault(c.name, c)    # (in-process: the full one is there)
-            self._fns[c.name] = {}
-        elif kind == "cfn":
-            name, which, fn = part[2], part[3], part[4]
-            self._fns[name][which] = fn
-            if len(self._fns[name]) == 3:
-                f = self._fns.pop(name)
-                sim.cache["cterms"][name] = ConstraintTerms(
-                    sim.model, sim.aut.constraints[name], sim.psyms,
-                    fns=(f["BC"], f["gamma"], f["phi"]))
-        elif kind == "mode":
-            mode, mon = part[2], part[3]
-            sim.aut.modes.setdefault(mode.id, mode)
-            sim.numeric_terms().install_mode(mode.id, mon, lam_names=mode.constraints)
+        elif kind in ("start", "expr"):
+            self._compile_part(part)
         elif kind == "ready":
             self.values["embed_latency"] = time.perf_counter() - self.t_request
             self.values["embed_pending"] = 0.0
