@@ -401,7 +401,9 @@ class FenceGeometry:
                                        embed_pending=0.0, geometry_status=0,
                                        geometry_version_active=v)
                     return
-                profile_of(spec)                    # parse at once (a whitelist, no eval)
+                if self.compiler is None:
+                    profile_of(spec)                # parse here (a whitelist, no eval); with a
+                    # worker the parse and every check run there, off the stepping path
             except GeometryError as exc:
                 self._reject(v, exc.code, str(exc))
                 return
