@@ -114,17 +114,24 @@ def make_mode(parts, key, fns=None, backend=None):
     return (CompiledMode if meta["kind"] == "explicit" else LinearMode)(meta, key, fns)
 
 
-class CompiledMode(Layout):
-    """Symbolic path: the compiled functions of one mode (constraint set, partition, laws)."""
+class _SymbolicMode(Layout):
+    """What every compiled mode knows: its key, partition and monitor layout."""
 
     path = "symbolic"
 
-    def __init__(self, meta, key, fns):
+    def __init__(self, meta, key):
         Layout.__init__(self, *meta["sizes"])
         self.key = key
         self.n = meta["sizes"][0]
         self.ind, self.dep = tuple(meta["ind"]), tuple(meta["dep"])
         self.nx = meta["nx"]
+
+
+class CompiledMode(_SymbolicMode):
+    """Symbolic path: the compiled functions of one mode (constraint set, partition, laws)."""
+
+    def __init__(self, meta, key, fns):
+        _SymbolicMode.__init__(self, meta, key)
         self._args, self._f = meta.get("args"), meta.get("f")
         self._step = fns[0]
         self._rhs = fns[1] if len(fns) > 1 else None
@@ -165,18 +172,12 @@ class CompiledMode(Layout):
         return out
 
 
-class LinearMode(Layout):
+class LinearMode(_SymbolicMode):
     """Symbolic path for larger modes: compiled S(x), s(x), qdot(x) and monitors(x, z);
     z = [udot_ind, forces] solved numerically (LU) at each evaluation; RK4 in Python."""
 
-    path = "symbolic"
-
     def __init__(self, meta, key, fns):
-        Layout.__init__(self, *meta["sizes"])
-        self.key = key
-        self.n = meta["sizes"][0]
-        self.ind, self.dep = tuple(meta["ind"]), tuple(meta["dep"])
-        self.nx = meta["nx"]
+        _SymbolicMode.__init__(self, meta, key)
         self.nz = meta["nz"]
         self.n_ud = meta["n_ud"]
         self._sys, self._mon = fns
