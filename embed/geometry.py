@@ -167,20 +167,8 @@ def parse_expression(text, variables=("s",), max_length=MAX_LENGTH) -> sp.Expr:
     return expr
 
 
-_MATH = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "exp": math.exp, "log": math.log,
-         "sqrt": math.sqrt, "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh,
-         "asin": math.asin, "acos": math.acos, "atan": math.atan, "abs": abs}
-
-
 class _Converter:
-    """Whitelisted ast -> sympy, building every node by hand.
-
-    ``convert`` returns (sympy expression, value) where value is the float of a subtree without
-    variables (None otherwise).  Constant subtrees are checked on that value (finite, real,
-    |value| <= 1e300) as they are built, and a function of a constant becomes a Float of its
-    value: sympy never evaluates functions of (possibly complex) constants, whose automatic
-    simplification can take minutes (acos(25) inside abs and log, found by fuzzing).
-    """
+    """Whitelisted ast -> sympy, building every node by hand."""
 
     def __init__(self, text, variables, allowed):
         self.text, self.allowed = text, allowed
@@ -189,42 +177,32 @@ class _Converter:
     def where(self, node):
         return f"at column {getattr(node, 'col_offset', 0) + 1}"
 
-    def seg(self, node):
-        return ast.get_source_segment(self.text, node) or type(node).__name__
-
-    def value(self, v, node):
-        """Check the value of a constant subtree."""
-        if isinstance(v, complex) or not math.isfinite(v) or abs(v) > MAX_CONSTANT:
-            _fail(GEOMETRY_NOT_FINITE, "finite", self.seg(node),
-                  f"constant {self.seg(node)} {self.where(node)} is {v}: not a finite real number "
-                  f"of magnitude <= {MAX_CONSTANT:g}")
-        return float(v)
-
     def convert(self, node, depth):
         if depth > MAX_DEPTH:
             _fail(GEOMETRY_SYNTAX, "depth", depth,
                   f"expression nested deeper than {MAX_DEPTH} {self.where(node)}")
         if isinstance(node, ast.Constant):
-            x = self.literal(node)
-            return x, float(x)
-        if isinstance(node, ast.Name):
-            return self.name(node)
-        if isinstance(node, ast.UnaryOp):
+            out = self.literal(node)
+        elif isinstance(node, ast.Name):
+            out = self.name(node)
+        elif isinstance(node, ast.UnaryOp):
             if not isinstance(node.op, (ast.UAdd, ast.USub)):
                 op = {ast.Not: "not", ast.Invert: "~"}.get(type(node.op), type(node.op).__name__)
                 _fail(GEOMETRY_NOT_ALLOWED, "operator", op,
                       f"operator {op!r} {self.where(node)} is not allowed; use {self.allowed}")
-            x, v = self.convert(node.operand, depth + 1)
-            if isinstance(node.op, ast.USub):
-                return sp.Mul(sp.Integer(-1), x), (None if v is None else -v)
-            return x, v
-        if isinstance(node, ast.BinOp):
-            return self.binop(node, depth)
-        if isinstance(node, ast.Call):
-            return self.call(node, depth)
-        what = _describe(node)
-        _fail(GEOMETRY_NOT_ALLOWED, "construct", what,
-              f"{what} {self.where(node)} is not allowed; use {self.allowed}")
+            x = self.convert(node.operand, depth + 1)
+            out = -x if isinstance(node.op, ast.USub) else x
+        elif isinstance(node, ast.BinOp):
+            out = self.binop(node, depth)
+        elif isinstance(node, ast.Call):
+            out = self.call(node, depth)
+        else:
+            what = _describe(node)
+            _fail(GEOMETRY_NOT_ALLOWED, "construct", what,
+                  f"{what} {self.where(node)} is not allowed; use {self.allowed}")
+        if out.is_Number:
+            _check_number(out, node, self)
+        return out
 
     def literal(self, node):
         v = node.value
@@ -250,9 +228,9 @@ class _Converter:
     def name(self, node):
         n = node.id
         if n in self.symbols:
-            return self.symbols[n], None
+            return self.symbols[n]
         if n in CONSTANTS:
-            return CONSTANTS[n], float(CONSTANTS[n])
+            return CONSTANTS[n]
         if n in FUNCTIONS:
             _fail(GEOMETRY_NOT_ALLOWED, "name", n,
                   f"function {n!r} {self.where(node)} must be called with one argument, e.g. {n}(s)")
@@ -272,22 +250,12 @@ class _Converter:
         # flatten left-leaning chains a + b - c + ... (or a * b / c ...) without adding depth
         group = (ast.Add, ast.Sub) if op in (ast.Add, ast.Sub) else (ast.Mult, ast.Div)
         chain = []
-        top = node
         while isinstance(node, ast.BinOp) and type(node.op) in group:
             chain.append((type(node.op), node.right))
             node = node.left
-        out, val = self.convert(node, depth + 1)
+        out = self.convert(node, depth + 1)
         for kind, right in reversed(chain):
-            x, v = self.convert(right, depth + 1)
-            if kind is ast.Div and v == 0:
-                _fail(GEOMETRY_NOT_FINITE, "finite", self.seg(right),
-                      f"division by zero ({self.seg(right)} {self.where(right)} is 0)")
-            if val is not None and v is not None:
-                val = {ast.Add: val + v, ast.Sub: val - v, ast.Mult: val * v,
-                       ast.Div: val / v if v else 0.0}[kind]
-                val = self.value(val, top)
-            else:
-                val = None
+            x = self.convert(right, depth + 1)
             if kind is ast.Add:
                 out = sp.Add(out, x)
             elif kind is ast.Sub:
@@ -296,31 +264,20 @@ class _Converter:
                 out = sp.Mul(out, x)
             else:
                 out = sp.Mul(out, sp.Pow(x, sp.Integer(-1)))
-        return out, val
+            if out.is_Number:
+                _check_number(out, right, self)
+        return out
 
     def power(self, node, depth):
         e = self.exponent(node.right)
-        base, bval = self.convert(node.left, depth + 1)
-        val = None
-        if bval is not None:
-            if bval == 0 and e < 0:
-                _fail(GEOMETRY_NOT_FINITE, "finite", self.seg(node),
-                      f"division by zero ({self.seg(node)} {self.where(node)}: 0 to a negative power)")
-            if bval != 0 and abs(float(e)) * abs(math.log10(abs(bval))) > 300:
-                _fail(GEOMETRY_NOT_ALLOWED, "literal_range", self.seg(node),
-                      f"constant {self.seg(node)} {self.where(node)} is out of range "
-                      f"(above {MAX_CONSTANT:g})")
-            if bval < 0 and not e.is_Integer:
-                _fail(GEOMETRY_NOT_FINITE, "finite", self.seg(node),
-                      f"constant {self.seg(node)} {self.where(node)} is not real "
-                      f"(a fractional power of {bval:g})")
-            val = self.value(bval ** float(e), node)
+        base = self.convert(node.left, depth + 1)
+        if base.is_Number and base != 0 and abs(float(e)) * abs(math.log10(abs(float(base)))) > 300:
+            seg = ast.get_source_segment(self.text, node)
+            _fail(GEOMETRY_NOT_ALLOWED, "literal_range", seg,
+                  f"constant {seg} {self.where(node)} is out of range (above {MAX_CONSTANT:g})")
         out = sp.Pow(base, e)
-        if val is not None and out.has(sp.Function):
-            out = sp.Float(val)
         _check_exponents(out, node, self)
-        return out, val
-
+        return out
 
     def exponent(self, node):
         """The exponent of **: a numeric literal or a fraction of two, each optionally signed,
