@@ -183,7 +183,7 @@ class LinearMode(_SymbolicMode):
         self._sys, self._mon = fns
 
     def _solve(self, t, x, p):
-        nz, nx = self.nz, self.nx
+        nz = self.nz
         v = self._sys(np.concatenate(([t], x, p)))
         S = v[:nz * nz].reshape(nz, nz)
         z = np.linalg.solve(S, v[nz * nz:nz * nz + nz]) if nz else np.zeros(0)

@@ -9,7 +9,6 @@ q1 against time, for Example 1 with the Table I values, stepped at 1 ms.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 

@@ -32,7 +32,7 @@ def build_model(N=10):
     frame = ReferenceFrame("N")
     O = Point("O")
     O.set_vel(frame, 0)
-    pts, prev, bodies, loads = [], O, [], []
+    pts, bodies, loads = [], [], []
     x = y = 0
     for i in range(N):
         x = x + l * sp.sin(q[i])
