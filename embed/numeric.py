@@ -155,12 +155,23 @@ class NumericMode(Layout):
                 "one per constraint), or give the others a law")
         Layout.__init__(self, n, k, n_out, len(mode.guards), m)
         self._ind, self._dep = np.array(self.ind, dtype=int), np.array(self.dep, dtype=int)
+        self._last = None
         self._T0 = np.zeros((n, len(self.ind)))
         self._T0[self._ind, np.arange(len(self.ind))] = 1.0
 
     def _solve(self, t, x, p, full=False):
         """Full speeds, qdot, independent accelerations, forces (and, if ``full``, the
-        multipliers and the constraint residual) at x (eq 12-16)."""
+        multipliers and the constraint residual) at x (eq 12-16).  The last full result is
+        kept: the first stage of a step is where the monitors were just computed."""
+        key = (t, x.tobytes(), p.tobytes())
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        out = self._solve_now(t, x, p, full)
+        if full:
+            self._last = (key, out)
+        return out
+
+    def _solve_now(self, t, x, p, full):
         terms, n, k = self.terms, self.n, self.terms.k
         q, ui = x[:n], x[n:]
         ind, dep = self._ind, self._dep
