@@ -2,6 +2,7 @@
 parser, the checks on a fence profile, and the arc against the circle and the paper's fence
 constraints."""
 
+import decimal
 import math
 import os
 import sys
@@ -437,12 +438,30 @@ def test_disk_centre_curve_is_the_offset_of_the_fence():
     assert sp.simplify(d[1] - h1) == 0 and sp.simplify(d[2] - h2) == 0
 
 
+def test_arc_closed_forms_match_the_general_formulas():
+    """The arc's closed-form h', h'' and frame equal sympy's derivatives of its h."""
+    arc = FenceProfile.arc(2.5)
+    gen = FenceProfile(arc.h, "curve", None, None)
+    assert sp.simplify(arc.derivatives()[1] - sp.diff(arc.h, SIGMA)) == 0
+    assert sp.simplify(arc.derivatives()[2] - sp.diff(arc.h, SIGMA, 2)) == 0
+    phi = sp.Symbol("phi", real=True)
+    fa = sp.lambdify((SIGMA, phi), [*arc.derivatives(), *sum(fence_frame(arc, phi), ())], "numpy")
+    fg = sp.lambdify((SIGMA, phi), [*gen.derivatives(), *sum(fence_frame(gen, phi), ())], "numpy")
+    for sg in (0.0, 0.7, 1.9, 2.4):
+        for ph in (-0.4, 0.26):
+            assert np.allclose(fa(sg, ph), fg(sg, ph), rtol=1e-13, atol=1e-14)
+
+
 def test_arc_and_the_same_circle_as_text_are_the_same_profile():
     arc = FenceProfile.arc(2.5)
     text = FenceProfile.from_text("2.5 - sqrt(2.5**2 - s**2)")
-    assert arc.h == text.h
-    ra, rt = validate(arc, 2.0, disk_radius=1.0), validate(text, 2.0, disk_radius=1.0)
-    assert ra == rt
+    assert sp.simplify(arc.h - text.h) == 0             # the arc is written without cancellation
+    # the arc's closed-form check, the same circle as text, and the arc's own expression checked
+    # on the grid like any text all measure the same
+    grid = FenceProfile(arc.h, "curve", None, None)
+    ra, rt, rg = (validate(p, 2.0, disk_radius=1.0) for p in (arc, text, grid))
+    for a, b, c in zip(ra.__dict__.values(), rt.__dict__.values(), rg.__dict__.values()):
+        assert abs(a - b) < 1e-6 * max(1.0, abs(a)) and abs(a - c) < 1e-6 * max(1.0, abs(a))
     assert abs(ra.max_curvature - 1 / 2.5) < 1e-12
     # the arc length of the fence from P to sigma = 2: R asin(2/R)
     assert abs(ra.path_length - 2.5 * math.asin(2.0 / 2.5)) < 1e-6
@@ -475,6 +494,10 @@ VALID_PROFILES = [
     ("-0.1*s**2", 2.0),                           # bending away from the disk
     ("0", 5.0),                                   # the ramp continued
     ("1e-7*sin(3000*s)*s**2", 1.0),
+    ("0.01*(abs(s) - s)", 1.0),                    # abs without effect on the domain
+    ("0.1*s**2 + 0.05*abs(s - 0.5)**3 - 0.05*(0.5 - s)**3", 1.0),   # C2 at 0.5
+    ("0.1*s**2 + 0.01*(s - 0.3)*abs(s - 0.3) + 0.0009 - 0.006*s", 1.0),  # C1 at 0.3
+    ("1000 - sqrt(1000**2 - s**2)", 10.0),         # a large circle, written with cancellation
 ]
 
 
@@ -505,10 +528,17 @@ REJECTED = [
     ("s", 1.0, GEOMETRY_NOT_TANGENT, "tangency"),
     ("0.01*s + 0.1*s**2", 1.0, GEOMETRY_NOT_TANGENT, "tangency"),
     ("sin(s)*0.2", 1.0, GEOMETRY_NOT_TANGENT, "tangency"),
-    # kinks inside the fence, on and between grid points
+    ("0.1*s**2 + 0.01*abs(s)", 1.0, GEOMETRY_NOT_TANGENT, "tangency"),   # h'(0+) = 0.01
+    # kinks inside the fence, on and between grid points, of any size
     ("0.1*s**2 + 0.01*(abs(s - 0.5) - 0.5 + s)", 1.0, GEOMETRY_NOT_SMOOTH, "smooth"),
     ("0.1*s**2 + 0.0001*(abs(s - 0.50013) - 0.50013 + s)", 1.0, GEOMETRY_NOT_SMOOTH, "smooth"),
+    ("0.1*s**2 + 1e-8*(abs(s - 0.50013) - 0.50013 + s)", 1.0, GEOMETRY_NOT_SMOOTH, "smooth"),
     ("0.1*s**2 + 0.2*(abs(s - 1.2345678) - 1.2345678 + s)", 2.0, GEOMETRY_NOT_SMOOTH, "smooth"),
+    ("0.1*s**2 + 1e-7*(abs(sin(1000*s)) - sin(1000*s))", 1.0, GEOMETRY_NOT_SMOOTH, "smooth"),
+    # u dips below 0 and back between two grid points: two kinks 6e-5 apart
+    ("0.1*s**2 + 0.001*(abs((s - 0.50012)**2 - 1e-9) - ((s - 0.50012)**2 - 1e-9))", 1.0,
+     GEOMETRY_NOT_SMOOTH, "smooth"),
+    ("0.1*s**2 + 0.01*abs(abs(s - 0.5) - 0.2) - 0.003 + 0.01*s", 1.0, GEOMETRY_NOT_SMOOTH, "smooth"),
     # curvature
     ("100*s**2", 1.0, GEOMETRY_CURVATURE, "curvature"),
     ("0.5*s**2", 1.0, GEOMETRY_CURVATURE, "curvature"),     # radius of curvature = r = 1
@@ -525,6 +555,81 @@ def test_validate_rejects(text, L, code, check):
         validate(prof, L, disk_radius=1.0)
     assert (e.value.code, e.value.check) == (code, check), str(e.value)
     assert text in str(e.value)                       # names the profile
+
+
+def test_large_arc_has_no_cancellation():
+    for R, L in ((1e5, 1.0), (1e6, 100.0), (1e12, 1.0)):
+        arc = FenceProfile.arc(R)
+        rep = validate(FenceProfile(arc.h, "curve", None, None), L)   # on the grid, as text is
+        assert abs(rep.max_curvature - 1 / R) < 1e-9 / R
+        with decimal.localcontext() as ctx:               # reference: 50 digits, no cancellation
+            ctx.prec = 50
+            D = decimal.Decimal
+            ref = float(D(R) - (D(R) ** 2 - D(L) ** 2).sqrt())
+        assert abs(rep.max_abs_height - ref) < 1e-12 * ref
+
+
+def test_profiles_pickle_and_accept_numpy_numbers():
+    import pickle
+    arc = FenceProfile.arc(np.float64(2.0))
+    assert arc.h == FenceProfile.arc(2).h and arc.radius == 2.0
+    validate(arc, np.float64(1.5), disk_radius=np.float64(1.0))
+    text = FenceProfile.from_text("0.1*s**2 + 0.01*sin(s)**2")
+    validate(text, 2.0)                               # fills the compiled cache
+    for prof in (arc, text):
+        back = pickle.loads(pickle.dumps(prof))
+        assert back == prof and back.kind == prof.kind and back.text == prof.text
+        assert validate(back, 1.5) == validate(prof, 1.5)
+
+
+def test_random_whitelisted_text_only_ever_raises_geometry_errors():
+    """Random expressions from the whitelist, some with a character mutated: parse and validate
+    either accept or raise GeometryError, never anything else, and never take long."""
+    import random
+    import time
+    rng = random.Random(5)
+    funcs = ["sin", "cos", "tan", "exp", "log", "sqrt", "sinh", "cosh", "tanh", "asin", "acos",
+             "atan", "abs"]
+
+    def gen(d):
+        r = rng.random()
+        if d <= 0 or r < 0.25:
+            return rng.choice(["s", "s", "pi", "E", str(rng.randint(0, 9)), f"{rng.uniform(-3, 3):.3g}",
+                               "1e-3", "2.5e1"])
+        if r < 0.5:
+            return f"{rng.choice(funcs)}({gen(d - 1)})"
+        if r < 0.85:
+            return f"({gen(d - 1)}){rng.choice('+-*/')}({gen(d - 1)})"
+        if r < 0.95:
+            return f"({gen(d - 1)})**{rng.choice(['2', '3', '-1', '(1/2)', '(3/2)', '0.5', '-2'])}"
+        return f"-({gen(d - 1)})"
+
+    slowest, outcomes = 0.0, set()
+    for _ in range(300):
+        t = gen(rng.randint(1, 8))
+        if rng.random() < 0.5:
+            t = f"s**2*({t})"
+        if rng.random() < 0.2:
+            k = rng.randrange(len(t))
+            t = t[:k] + rng.choice("()+-*/.,esx1 ") + t[k + 1:]
+        t0 = time.perf_counter()
+        try:
+            validate(FenceProfile.from_text(t), rng.choice([0.5, 1.0, 3.0]), disk_radius=0.5)
+            outcomes.add(0)
+        except GeometryError as e:
+            outcomes.add(e.code)
+        slowest = max(slowest, time.perf_counter() - t0)
+    assert {0, GEOMETRY_SYNTAX, GEOMETRY_NOT_FINITE, GEOMETRY_NOT_TANGENT} <= outcomes
+    assert slowest < 5.0, slowest                     # generous: ~0.1 s seen on a loaded machine
+
+
+def test_inputs_that_crashed_symengine_are_handled():
+    """symengine 0.15 segfaults on sign(sqrt(-s)); the engine never builds sign() in symengine."""
+    for text in ("log(abs(sqrt((((1e-3)*(pi))*((s)*(0.184)))/(-((2.5e1)+(s))))))",
+                 "s**2*abs(sqrt(-s))", "s**2*abs(sqrt(1 - s))"):
+        prof = FenceProfile.from_text(text)
+        with pytest.raises(GeometryError):
+            validate(prof, 2.0)
 
 
 def test_curvature_limit_and_disk_radius():
