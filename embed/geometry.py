@@ -34,8 +34,12 @@ Safety: the text is parsed with ``ast.parse(mode="eval")`` and converted node by
 whitelist into a sympy tree built by hand; eval, exec, compile, sympify and parse_expr never see
 the text.  Numeric checks convert that trusted tree to symengine and evaluate it with symengine's
 interpreted Lambdify (no Python code is generated).  Size limits (characters, nesting, nodes,
-literals, exponents, constants) bound the work: parse plus validate took at most 0.27 s
-(median 0.6 ms) on 12,000 random whitelisted expressions, a few ms for ordinary profiles.
+literals, exponents, constants) bound the work; sympy's automatic simplification is kept away
+from complex constants, Floats and re-evaluation of nested functions, each of which took minutes
+on inputs found by fuzzing.  Parse plus validate stayed below 0.2 s (median about 0.6 ms) on
+12,000 random whitelisted expressions, a few ms for ordinary profiles, ~10 us to check an arc.
+sympy remains a large dependency: run parse and validate where they can be stopped (the worker
+process) with a time limit, see GEOMETRY_TIMEOUT.
 Every rejection is a ``GeometryError`` with a ``code`` for the FMU's geometry_status output
 (``GEOMETRY_*`` below), the name of the ``check`` and the offending ``value``.
 """
@@ -64,6 +68,8 @@ GEOMETRY_NOT_TANGENT = 4    # h(0) != 0 or h'(0) != 0: not continuous/tangent wi
 GEOMETRY_NOT_SMOOTH = 5     # a kink: h' jumps where the argument of an abs changes sign
 GEOMETRY_CURVATURE = 6      # curvature above the limit
 GEOMETRY_BAD_PARAMETER = 7  # radius or length NaN, infinite, <= 0; arc longer than a quarter turn
+GEOMETRY_TIMEOUT = 8        # for the caller: the checks did not finish in time (never raised here;
+                            # run parse + validate where they can be stopped, e.g. the worker)
 
 MAX_LENGTH = 400            # characters of text
 MAX_DEPTH = 32              # nesting (parentheses; AST depth with +- and */ chains flattened)
@@ -128,7 +134,8 @@ def parse_expression(text, variables=("s",), max_length=MAX_LENGTH) -> sp.Expr:
     argument to sin cos tan exp log sqrt sinh cosh tanh asin acos atan abs (abs -> sympy.Abs).
     Nothing else.  Limits: max_length characters, nesting depth 32, 256 syntax nodes.
     Constant subexpressions must be finite and real (|value| <= 1e300); a function of a constant
-    becomes a sympy Float of its value (sin(1) -> 0.841470984807897), the rest stays exact.
+    becomes the exact Rational of its double value (sin(1) -> 7579296827247065/9007199254740992),
+    the rest stays exact (no sympy Float anywhere).
     Raises GeometryError naming the offending token and what is allowed.
     """
     for v in variables:
@@ -178,14 +185,23 @@ _MATH = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "exp": math.exp, "lo
          "asin": math.asin, "acos": math.acos, "atan": math.atan, "abs": abs}
 
 
+def _as_rational(v: float) -> sp.Rational:
+    """The exact value of a double as a sympy Rational.  Not a Float: sympy's automatic
+    simplification of powers of products holding Floats can run for minutes (a gcd over a real
+    field), found by fuzzing: ((sqrt((1.57*s)**(3/2))*exp(atan(-0.237)))**(1/2)."""
+    n, d = float(v).as_integer_ratio()
+    return sp.Rational(n, d)
+
+
 class _Converter:
     """Whitelisted ast -> sympy, building every node by hand.
 
     ``convert`` returns (sympy expression, value) where value is the float of a subtree without
     variables (None otherwise).  Constant subtrees are checked on that value (finite, real,
-    |value| <= 1e300) as they are built, and a function of a constant becomes a Float of its
-    value: sympy never evaluates functions of (possibly complex) constants, whose automatic
-    simplification can take minutes (acos(25) inside abs and log, found by fuzzing).
+    |value| <= 1e300) as they are built, and a function of a constant becomes the value
+    (an exact Rational of the double): sympy never evaluates functions of (possibly
+    complex) constants, whose automatic simplification can take minutes (acos(25) inside abs
+    and log, found by fuzzing).
     """
 
     def __init__(self, text, variables, allowed):
@@ -324,7 +340,7 @@ class _Converter:
             val = self.value(bval ** float(e), node)
         out = sp.Pow(base, e)
         if val is not None and out.has(sp.Function):
-            out = sp.Float(val)
+            out = _as_rational(val)
         _check_exponents(out, node, self)
         return out, val
 
@@ -387,7 +403,7 @@ class _Converter:
                       f"constant {self.seg(node)} {self.where(node)} = {f.id}({aval:g}) is not a "
                       f"finite real number ({e})")
             v = self.value(v, node)
-            return sp.Float(v), v
+            return _as_rational(v), v
         out = FUNCTIONS[f.id](arg)
         _check_exponents(out, node, self)
         return out, None
@@ -524,10 +540,14 @@ def _abs_as_symbols(expr, memo=None):
             return arg * k
         args = [walk(a) for a in e.args]
         if isinstance(e, sp.Abs):
-            k = sp.Symbol(f"_abs{len(memo)}")   # cannot clash: variables start with a letter
+            k = sp.Symbol(f"_abs{len(memo)}", real=True)   # no clash: variables start with a letter
             memo[e] = (k, args[0], e.args[0])
-            return args[0] * k
-        return e.func(*args) if any(a is not b for a, b in zip(args, e.args)) else e
+            return sp.Mul(args[0], k, evaluate=False)
+        if all(a is b for a, b in zip(args, e.args)):
+            return e
+        # rebuilt unevaluated: sympy's automatic evaluation of nested functions of a new symbol
+        # grows exponentially with the nesting (cosh(cosh(...abs(s)...)): minutes at depth 25)
+        return e.func(*args, evaluate=False)
 
     out = walk(expr)
     return out, sorted(memo.values(), key=lambda v: int(v[0].name[4:]))
@@ -644,7 +664,8 @@ class FenceProfile:
         return cls(parse_expression(text, ("s",)), "curve", None, text)
 
     def derivatives(self):
-        """(h, h', h'') as sympy expressions in SIGMA (abs(u) differentiates to sign(u) u').
+        """(h, h', h'') as sympy expressions in SIGMA (abs(u) differentiates to sign(u) u', and to
+        u' for u a fractional power, positive wherever it is real).
         For the arc in closed form: h' = sigma/sqrt(R^2 - sigma^2), h'' = R^2/(R^2 - sigma^2)^(3/2)."""
         if "d" not in self._cache and self.kind == "arc" and self.radius is not None:
             R = _exact(self.radius)
@@ -655,7 +676,11 @@ class FenceProfile:
             d1 = sp.diff(g, SIGMA)
             d = [d1, sp.diff(d1, SIGMA)]
             for k, u, _ in reversed(back):
-                d = [e.subs(k, sp.sign(u)) for e in d]
+                # sign(b**p), p fractional, is 1 where the power is real: symengine 0.15 crashes
+                # (segmentation fault) converting some of them, e.g. sign(sqrt(-s))
+                sg = (sp.Integer(1) if isinstance(u, sp.Pow) and u.exp.is_Number
+                      and not u.exp.is_Integer else sp.sign(u))
+                d = [e.subs(k, sg) for e in d]
             self._cache["d"] = (self.h, d[0], d[1])
         return self._cache["d"]
 

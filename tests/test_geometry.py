@@ -623,6 +623,35 @@ def test_random_whitelisted_text_only_ever_raises_geometry_errors():
     assert slowest < 5.0, slowest                     # generous: ~0.1 s seen on a loaded machine
 
 
+def test_deep_nesting_stays_cheap():
+    """Inputs that once took minutes in sympy's automatic evaluation (found by fuzzing)."""
+    import time
+    for text in ("s**2*" + "cosh(" * 25 + "abs(s - 0.5)" + ")" * 25,
+                 "cosh(" * 25 + "s" + ")" * 25,
+                 "s**2*(((((((-2.35)*((2.5e1)*(s)))**3)*(log((pi)*((E)*(3)))))-(atan((((s)/(s))/(s))"
+                 "/((sinh(E))*((s)-(E))))))/(abs(((log(acos(2.5e1)))+(((2.5e1)**(1/2))/(cos(E))))**2)))"
+                 "/((abs(s))/((-((log(atan(s)))**(3/2)))-(-((atan(s))-((tan(1e-3))**10))))))",
+                 "(((sqrt(((s)*(1.57))**(3/2)))*((exp(atan(-0.237)))*(1)))**(1/2))/(cos(tanh(1e-3)))"):
+        t0 = time.perf_counter()
+        try:
+            validate(FenceProfile.from_text(text), 1.0)
+        except GeometryError:
+            pass
+        assert time.perf_counter() - t0 < 5.0
+
+
+def test_derivatives_hold_no_sign_of_a_fractional_power():
+    prof = FenceProfile.from_text("0.01*s**2*abs(sqrt((3 - s)*(s + 1)))")
+    validate(prof, 2.0)
+    for d in prof.derivatives():
+        assert not any(isinstance(e.args[0], sp.Pow) for e in d.atoms(sp.sign))
+    g = sp.lambdify(SIGMA, list(prof.derivatives()), "numpy")
+    x = np.linspace(0.1, 2.0, 7)
+    assert np.allclose(g(x)[0], 0.01 * x ** 2 * np.sqrt((3 - x) * (x + 1)), rtol=1e-14)
+    d1 = sp.lambdify(SIGMA, sp.diff(0.01 * SIGMA ** 2 * sp.sqrt((3 - SIGMA) * (SIGMA + 1)), SIGMA))
+    assert np.allclose(g(x)[1], d1(x), rtol=1e-12)
+
+
 def test_inputs_that_crashed_symengine_are_handled():
     """symengine 0.15 segfaults on sign(sqrt(-s)); the engine never builds sign() in symengine."""
     for text in ("log(abs(sqrt((((1e-3)*(pi))*((s)*(0.184)))/(-((2.5e1)+(s))))))",
