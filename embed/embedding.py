@@ -18,7 +18,7 @@ import symengine as se
 
 from .constraints import ConstraintSet
 from .errors import ConstraintRankError, ModelDefinitionError
-from .model import TIME, Model
+from .model import TIME, Model, to_symengine
 
 RANK_TOL = 1e-10
 
@@ -157,7 +157,7 @@ class ModeEquations:
     def __init__(self, model: Model, emb: Embedding, laws: dict, explicit_ops=None):
         self.model, self.emb = model, emb
         explicit_ops = EXPLICIT_OPS if explicit_ops is None else explicit_ops
-        laws = {se.sympify(k): se.sympify(v) for k, v in (laws or {}).items()}
+        laws = {to_symengine(k): to_symengine(v) for k, v in (laws or {}).items()}
         lsub = lambda e: e.subs(laws) if laws else e  # noqa: E731
         laws = {k: (v.subs(emb.u_sub) if emb.u_sub else v) for k, v in laws.items()}
         minimal = [lsub(a + b) for a, b in zip(emb.Ftil, emb.Ftil_star)]   # eq 15

@@ -57,6 +57,7 @@ import numpy as np
 import sympy as sp
 
 from .errors import InputError
+from .model import to_symengine
 
 # geometry_status codes (the FMU output); 0 = the geometry in use is good
 GEOMETRY_OK = 0
@@ -578,17 +579,17 @@ class _Numeric:
         S = se.Symbol(SIGMA.name)        # symengine converts symbols by name (assumptions dropped)
         args = [S] + [se.Symbol(k.name) for k, _, _ in back]
         try:
-            G = se.sympify(g)
+            G = to_symengine(g)
             d1 = G.diff(S)
             out = [G, d1, d1.diff(S)]
             for u in crit:
-                U = se.sympify(u)
+                U = to_symengine(u)
                 out += [U, U.diff(S)]
             self._n = len(out)
             self._main = se.Lambdify(args, out, backend="lambda", real=True, cse=True)
             self._abs = []
             for _, u, _ in back:
-                U = se.sympify(u)
+                U = to_symengine(u)
                 self._abs.append(se.Lambdify(args, [U, U.diff(S)], backend="lambda", real=True,
                                              cse=True))
         except GeometryError:

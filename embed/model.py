@@ -20,6 +20,22 @@ from .errors import ModelDefinitionError
 TIME = se.Symbol("t")
 
 
+def to_symengine(e):
+    """A sympy/symengine expression or a number as symengine, never text: sympify parses
+    strings, and nothing from outside may be parsed that way (geometry text goes through
+    embed.geometry's whitelist, which builds the sympy tree itself)."""
+    if isinstance(e, (str, bytes)):
+        raise ModelDefinitionError(f"text {e!r} where an expression object was expected; "
+                                   "build expressions with sympy/symengine, not strings")
+    return e if isinstance(e, se.Basic) else se.sympify(e)
+
+
+def _no_text(e):
+    if isinstance(e, (str, bytes)):
+        to_symengine(e)
+    return e
+
+
 def plain_name(f) -> str:
     """Name of a dynamicsymbol q1(t) -> 'q1'."""
     return str(f.func) if isinstance(f, sp.Function) or hasattr(f, "func") else str(f)
@@ -62,7 +78,9 @@ class Model:
         sub[t] = sp.Symbol("t")
 
         def conv(e):
-            return se.sympify(sp.sympify(e).xreplace(_derivs_first(sub)).xreplace(sub))
+            e = _no_text(e)
+            e = e if isinstance(e, sp.Basic) else sp.sympify(e)   # a number or symengine object
+            return to_symengine(e.xreplace(_derivs_first(sub)).xreplace(sub))
 
         self._to_plain = conv
         self.Fr = [conv(fr[i]) for i in range(n)]            # F_r   (eq 3-4)

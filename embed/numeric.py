@@ -18,7 +18,7 @@ import symengine as se
 
 from .compile import Layout, lambdify, rk4_stepwise
 from .errors import ConstraintRankError, ModelDefinitionError
-from .model import TIME
+from .model import TIME, to_symengine
 
 
 def lam_symbol(name):
@@ -104,7 +104,7 @@ class NumericTerms:
                                      f"the monitors of mode {mode_id}", backend)
         idx, l0, L = [], [], []
         for sym, law in laws:
-            sym, law = se.sympify(sym), se.sympify(law)
+            sym, law = to_symengine(sym), to_symengine(law)
             idx.append(list(model.forces).index(sym))
             l0.append(law.subs({f: 0 for f in model.forces}))
             L.extend(se.diff(law, f) for f in model.forces)

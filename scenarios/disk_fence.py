@@ -37,7 +37,7 @@ from embed.compile import compile_parts, lambdify, make_mode
 from embed.embedding import EXPLICIT_OPS_OFFLINE
 from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
                             disk_centre_on_fence, fence_frame, validate)
-from embed.model import TIME
+from embed.model import TIME, to_symengine
 from embed.numeric import ConstraintTerms, lam_symbol
 
 FREE, RAMP, FENCE = 1, 2, 3
@@ -86,7 +86,8 @@ def fence_mode(uid, profile: FenceProfile, L_f, mode_id=None):
         _, (nx, ny) = fence_frame(profile, phi, sigma=s)
     cx, cy = f"fence{uid}_x", f"fence{uid}_y"
     N = normal_force(cx, cy, nx, ny)
-    L_f = se.sympify(L_f) if isinstance(x, se.Basic) else sp.sympify(L_f)
+    L_f = sp.Float(L_f) if isinstance(L_f, (int, float)) else L_f     # a number or a symbol
+    L_f = to_symengine(L_f) if isinstance(x, se.Basic) else L_f
     return ({cx: (q[0] - x), cy: (q[1] - y)},
             Mode(FENCE_BASE + uid if mode_id is None else mode_id, f"fence {uid}", (cx, cy), (), (
                 Guard("fence_end", L + L_f - q[3], -1),
@@ -101,7 +102,7 @@ def _centre_and_normal_se(profile):
     q = [se.Symbol(f"q{i}") for i in range(1, 5)]
     r, phi, L = se.symbols("r phi L")
     S = se.Symbol(SIGMA.name)
-    h = se.sympify(profile.h.subs(SIGMA, sp.Symbol(SIGMA.name)))
+    h = to_symengine(profile.h.subs(SIGMA, sp.Symbol(SIGMA.name)))
     h1 = h.diff(S)
     tx, ty, nx, ny = se.cos(phi), se.sin(phi), -se.sin(phi), se.cos(phi)
     w = se.sqrt(1 + h1 ** 2)
