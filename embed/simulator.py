@@ -535,9 +535,9 @@ class Simulator:
             self.impacts.append((float(self.t), guard.name, np.array(ctx.q), np.array(ctx.u),
                                  None if jump.u is None else np.array(jump.u)))
             del self.impacts[:-IMPACT_LOG]
-            gaps = self._impact_gaps
-            gaps.append(self.t - self._last_impact if self._last_impact is not None else np.inf)
-            del gaps[:-ZENO_IMPACTS]
+            gap = self.t - self._last_impact if self._last_impact is not None else np.inf
+            # a new list, never changed in place: the step's checkpoint keeps a reference
+            self._impact_gaps = (self._impact_gaps + [gap])[-ZENO_IMPACTS:]
             self._last_impact = self.t
         zeno = (self.same_instant > ZENO_LIMIT or
                 (jump.impact and len(self._impact_gaps) == ZENO_IMPACTS
@@ -718,7 +718,7 @@ class Simulator:
                     self.enabled, self.event_count, self.last_event_time, len(self.events),
                     self.same_instant, self.cm, self.integrator.get_state(), self.active,
                     self.chart, self.kappa0, self._hol, self._watch, self.impact_count,
-                    self.zeno_count, list(self._impact_gaps), self._last_impact)
+                    self.zeno_count, self._impact_gaps, self._last_impact)
 
     def rollback(self):
         """Back to the state at the start of the last ``advance`` (the last good state)."""
