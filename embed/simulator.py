@@ -20,13 +20,13 @@ import math
 import time
 
 import numpy as np
-import scipy.linalg
+from scipy.linalg.lapack import dgesv
 import symengine as se
 
 from .automaton import Automaton, Jump
 from .compile import make_mode, mode_parts
 from .constraints import ConstraintSet
-from .embedding import EXPLICIT_OPS_OFFLINE, ModeEquations, embed, partition
+from .embedding import EXPLICIT_OPS_OFFLINE, ModeEquations, embed, kappa, partition
 from .errors import (ConstraintRankError, EventLocationError, InputError, IntegrationError,
                      ModelDefinitionError, ZenoError)
 from .integrators import make_integrator
@@ -218,10 +218,14 @@ class Simulator:
             ct = self.cache["cterms"][name] = ConstraintTerms(self.model, c, self.psyms)
         return ct
 
-    def _B_numeric(self, names, t, q):
+    def _BC(self, cts, t, q):
+        """B and C of the constraints ``cts`` (ConstraintTerms) at (t, q): B u + C = 0."""
         tq = np.concatenate(([t], q, self.pvec))
-        n = self.model.n
-        return np.array([self.cterms(c).BC(tq)[:n] for c in names]).reshape(len(names), n)
+        BC = np.array([ct.BC(tq) for ct in cts]).reshape(len(cts), self.model.n + 1)
+        return BC[:, :-1], BC[:, -1]
+
+    def _B_numeric(self, names, t, q):
+        return self._BC([self.cterms(c) for c in names], t, q)[0]
 
     def constraint_set(self, names):
         try:
@@ -287,18 +291,33 @@ class Simulator:
 
     def warm_up(self):
         """Call, once, what event handling uses, so that the first event of a run does not pay
-        numpy's and scipy's first-call costs (measured: 0.2-4 ms each for solve, QR, SVD):
-        linear algebra at the sizes of this model, and every compiled mode's function."""
+        first-call costs (measured: 0.2-4 ms each for numpy's and LAPACK's first solve or
+        QR, a constraint's compile on first use): every constraint's compiled terms, the
+        unconstrained terms, the linear algebra of an event at this model's sizes, and every
+        compiled mode's function."""
         n = self.model.n
-        k = n + max([len(md.constraints) for md in self.aut.modes.values()] + [1]) + 2
-        for size in range(1, k + 1):
-            a = np.eye(size) + 0.1
-            np.linalg.solve(a, np.ones(size))
-            np.linalg.inv(a)
-            scipy.linalg.qr(np.ones((max(1, size // 2), size)), pivoting=True, mode="economic")
-        import pickle
-        pickle.loads(pickle.dumps([se.sin(se.Symbol("x")) + 1]))   # symengine's unpickling
+        tq = np.concatenate(([self.t], self.q, self.pvec))
+        tqu = np.concatenate(([self.t], self.q, self.u, self.pvec))
         with np.errstate(all="ignore"):
+            for name in list(self.aut.constraints):
+                ct = self.cterms(name)
+                ct.BC(tq)
+                ct.gamma(tqu)
+                if ct.phi is not None:
+                    ct.phi(tq)
+            self.numeric_terms().evaluate(self.t, self.q, self.u, self.pvec)
+            k = n + max([len(md.constraints) for md in self.aut.modes.values()] + [1]) + 2
+            for size in range(1, k + 1):
+                a = np.eye(size) + 0.1
+                np.linalg.solve(a, np.ones(size))
+                np.linalg.inv(a)
+                dgesv(a, np.ones(size))
+                m = max(1, size // 2)
+                B = np.ones((m, size)) + np.eye(m, size)
+                partition(B)
+                kappa(B, tuple(range(m)))
+            import pickle
+            pickle.loads(pickle.dumps([se.sin(se.Symbol("x")) + 1]))   # symengine's unpickling
             for cm in list(self.cache["mode"].values()) + list(self.cache["numeric"].values()):
                 try:
                     cm.rk4(self.t, 0.0, np.full(cm.nx, 0.5), self.pvec)
@@ -355,21 +374,12 @@ class Simulator:
         return partition(self._B_numeric(names, t, q), tuple(names))
 
     def kappa(self, names=None, dep=None, t=None, q=None):
-        """kappa(B1) = ||B||_1 ||B1^-1||_1: how large D = -B1^-1 B_ind can grow, the
-        condition of the dependent block (gillespie2005 Sec 5.4, haug_pavesic2023 Sec 3.1)."""
+        """kappa(B1) of the active constraints (``embedding.kappa``) at the current state."""
         names = self.active if names is None else names
         if not names:
             return 1.0
         B = self._B_numeric(names, self.t if t is None else t, self.q if q is None else q)
-        B1 = B[:, list(self.dep if dep is None else dep)]
-        nB = np.abs(B).sum(axis=0).max()
-        if B1.shape[0] == 1:
-            b = abs(B1[0, 0])
-            return float(nB / b) if b > 0 else float("inf")
-        try:
-            return float(nB * np.abs(np.linalg.inv(B1)).sum(axis=0).max())
-        except np.linalg.LinAlgError:
-            return float("inf")
+        return kappa(B, self.dep if dep is None else dep)
 
     def mode_exprs(self, mode_id):
         """A mode's outputs (the automaton's, with the mode's overrides) and switching
@@ -410,7 +420,7 @@ class Simulator:
         md = self.aut.modes.get(self.mode)
         return self.mode if md is None or md.report is None else md.report
 
-    def activation_jump(self, names, q, u, tol=1e-12):
+    def activation_jump(self, names, q, u, tol=1e-12, BC=None):
         """Momentum-consistent velocity jump when constraints become active (mueller eq 5-7).
 
         Solves [M B^T; B 0] [du; Lambda] = [0; -(B u + C)] over all constraints active after
@@ -418,25 +428,25 @@ class Simulator:
         it also holds when the unconstrained M is singular (Euler parameter speeds).  With
         the persistent constraints satisfied before the event this is eq 7 itself; it is
         ANDY's plastic impact map (wang2019 eq 19) for a new contact.  Returns the new full
-        speeds and the impulse of each constraint.
+        speeds and the impulse of each constraint.  ``BC``: (B, C) at q, if known already.
         """
-        n = self.model.n
-        tq = np.concatenate(([self.t], q, self.pvec))
-        BC = np.array([self.cterms(c).BC(tq) for c in names]).reshape(len(names), n + 1)
-        B, C = BC[:, :n], BC[:, n]
+        n, m = self.model.n, len(names)
+        B, C = BC if BC is not None else self._BC([self.cterms(c) for c in names], self.t, q)
         r = B @ u + C
-        if np.max(np.abs(r)) <= tol * max(1.0, float(np.max(np.abs(u)))):
+        if np.abs(r).max() <= tol * max(1.0, np.abs(u).max()):
             return u, {}
-        terms = self.numeric_terms()
-        M = -terms.evaluate(self.t, q, u, self.pvec)[1]
-        m = len(names)
-        K = np.block([[M, B.T], [B, np.zeros((m, m))]])
-        try:
-            z = np.linalg.solve(K, np.concatenate((np.zeros(n), -r)))
-        except np.linalg.LinAlgError:
+        M = -self.numeric_terms().evaluate(self.t, q, u, self.pvec)[1]
+        K = np.zeros((n + m, n + m))
+        K[:n, :n] = M
+        K[:n, n:] = B.T
+        K[n:, :n] = B
+        rhs = np.zeros(n + m)
+        rhs[n:] = -r
+        _, _, z, info = dgesv(K, rhs)
+        if info != 0:
             raise ConstraintRankError(
                 f"constraints {list(names)} cannot be activated at t = {self.t:.9g} s: "
-                "[M B^T; B 0] is singular (redundant constraints)") from None
+                "[M B^T; B 0] is singular (redundant constraints)")
         return u + z[:n], dict(zip(names, (-z[n:]).tolist()))
 
     def constraint_forces(self):
@@ -488,15 +498,23 @@ class Simulator:
         before = self.active
         self.active = tuple(sorted(mode.constraints if jump.constraints is None else jump.constraints))
         self.last_impulse = {}
-        if jump.u is None and set(self.active) - set(before):
-            u, self.last_impulse = self.activation_jump(self.active, q, u)
-        self._hol = [self.cterms(c) for c in self.active if self.aut.constraints[c].holonomic]
-        self._watch = any(not self.cterms(c).constant_B for c in self.active)
+        # the new constraints at the reset configuration, evaluated once for the projection
+        # (haug_pavesic2023 eq 13), the activation jump (mueller eq 7), the partition (eq 11)
+        # and kappa(B1): an event step does no other evaluation of them
+        cts = [self.cterms(c) for c in self.active]
+        self._hol = [ct for ct in cts if ct.holonomic]
+        self._watch = any(not ct.constant_B for ct in cts)
         self.chart = None
         if self._hol:
             q = self._project_q(q)
-        self.dep = self._partition(self.active, self.t, q)
-        self.kappa0 = self.kappa(dep=self.dep, q=q) if self._watch else 1.0
+        if cts:
+            B, C = self._BC(cts, self.t, q)
+            if jump.u is None and set(self.active) - set(before):
+                u, self.last_impulse = self.activation_jump(self.active, q, u, BC=(B, C))
+            self.dep = partition(B, self.active)
+            self.kappa0 = kappa(B, self.dep) if self._watch else 1.0
+        else:
+            self.dep, self.kappa0 = (), 1.0
         self.cm = self.compiled(jump.mode, self.dep, self.active)
         self.x = np.concatenate((q, u[list(self.cm.ind)]))
         self.mon = self.cm.monitors(self.t, self.x, self.pvec)
@@ -614,8 +632,8 @@ class Simulator:
             return v[:, 0], v[:, 1:]
 
         r, G = phi(tq)
-        if np.max(np.abs(r)) <= PHI_TOL and self.chart is not None:
-            return q
+        if np.abs(r).max() <= PHI_TOL:
+            return q            # the chart is taken when a correction first needs one
         if self.chart is None:
             self._rechart(G)
         n = self.model.n
