@@ -59,7 +59,7 @@ def long_run(label, sc, t_end, params=None, **options):
             drift = max(drift, abs(e - e0) / abs(e0) if e0 else abs(e - e0))
     cpu = time.process_time() - cpu0
     return dict(label=label, pos=pos, vel=vel, drift=drift, resel=sim.reselections,
-                share=sim.reselect_time / cpu, watch=sim.watch_time / cpu, recharts=sim.recharts,
+                share=sim.reselect_time / cpu, recharts=sim.recharts,
                 warm=(sim.reselect_time - sim.reselect_compile_time) / cpu,
                 cpu=cpu, steps=int(round(t_end / 1e-3)))
 
@@ -150,7 +150,7 @@ def main(argv=None):
     print(f"1. Long runs, RK4 h = 1e-3 unless noted, {t_end:g} s (targets: errors <= 1e-10; top "
           "energy drift < 2e-4 %)")
     print(f"{'scenario':26s} {'max|Phi|':>10s} {'max|Bu+C|':>10s} {'energy drift %':>15s} "
-          f"{'re-sel.':>8s} {'re-sel. CPU %':>14s} {'(cached) %':>11s} {'watch CPU %':>12s} "
+          f"{'re-sel.':>8s} {'re-sel. CPU %':>14s} {'(cached) %':>11s} "
           f"{'recharts':>9s}")
     # slider_crank3's torque grows without bound as q2 -> +-pi/2 and turns the crank in
     # well under 1 ms there: a fixed 1 ms step cannot follow it over 100 s, error control can
@@ -166,7 +166,7 @@ def main(argv=None):
         r = long_run(label, sc, t_end, **options)
         print(f"{label:26s} {r['pos']:10.2e} {r['vel']:10.2e} {100 * r['drift']:15.2e} "
               f"{r['resel']:8d} {100 * r['share']:14.4f} {100 * r['warm']:11.4f} "
-              f"{100 * r['watch']:12.2f} {r['recharts']:9d}")
+              f"{r['recharts']:9d}")
 
     print("\n2. Declared never-seen constraint set -> end of its first RK4 step, numeric path "
           "(target <= 1 ms)")

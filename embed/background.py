@@ -2,7 +2,8 @@
 
 ``submit`` writes a small request (the mode's key) and returns at once; ``results``
 takes whatever compiled modes have arrived, without waiting (select with zero
-timeout).  The stepping loop keeps integrating on the numeric path meanwhile.
+timeout), and costs nothing at all (no system call) while no request is
+outstanding.  The stepping loop keeps integrating on the numeric path meanwhile.
 """
 
 from __future__ import annotations
@@ -47,9 +48,12 @@ class BackgroundCompiler:
         self.errors = []
         self._modes = []
         self._calls = []
+        self.outstanding = 1      # requests not answered yet: the first is the worker's start
 
-    def submit(self, key, parts=None):
+    def submit(self, key):
+        """Ask for mode ``key`` (mode id, active constraints, dependent speeds) compiled."""
         self._send(("mode", key))
+        self.outstanding += 1
 
     def announce(self, constraint):
         self._send(("constraint", constraint))
@@ -61,6 +65,7 @@ class BackgroundCompiler:
         """Run the scenario module's worker function ``fname`` (listed in its WORKER_CALLS)
         in the worker; its results arrive, part by part, through ``call_results``."""
         self._send(("call", fname, args))
+        self.outstanding += 1
 
     def _send(self, obj):
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
@@ -81,6 +86,8 @@ class BackgroundCompiler:
     def poll(self, max_frames=1):
         """Decode at most ``max_frames`` finished answers (unpickling compiled functions
         costs about 0.2 ms each: one answer per step keeps every step short)."""
+        if not self.outstanding and not self._buf:
+            return
         self._read_available()
         for _ in range(max_frames):
             if len(self._buf) < 4:
@@ -92,6 +99,9 @@ class BackgroundCompiler:
             self._buf = self._buf[4 + size:]
             if msg[0] == "ready":
                 self.ready = True
+                self.outstanding -= 1
+            elif msg[0] == "done":
+                self.outstanding -= 1
             elif msg[0] == "mode":
                 _, key, meta, fns = msg
                 self._modes.append((key, fns, meta))

@@ -57,19 +57,18 @@ def partition(B_num: np.ndarray, names=()) -> tuple:
     return tuple(sorted(n - 1 - int(j) for j in piv[:m]))
 
 
-def kappa(B_num: np.ndarray, dep) -> float:
+def kappa(B_num: np.ndarray, dep, B1inv=None) -> float:
     """kappa(B1) = ||B||_1 ||B1^-1||_1: how large D = -B1^-1 B_ind can grow, the condition
     of the dependent block (gillespie2005 Sec 5.4, haug_pavesic2023 Sec 3.1)."""
     m = len(dep)
     if m == 0:
         return 1.0
-    B1 = B_num[:, list(dep)]
     nB = np.abs(B_num).sum(axis=0).max()
-    if m == 1:
-        b = abs(B1[0, 0])
-        return float(nB / b) if b > 0 else float("inf")
-    _, _, inv, info = dgesv(B1, np.eye(m))
-    return float(nB * np.abs(inv).sum(axis=0).max()) if info == 0 else float("inf")
+    if B1inv is None:
+        _, _, B1inv, info = dgesv(B_num[:, list(dep)], np.eye(m))
+        if info != 0:
+            return float("inf")
+    return float(nB * np.abs(B1inv).sum(axis=0).max())
 
 
 @dataclass

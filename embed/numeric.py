@@ -17,6 +17,7 @@ import numpy as np
 import symengine as se
 
 from .compile import Layout, lambdify, rk4_stepwise
+from .embedding import kappa
 from .errors import ConstraintRankError, ModelDefinitionError
 from .model import TIME, to_symengine
 
@@ -111,6 +112,12 @@ class NumericTerms:
         self.laws[mode_id] = (idx, lambdify(self.args_tqu, l0 + L, f"laws of mode {mode_id}",
                                             backend) if idx else None)
 
+    def mass(self, t, q, u, p):
+        """The unconstrained generalized mass matrix M (F_r* = -M udot + ...)."""
+        n = self.n
+        v = self.terms(np.concatenate(([t], q, u, p)))
+        return -v[n:n + n * n].reshape(n, n)
+
     def evaluate(self, t, q, u, p):
         n, k, a = self.n, self.k, self.a
         v = self.terms(np.concatenate(([t], q, u, p)))
@@ -141,6 +148,7 @@ class NumericMode(Layout):
         self.nx = n + len(self.ind)
         self.rows = list(rows)
         self.names = [c.name for c in cset.items]
+        self.watch = any(not r.constant_B for r in self.rows)     # kappa(B1) can change
         m = len(self.rows)
         self.law_idx, self.law_fn = terms.laws[mode.id]
         free = k - len(self.law_idx)
@@ -225,7 +233,7 @@ class NumericMode(Layout):
         if not full:
             return u, qdot, udi, f, None, None
         lam = np.zeros(m)
-        res = 0.0
+        res, kap = 0.0, 1.0
         if m:
             if self.multipliers:
                 lam = -B1i.T @ (r0 + AT @ udi + Af @ f)[dep]
@@ -233,20 +241,22 @@ class NumericMode(Layout):
             for r in self.rows:
                 if r.holonomic:
                     res = max(res, abs(float(r.phi(tq)[0])))
-        return u, qdot, udi, f, lam, res
+            if self.watch:
+                kap = kappa(BC[:, :n], self.dep, B1i)
+        return u, qdot, udi, f, lam, (res, kap)
 
     def rhs(self, t, x, p):
         u, qdot, udi, *_ = self._solve(t, x, p)
         return np.concatenate((qdot, udi))
 
     def monitors(self, t, x, p):
-        u, qdot, udi, f, lam, res = self._solve(t, x, p, full=True)
+        u, qdot, udi, f, lam, res_kappa = self._solve(t, x, p, full=True)
         q = x[:self.n]
         names = self.terms.lam_names[self.mode_id]
         lv = [lam[self.names.index(c)] if c in self.names else 0.0 for c in names]
         og = self.terms.mon[self.mode_id](np.concatenate(([t], q, u, f, lv, p)))
         n_out = self.sl_outputs.stop - self.sl_outputs.start
-        return np.concatenate((u, f, og[:n_out], [res], og[n_out:], lam))
+        return np.concatenate((u, f, og[:n_out], res_kappa, og[n_out:], lam))
 
     def rk4(self, t, h, x, p):
         return rk4_stepwise(self, t, h, x, p)

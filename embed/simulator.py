@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import time
 
@@ -24,12 +25,13 @@ from scipy.linalg.lapack import dgesv
 import symengine as se
 
 from .automaton import Automaton, Jump
-from .compile import make_mode, mode_parts
+from .compile import make_mode, mode_parts, norm1
 from .constraints import ConstraintSet
 from .embedding import EXPLICIT_OPS_OFFLINE, ModeEquations, embed, kappa, partition
 from .errors import (ConstraintRankError, EventLocationError, InputError, IntegrationError,
                      ModelDefinitionError, ZenoError)
 from .integrators import make_integrator
+from .model import TIME
 from .numeric import ConstraintTerms, NumericMode, NumericTerms, lam_symbol
 
 EVENT_TOL = 1e-12     # width of the bracket around a located event time (s)
@@ -41,8 +43,13 @@ PROBE = 1e-7          # s: how far ahead a condition left at zero is looked at (
 PROBE_G = 1e-9        # a condition this close to zero counts as at zero
 RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
                       # (10 cost accuracy near singular configurations of the slider-crank)
-WATCH_EVERY = 4       # steps between two evaluations of kappa(B1)
 EMBEDDINGS = ("symbolic", "numeric", "background")
+
+
+def _max_abs(a):
+    """max |a_i| of a short vector in plain floats (numpy's dispatch costs 20-50 us where an
+    event step finds the caches cold; the comparisons themselves are nothing)."""
+    return max(map(abs, a.tolist()), default=0.0)
 
 
 class Context:
@@ -56,8 +63,15 @@ class Context:
         self.u = np.array(sim.u)
         self.mode = sim.mode
         self.discrete = dict(sim.discrete)
-        self.forces = sim.forces_now()
-        self.outputs = sim.outputs_now()
+
+    @functools.cached_property
+    def forces(self):
+        """Declared force symbols' values here (by name), formed when a reset map asks."""
+        return self.sim.forces_now()
+
+    @functools.cached_property
+    def outputs(self):
+        return self.sim.outputs_now()
 
     def forces_in(self, mode_id, **discrete):
         """Contact forces the mode ``mode_id`` would need at this state (admissibility checks)."""
@@ -68,7 +82,7 @@ class Context:
 
     def mass_matrix(self):
         """The unconstrained generalized mass matrix M(q) here (F_r* = -M udot + ...)."""
-        return -self.sim.numeric_terms().evaluate(self.t, self.q, self.u, self.sim.pvec)[1]
+        return self.sim.numeric_terms().mass(self.t, self.q, self.u, self.sim.pvec)
 
     def row(self, name):
         """(B, C) of a constraint here, active or not: its velocity is B u + C (eq 7)."""
@@ -130,7 +144,6 @@ class Simulator:
         self.kappa0 = 1.0         # kappa(B1) when the independent speeds were selected
         self.reselections = 0
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
-        self.watch_time = 0.0     # CPU seconds spent watching kappa(B1)
         self.reselect_compile_time = 0.0   # of reselect_time: first embeddings of a partition
         self.recharts = 0
         self.background_latency = None
@@ -143,7 +156,6 @@ class Simulator:
         self._last_impact = None
         self._hol = []
         self._watch = False
-        self._watch_count = 0
         self._starting = False
         self.discrete = dict(automaton.discrete)
         self.dep = ()
@@ -265,7 +277,7 @@ class Simulator:
                     [self.cterms(c.name) for c in cset.items])
             if self.embedding == "background" and key not in self.cache["submitted"]:
                 self.cache["submitted"][key] = time.perf_counter()
-                self.compiler.submit(key, self.mode_parts(key))
+                self.compiler.submit(key)
         self.embed_times.append(time.perf_counter() - t0)
         return cm
 
@@ -352,7 +364,13 @@ class Simulator:
             res.append(sum((b * uf for b, uf in zip(c.B, eqs.u_full)), c.C))
             if c.holonomic:
                 res.append(c.phi)
-        return mode_parts(self.model, eqs, self.psyms, outs, res, guards)
+        kap = se.Integer(1)
+        moving = list(self.model.q) + [TIME]
+        if any(e.has(v) for c in cset.items for e in c.B for v in moving):
+            B1inv = emb.B1inv
+            kap = norm1([list(c.B) for c in cset.items]) * norm1(
+                [[B1inv[i, j] for j in range(B1inv.ncols())] for i in range(B1inv.nrows())])
+        return mode_parts(self.model, eqs, self.psyms, outs, res, guards, kap)
 
     def poll_background(self):
         """Take the background worker's finished compiles; the active mode moves to the
@@ -433,9 +451,9 @@ class Simulator:
         n, m = self.model.n, len(names)
         B, C = BC if BC is not None else self._BC([self.cterms(c) for c in names], self.t, q)
         r = B @ u + C
-        if np.abs(r).max() <= tol * max(1.0, np.abs(u).max()):
+        if _max_abs(r) <= tol * max(1.0, _max_abs(u)):
             return u, {}
-        M = -self.numeric_terms().evaluate(self.t, q, u, self.pvec)[1]
+        M = self.numeric_terms().mass(self.t, q, u, self.pvec)
         K = np.zeros((n + m, n + m))
         K[:n, :n] = M
         K[:n, n:] = B.T
@@ -500,7 +518,7 @@ class Simulator:
         self.last_impulse = {}
         # the new constraints at the reset configuration, evaluated once for the projection
         # (haug_pavesic2023 eq 13), the activation jump (mueller eq 7), the partition (eq 11)
-        # and kappa(B1): an event step does no other evaluation of them
+        # (kappa(B1) comes with the monitors): an event step evaluates them once
         cts = [self.cterms(c) for c in self.active]
         self._hol = [ct for ct in cts if ct.holonomic]
         self._watch = any(not ct.constant_B for ct in cts)
@@ -512,12 +530,12 @@ class Simulator:
             if jump.u is None and set(self.active) - set(before):
                 u, self.last_impulse = self.activation_jump(self.active, q, u, BC=(B, C))
             self.dep = partition(B, self.active)
-            self.kappa0 = kappa(B, self.dep) if self._watch else 1.0
         else:
-            self.dep, self.kappa0 = (), 1.0
+            self.dep = ()
         self.cm = self.compiled(jump.mode, self.dep, self.active)
         self.x = np.concatenate((q, u[list(self.cm.ind)]))
         self.mon = self.cm.monitors(self.t, self.x, self.pvec)
+        self.kappa0 = float(self.mon[self.cm.i_kappa])
         self.enabled = tuple(g.enabled is None or bool(g.enabled(self.discrete)) for g in mode.guards)
         self.armed = self._arm()
         self._dirty = False
@@ -526,10 +544,10 @@ class Simulator:
         """Armed switching conditions at entry: positive now, or, for one a reset map left
         next to zero, positive an instant later (a rebound whose next flight may be shorter
         than a step).  A condition exactly zero (switched off by an input) stays unarmed."""
-        g = self.mon[self.cm.sl_guards]
-        near = (g <= 0) & (g > -PROBE_G) & (g != 0.0)
-        if not near.any():
-            return tuple(bool(v > 0) for v in g)
+        g = self.mon[self.cm.sl_guards].tolist()
+        near = [-PROBE_G < v < 0.0 for v in g]
+        if not any(near):
+            return tuple(v > 0 for v in g)
         tau = min(PROBE, self.integrator.h_max / 100)
         later = self.integrator.partial(self.cm, self.t, self.x, self.pvec, tau)
         g2 = later[self.cm.nx + self.cm.sl_guards.start:self.cm.nx + self.cm.sl_guards.stop]
@@ -632,30 +650,30 @@ class Simulator:
             return v[:, 0], v[:, 1:]
 
         r, G = phi(tq)
-        if np.abs(r).max() <= PHI_TOL:
+        if _max_abs(r) <= PHI_TOL:
             return q            # the chart is taken when a correction first needs one
         if self.chart is None:
             self._rechart(G)
         n = self.model.n
         it = 0
-        while np.max(np.abs(r)) > PHI_TOL:
+        while _max_abs(r) > PHI_TOL:
             if it == 12:
                 raise IntegrationError(
                     f"configuration constraints {[ct.name for ct in self._hol]} not satisfied "
-                    f"(|Phi| = {np.max(np.abs(r)):.3g}) at t = {self.t:.9g} s; the configuration "
+                    f"(|Phi| = {_max_abs(r):.3g}) at t = {self.t:.9g} s; the configuration "
                     "left the constraint manifold: reduce h_max")
             U, Bh = self.chart
             q = q - U @ (Bh @ r)
             tq[1:1 + n] = q
             r_new, G = phi(tq)
-            if it >= 2 and np.max(np.abs(r_new)) > 0.1 * np.max(np.abs(r)):
+            if it >= 2 and _max_abs(r_new) > 0.1 * _max_abs(r):
                 self._rechart(G)
             r = r_new
             it += 1
         U, Bh = self.chart
         GU = G @ U
         Bh = 2 * Bh - Bh @ GU @ Bh                                   # eq 16
-        if np.max(np.abs(GU @ Bh - np.eye(len(r)))) > 0.25:
+        if _max_abs((GU @ Bh - np.eye(len(r))).ravel()) > 0.25:
             self._rechart(G)
         else:
             self.chart = (U, Bh)
@@ -663,7 +681,11 @@ class Simulator:
 
     def _rechart(self, G):
         U = G.T.copy()
-        self.chart = (U, np.linalg.inv(G @ U))
+        _, _, Bh, info = dgesv(G @ U, np.eye(len(G)))
+        if info != 0:
+            raise ConstraintRankError(f"configuration constraints {[ct.name for ct in self._hol]}"
+                                      f" have a singular Jacobian at t = {self.t:.9g} s")
+        self.chart = (U, Bh)
         self.recharts += 1
 
     def _after_step(self):
@@ -675,15 +697,8 @@ class Simulator:
             if qp is not q:
                 self.x = np.concatenate((qp, self.x[n:]))
                 self.mon = self.cm.monitors(self.t, self.x, self.pvec)
-        if self._watch:
-            self._watch_count += 1
-            if self._watch_count >= WATCH_EVERY:
-                self._watch_count = 0
-                t0 = time.process_time()
-                k = self.kappa()
-                self.watch_time += time.process_time() - t0
-                if k > RESELECT * max(self.kappa0, 1.0):
-                    self._reselect()
+        if self._watch and self.mon[self.cm.i_kappa] > RESELECT * max(self.kappa0, 1.0):
+            self._reselect()        # kappa(B1) is a monitor: watching it costs nothing
 
     def _reselect(self):
         """New independent speeds by pivoting on B here; re-embed (cache) without stopping."""
@@ -698,7 +713,7 @@ class Simulator:
             self.x = np.concatenate((q, u[list(self.cm.ind)]))
             self.mon = self.cm.monitors(self.t, self.x, self.pvec)
             self.reselections += 1
-        self.kappa0 = self.kappa()
+        self.kappa0 = float(self.mon[self.cm.i_kappa])
         self.reselect_time += time.process_time() - t0
 
     def jump_to(self, mode, q=None, u=None, label="reset", **discrete):

@@ -12,6 +12,10 @@ scenario once, then answers requests read from stdin, each a length-prefixed pic
   answered part by part, one frame each;
 - ("stop",): exit.
 
+Every "mode" and "call" request is followed, once answered, by a ("done",) frame, so
+that the stepping process polls only while something is outstanding.  The worker runs
+at a lower priority (nice 10) than the stepping process.
+
 It is started as its own module (not multiprocessing), so a user's script without a
 ``__main__`` guard is never imported again here.
 """
@@ -19,6 +23,7 @@ It is started as its own module (not multiprocessing), so a user's script withou
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import struct
 import sys
@@ -41,6 +46,8 @@ def write_frame(stream, obj):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if hasattr(os, "nice"):
+        os.nice(10)           # if the cores are contended, the stepping process goes first
     name, options = argv[0], json.loads(argv[1]) if len(argv) > 1 else {}
     import scenarios
     from embed.compile import compile_parts, lambdify
@@ -66,6 +73,7 @@ def main(argv=None):
             module = scenarios.load(name)
             if fname not in getattr(module, "WORKER_CALLS", ()):
                 write_frame(stdout, ("error", fname, "not a worker call of " + name, ""))
+                write_frame(stdout, ("done",))
                 continue
             try:
                 for part in getattr(module, fname)(sim, *args):
@@ -73,6 +81,7 @@ def main(argv=None):
             except Exception as exc:  # noqa: BLE001 - report, keep serving
                 write_frame(stdout, ("error", fname, f"{type(exc).__name__}: {exc}",
                                      traceback.format_exc()))
+            write_frame(stdout, ("done",))
             continue
         key = req[1]
         try:
@@ -89,6 +98,7 @@ def main(argv=None):
         except Exception as exc:  # noqa: BLE001 - report, keep serving
             write_frame(stdout, ("error", key, f"{type(exc).__name__}: {exc}",
                                  traceback.format_exc()))
+        write_frame(stdout, ("done",))
 
 
 if __name__ == "__main__":

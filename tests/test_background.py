@@ -43,5 +43,16 @@ def test_numeric_first_then_the_workers_symbolic_embedding():
         assert np.array(sim.q) == pytest.approx(np.array(ref.q), abs=1e-9)
         assert np.array(sim.u) == pytest.approx(np.array(ref.u), abs=1e-9)
         assert sim.residual() <= 1e-10
+        # every request answered (its "done" frame read by a later poll): the stepping loop
+        # then no longer polls the worker's pipe
+        while bc.outstanding and time.time() < deadline:
+            bc.poll()
+            time.sleep(0.01)
+        assert bc.outstanding == 0 and not bc.errors
+        bc.submit((-1, ("no_such_constraint",), (0,)))   # a bad request is answered too
+        while bc.outstanding and time.time() < deadline:
+            bc.poll()
+            time.sleep(0.01)
+        assert bc.outstanding == 0 and bc.errors and "no_such_constraint" in str(bc.errors)
     finally:
         bc.close()

@@ -83,6 +83,9 @@ def test_line_accelerations_and_normal_force_match_lagrange(line, embedding):
             mon = cm.monitors(0.0, x, sim.pvec)
             assert mon[cm.sl_lambda][0] == pytest.approx(lam_ref[0], rel=1e-10, abs=1e-10)
             assert mon[cm.sl_u] == pytest.approx(u, rel=1e-12, abs=1e-12)
+            # kappa(B1) = ||B||_1 ||B1^-1||_1 for the one row B = (l1 sin q1, l2 sin q2)
+            B = np.array([P["l1"], P["l2"]]) * np.sin(q)
+            assert mon[cm.i_kappa] == pytest.approx(np.max(np.abs(B)) / abs(B[dep[0]]), rel=1e-10)
 
 
 def test_line_energy_and_constraints_over_a_run(line):
