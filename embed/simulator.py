@@ -32,7 +32,7 @@ from .errors import (ConstraintRankError, EventLocationError, InputError, Integr
                      ModelDefinitionError, ZenoError)
 from .integrators import make_integrator
 from .model import TIME
-from .numeric import ConstraintTerms, NumericMode, NumericTerms, lam_symbol
+from .numeric import ConstraintTerms, EntryTerms, NumericMode, NumericTerms, lam_symbol
 
 EVENT_TOL = 1e-12     # width of the bracket around a located event time (s)
 ZENO_LIMIT = 100      # events at one instant before the automaton is declared Zeno
@@ -126,7 +126,7 @@ class Simulator:
         self.integrator = make_integrator(solver, h_max, rtol)
         # shared by the simulators of one scenario: re-entering a mode costs nothing
         self.cache = cache if cache is not None else {}
-        for k in ("emb", "mode", "numeric", "cterms", "exprs", "submitted"):
+        for k in ("emb", "mode", "numeric", "cterms", "entry", "exprs", "submitted"):
             self.cache.setdefault(k, {})
         self.outputs = list(automaton.outputs)
         ex = self.cache["exprs"]
@@ -236,6 +236,23 @@ class Simulator:
         BC = np.array([ct.BC(tq) for ct in cts]).reshape(len(cts), self.model.n + 1)
         return BC[:, :-1], BC[:, -1]
 
+    def _entry(self, cts, t, q, u):
+        """(K, B, r, Phi) of the constraints ``cts`` at (t, q, u) (``EntryTerms``): one call
+        where the set's entry terms were compiled at set-up (``warm_up``), else assembled
+        from each constraint's own terms and the unconstrained mass matrix."""
+        et = self.cache["entry"].get(tuple(ct.name for ct in cts))
+        if et is not None:
+            return et(t, q, u, self.pvec)
+        n, m = self.model.n, len(cts)
+        B, C = self._BC(cts, t, q)
+        K = np.zeros((n + m, n + m))
+        K[:n, :n] = self.numeric_terms().mass(t, q, u, self.pvec)
+        K[:n, n:] = B.T
+        K[n:, :n] = B
+        tq = np.concatenate(([t], q, self.pvec))
+        phi = [ct.phi(tq)[0] for ct in cts if ct.holonomic]
+        return K, B, B @ u + C, np.array(phi)
+
     def _B_numeric(self, names, t, q):
         return self._BC([self.cterms(c) for c in names], t, q)[0]
 
@@ -306,7 +323,8 @@ class Simulator:
         first-call costs (measured: 0.2-4 ms each for numpy's and LAPACK's first solve or
         QR, a constraint's compile on first use): every constraint's compiled terms, the
         unconstrained terms, the linear algebra of an event at this model's sizes, and every
-        compiled mode's function."""
+        compiled mode's function; and, compiled with LLVM, the entry terms of every mode's
+        constraint set (``EntryTerms``)."""
         n = self.model.n
         tq = np.concatenate(([self.t], self.q, self.pvec))
         tqu = np.concatenate(([self.t], self.q, self.u, self.pvec))
@@ -317,6 +335,13 @@ class Simulator:
                 ct.gamma(tqu)
                 if ct.phi is not None:
                     ct.phi(tq)
+            for mode in list(self.aut.modes.values()):
+                active = tuple(sorted(mode.constraints))
+                if active and active not in self.cache["entry"]:
+                    self.cache["entry"][active] = EntryTerms(
+                        self.model, self.constraint_set(active), self.psyms, "llvm")
+                if active:
+                    self._entry([self.cterms(c) for c in active], self.t, self.q, self.u)
             self.numeric_terms().evaluate(self.t, self.q, self.u, self.pvec)
             k = n + max([len(md.constraints) for md in self.aut.modes.values()] + [1]) + 2
             for size in range(1, k + 1):
@@ -438,7 +463,7 @@ class Simulator:
         md = self.aut.modes.get(self.mode)
         return self.mode if md is None or md.report is None else md.report
 
-    def activation_jump(self, names, q, u, tol=1e-12, BC=None):
+    def activation_jump(self, names, q, u, tol=1e-12, entry=None):
         """Momentum-consistent velocity jump when constraints become active (mueller eq 5-7).
 
         Solves [M B^T; B 0] [du; Lambda] = [0; -(B u + C)] over all constraints active after
@@ -446,18 +471,14 @@ class Simulator:
         it also holds when the unconstrained M is singular (Euler parameter speeds).  With
         the persistent constraints satisfied before the event this is eq 7 itself; it is
         ANDY's plastic impact map (wang2019 eq 19) for a new contact.  Returns the new full
-        speeds and the impulse of each constraint.  ``BC``: (B, C) at q, if known already.
+        speeds and the impulse of each constraint.  ``entry``: ``_entry``'s (K, B, r, Phi)
+        at (q, u), if known already.
         """
         n, m = self.model.n, len(names)
-        B, C = BC if BC is not None else self._BC([self.cterms(c) for c in names], self.t, q)
-        r = B @ u + C
+        K, _, r, _ = entry if entry is not None else self._entry(
+            [self.cterms(c) for c in names], self.t, q, u)
         if _max_abs(r) <= tol * max(1.0, _max_abs(u)):
             return u, {}
-        M = self.numeric_terms().mass(self.t, q, u, self.pvec)
-        K = np.zeros((n + m, n + m))
-        K[:n, :n] = M
-        K[:n, n:] = B.T
-        K[n:, :n] = B
         rhs = np.zeros(n + m)
         rhs[n:] = -r
         _, _, z, info = dgesv(K, rhs)
@@ -523,13 +544,14 @@ class Simulator:
         self._hol = [ct for ct in cts if ct.holonomic]
         self._watch = any(not ct.constant_B for ct in cts)
         self.chart = None
-        if self._hol:
-            q = self._project_q(q)
         if cts:
-            B, C = self._BC(cts, self.t, q)
+            entry = self._entry(cts, self.t, q, u)
+            if self._hol and _max_abs(entry[3]) > PHI_TOL:
+                q = self._project_q(q)
+                entry = self._entry(cts, self.t, q, u)
             if jump.u is None and set(self.active) - set(before):
-                u, self.last_impulse = self.activation_jump(self.active, q, u, BC=(B, C))
-            self.dep = partition(B, self.active)
+                u, self.last_impulse = self.activation_jump(self.active, q, u, entry=entry)
+            self.dep = partition(entry[1], self.active)
         else:
             self.dep = ()
         self.cm = self.compiled(jump.mode, self.dep, self.active)
