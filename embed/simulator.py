@@ -643,6 +643,8 @@ class Simulator:
                 c = 0.5 * (a + b)
             c = min(max(c, a + 0.25 * EVENT_TOL), b - 0.25 * EVENT_TOL)
             gc = g(c)
+            if gc == 0.0:       # on the crossing itself (else gb = 0 stalls the secant)
+                return c
             if gc > 0:
                 a, ga = c, gc
                 if side == -1:
