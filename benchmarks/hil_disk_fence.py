@@ -19,6 +19,7 @@ outputs) has not finished by the end of its millisecond.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -39,6 +40,11 @@ def main(argv=None):
     ap.add_argument("--announce", type=float, default=7.0)
     ap.add_argument("--curve", default="", help="free-form fence (height profile in s)")
     a = ap.parse_args(argv)
+    try:            # ahead of the FMU's background worker and other processes, if permitted
+        os.nice(-10)
+        policy = "nice -10"
+    except (AttributeError, OSError):
+        policy = "nice 0"
     if not Path(a.fmu).exists():
         import build_fmu
         build_fmu.build("disk_fence", Path(a.fmu).parent)
@@ -96,7 +102,7 @@ def main(argv=None):
     r.close()
     print(f"disk_fence.fmu at 1 kHz wall clock for {a.seconds:g} s through fmpy's ctypes "
           f"bindings; fence announced at t = {a.announce:g} s "
-          f"({'curve ' + a.curve if a.curve else 'arc'})")
+          f"({'curve ' + a.curve if a.curve else 'arc'}); master at {policy}")
     print(f"{'figure':48s} {'value':>10s} {'target':>10s}")
     print(f"{'do_step median (us)':48s} {np.median(step_us):10.1f}")
     print(f"{'do_step p99 (us)':48s} {np.percentile(step_us, 99):10.1f} {'<= 100':>10s}")

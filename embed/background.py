@@ -50,6 +50,17 @@ class BackgroundCompiler:
         self._calls = []
         self.outstanding = 1      # requests not answered yet: the first is the worker's start
 
+    def wait_ready(self, timeout):
+        """Block until the worker has built its model (at most ``timeout`` s): called at
+        set-up, so that its start-up (imports, model: 1-3 s of CPU) is over before the
+        first real-time step.  Returns whether it is ready."""
+        import time
+        deadline = time.monotonic() + timeout
+        while not self.ready and self.proc.poll() is None and time.monotonic() < deadline:
+            if select.select([self.proc.stdout.fileno()], [], [], 0.05)[0]:
+                self.poll()
+        return self.ready
+
     def submit(self, key):
         """Ask for mode ``key`` (mode id, active constraints, dependent speeds) compiled."""
         self._send(("mode", key))

@@ -34,6 +34,7 @@ STATUS = {
     InputError.status: "an input or parameter was rejected; the last good value is kept",
 }
 
+WORKER_START_TIMEOUT = 60.0   # s that initialization waits for the background worker's start
 _SCENARIOS = {}   # (name, options) -> Scenario, built once per process (pythonfmu re-runs __init__)
 _COMPILERS = {}   # (name, options) -> background embedding worker, one per process
 
@@ -237,6 +238,10 @@ class ScenarioSlave(Fmi2Slave):
                 self.sim.warm_up()
             except Exception as exc:  # noqa: BLE001 - warming is an optimization only
                 self.log(f"warm-up skipped: {exc}", Fmi2Status.warning)
+            bc = self.sim.compiler
+            if bc is not None and not bc.wait_ready(WORKER_START_TIMEOUT):
+                self.log(f"background embedding worker not ready after {WORKER_START_TIMEOUT} s;"
+                         " stepping on the numeric path until it is", Fmi2Status.warning)
         # everything built so far (models, compiled modes) lives as long as the process: keep
         # it out of the cyclic collector, whose full passes over it paused steps for ms
         import gc
