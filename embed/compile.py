@@ -59,11 +59,12 @@ class Compiled:
         return (Compiled, (self.fn, self.n_in, self.n_out))
 
 
-def lambdify(args, exprs, what, backend=None, opt_level=None):
-    """symengine Lambdify with common-subexpression elimination (``exprs`` a flat list)."""
+def lambdify(args, exprs, what, backend=None, opt_level=None, cse=True):
+    """symengine Lambdify, with common-subexpression elimination unless ``cse`` is False
+    (``exprs`` a flat list)."""
     kw = {"opt_level": opt_level} if opt_level is not None and backend == "llvm" else {}
     try:
-        fn = se.Lambdify(args, exprs, real=True, backend=backend or BACKEND, cse=True, **kw)
+        fn = se.Lambdify(args, exprs, real=True, backend=backend or BACKEND, cse=cse, **kw)
     except Exception as exc:  # symengine raises RuntimeError/TypeError variants
         raise CompilationError(f"could not compile {what}: {exc}") from exc
     return Compiled(fn, len(args), len(exprs))

@@ -442,13 +442,13 @@ class FenceGeometry:
                      + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms))
             sim.aut.modes.setdefault(mode.id, mode)
             sim.numeric_terms().install_mode(
-                mode.id, lambdify(margs, exprs, f"monitors of {mode.name}"),
+                mode.id, lambdify(margs, exprs, f"monitors of {mode.name}", cse=False),
                 lam_names=mode.constraints)
             self._install(("ready", version, mode.id))
             return
         args = ([TIME] + list(m.q) + (list(m.u) if which == "gamma" else []) + list(sim.psyms))
         f = self._fns.setdefault(name, {})
-        f[which] = lambdify(args, exprs, f"{which} of {name}")
+        f[which] = lambdify(args, exprs, f"{which} of {name}", cse=False)
         if len(f) == 3:
             sim.cache["cterms"][name] = ConstraintTerms(
                 m, sim.aut.constraints[name], sim.psyms, fns=(f["BC"], f["gamma"], f["phi"]))
