@@ -1,9 +1,12 @@
-"""Client of the background embedding worker (``embed.worker``), polled from the stepping loop.
+"""Client of the background embedding workers (``embed.worker``), polled from the stepping loop.
 
-``submit`` writes a small request (the mode's key) and returns at once; ``results``
-takes whatever compiled modes have arrived, without waiting (select with zero
-timeout), and costs nothing at all (no system call) while no request is
-outstanding.  The stepping loop keeps integrating on the numeric path meanwhile.
+Two worker processes: a *fast* one answers a scenario's own calls (a geometry announced at
+run time: parse, check, form its constraints; a few ms), a *slow* one embeds and compiles
+modes with LLVM (tens to hundreds of ms each).  A second announcement therefore never
+waits behind the compile of the first.  ``submit`` and ``call`` write a small request and
+return at once; ``results`` and ``call_results`` take whatever has arrived, without
+waiting (select with zero timeout), and cost nothing at all (no system call) while no
+request is outstanding.  The stepping loop keeps integrating on the numeric path meanwhile.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from .errors import CompilationError
@@ -32,6 +36,66 @@ def python_executable():
     return shutil.which("python3") or "python3"
 
 
+def frame(obj):
+    """One request or answer: a length-prefixed pickle."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return struct.pack("<I", len(data)) + data
+
+
+class _Pipe:
+    """One worker process and the frames read from it."""
+
+    def __init__(self, cmd, env, cwd):
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     env=env, cwd=cwd)
+        self.buf = b""
+        self.ready = False
+        self.outstanding = 1      # requests not answered yet: the first is the worker's start
+
+    def send(self, data, requests=0):
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise CompilationError(f"background embedding worker is gone: {exc}") from exc
+        self.outstanding += requests
+
+    def frames(self, max_frames):
+        """At most ``max_frames`` decoded answers, never waiting."""
+        if not self.outstanding and not self.buf:
+            return []
+        fd = self.proc.stdout.fileno()
+        while select.select([fd], [], [], 0)[0]:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            self.buf += chunk
+        out = []
+        while len(out) < max_frames and len(self.buf) >= 4:
+            (size,) = struct.unpack("<I", self.buf[:4])
+            if len(self.buf) < 4 + size:
+                break
+            msg = pickle.loads(self.buf[4:4 + size])
+            self.buf = self.buf[4 + size:]
+            if msg[0] == "ready":
+                self.ready = True
+                self.outstanding -= 1
+            elif msg[0] == "done":
+                self.outstanding -= 1
+            else:
+                out.append(msg)
+        return out
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.send(frame(("stop",)))
+                self.proc.stdin.close()
+                self.proc.wait(timeout=2)
+            except Exception:  # noqa: BLE001
+                self.proc.kill()
+
+
 class BackgroundCompiler:
     def __init__(self, scenario, options=None, python=None, root=None):
         # the folder holding embed/ and scenarios/: an FMU's resources (a master may delete
@@ -39,87 +103,73 @@ class BackgroundCompiler:
         root = str(root or Path(__file__).resolve().parents[1])
         env = dict(os.environ)
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        self.proc = subprocess.Popen(
-            [python or python_executable(), "-m", "embed.worker", scenario,
-             json.dumps(options or {})],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=root)
-        self._buf = b""
-        self.ready = False
+        cmd = [python or python_executable(), "-m", "embed.worker", scenario,
+               json.dumps(options or {})]
+        self.fast = _Pipe(cmd, env, root)
+        self.slow = _Pipe(cmd, env, root)
         self.errors = []
         self._modes = []
         self._calls = []
-        self.outstanding = 1      # requests not answered yet: the first is the worker's start
+
+    @property
+    def ready(self):
+        return self.fast.ready and self.slow.ready
+
+    @property
+    def outstanding(self):
+        return self.fast.outstanding + self.slow.outstanding
+
+    def alive(self):
+        return self.fast.proc.poll() is None and self.slow.proc.poll() is None
 
     def wait_ready(self, timeout):
-        """Block until the worker has built its model (at most ``timeout`` s): called at
-        set-up, so that its start-up (imports, model: 1-3 s of CPU) is over before the
-        first real-time step.  Returns whether it is ready."""
-        import time
+        """Block until both workers have built their model (at most ``timeout`` s): called at
+        set-up, so that their start-up (imports, model: 1-3 s of CPU) is over before the
+        first real-time step.  Returns whether they are ready."""
         deadline = time.monotonic() + timeout
-        while not self.ready and self.proc.poll() is None and time.monotonic() < deadline:
-            if select.select([self.proc.stdout.fileno()], [], [], 0.05)[0]:
-                self.poll()
+        while not self.ready and self.alive() and time.monotonic() < deadline:
+            fds = [p.proc.stdout.fileno() for p in (self.fast, self.slow) if not p.ready]
+            if select.select(fds, [], [], 0.05)[0]:
+                self.poll(max_frames=100)
         return self.ready
 
     def submit(self, key):
         """Ask for mode ``key`` (mode id, active constraints, dependent speeds) compiled."""
-        self._send(("mode", key))
-        self.outstanding += 1
+        self.slow.send(frame(("mode", key)), requests=1)
 
     def announce(self, constraint):
-        self._send(("constraint", constraint))
+        """A constraint defined at run time, for the modes submitted later (both workers)."""
+        data = frame(("constraint", constraint))
+        self.fast.send(data)
+        self.slow.send(data)
 
     def announce_mode(self, mode):
-        self._send(("modedef", mode))
+        data = frame(("modedef", mode))
+        self.fast.send(data)
+        self.slow.send(data)
+
+    def relay(self, data, requests):
+        """Frames the fast worker prepared for the slow one (constraints, modes and mode
+        requests of a new geometry), passed on without decoding them here."""
+        self.slow.send(data, requests)
 
     def call(self, fname, *args):
         """Run the scenario module's worker function ``fname`` (listed in its WORKER_CALLS)
-        in the worker; its results arrive, part by part, through ``call_results``."""
-        self._send(("call", fname, args))
-        self.outstanding += 1
-
-    def _send(self, obj):
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        try:
-            self.proc.stdin.write(struct.pack("<I", len(data)) + data)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise CompilationError(f"background embedding worker is gone: {exc}") from exc
-
-    def _read_available(self):
-        fd = self.proc.stdout.fileno()
-        while select.select([fd], [], [], 0)[0]:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            self._buf += chunk
+        in the fast worker; its results arrive, part by part, through ``call_results``."""
+        self.fast.send(frame(("call", fname, args)), requests=1)
 
     def poll(self, max_frames=1):
-        """Decode at most ``max_frames`` finished answers (unpickling compiled functions
-        costs about 0.2 ms each: one answer per step keeps every step short)."""
-        if not self.outstanding and not self._buf:
-            return
-        self._read_available()
-        for _ in range(max_frames):
-            if len(self._buf) < 4:
-                return
-            (size,) = struct.unpack("<I", self._buf[:4])
-            if len(self._buf) < 4 + size:
-                return
-            msg = pickle.loads(self._buf[4:4 + size])
-            self._buf = self._buf[4 + size:]
-            if msg[0] == "ready":
-                self.ready = True
-                self.outstanding -= 1
-            elif msg[0] == "done":
-                self.outstanding -= 1
-            elif msg[0] == "mode":
-                _, key, meta, fns = msg
-                self._modes.append((key, fns, meta))
-            elif msg[0] == "call":
-                self._calls.append(msg[1:])
-            elif msg[0] == "error":
-                self.errors.append(msg[1:])
+        """Decode at most ``max_frames`` finished answers of each worker (unpickling compiled
+        functions costs about 0.2 ms each: one answer per step keeps every step short)."""
+        for pipe in (self.fast, self.slow):
+            for msg in pipe.frames(max_frames):
+                if msg[0] == "mode":
+                    _, key, meta, fns = msg
+                    self._modes.append((key, fns, meta))
+                elif msg[0] == "call":
+                    self._calls.append(msg[1:])
+                elif msg[0] == "error":
+                    self.errors.append(msg[1:])
 
     def results(self):
         """Finished modes as (key, functions, meta); never blocks."""
@@ -133,10 +183,5 @@ class BackgroundCompiler:
         return out
 
     def close(self):
-        if self.proc.poll() is None:
-            try:
-                self._send(("stop",))
-                self.proc.stdin.close()
-                self.proc.wait(timeout=2)
-            except Exception:  # noqa: BLE001
-                self.proc.kill()
+        self.fast.close()
+        self.slow.close()

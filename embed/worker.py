@@ -39,8 +39,8 @@ def read_frame(stream):
 
 
 def write_frame(stream, obj):
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(struct.pack("<I", len(data)) + data)
+    from embed.background import frame
+    stream.write(frame(obj))
     stream.flush()
 
 

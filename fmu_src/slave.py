@@ -60,7 +60,7 @@ def compiler(name, options, resources):
     """The process's background embedding worker for this scenario, started once."""
     key = (name, tuple(sorted(options.items())))
     bc = _COMPILERS.get(key)
-    if bc is None or bc.proc.poll() is not None:
+    if bc is None or not bc.alive():
         from embed.background import BackgroundCompiler
         bc = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources)
     return bc

@@ -33,8 +33,8 @@ import symengine as se
 
 from embed import (Automaton, Constraint, Guard, Jump, Mode, Model, Scenario, Var, holonomic,
                    motion)
-from embed.compile import compile_parts, lambdify, make_mode
-from embed.embedding import EXPLICIT_OPS_OFFLINE
+from embed.background import frame
+from embed.compile import lambdify
 from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
                             disk_centre_on_fence, fence_frame, validate)
 from embed.model import TIME, to_symengine
@@ -323,20 +323,16 @@ def prepare_fence(sim, version, spec, pvec):
         yield ("expr", version, name, "gamma", gamma)
         yield ("expr", version, name, "phi", phi)
     yield ("expr", version, mode.id, "monitors", list(outs) + list(guards))
-    # the symbolic embedding for the partition at the start of the fence
+    # the symbolic embedding, for the partition at the start of the fence, is the slow
+    # worker's: the stepping process relays these frames to it without decoding them
     sim.pvec[:] = pvec
     L, ph, r = (float(pvec[sim.pnames.index(k)]) for k in ("L", "phi", "r"))
     q = np.array([L * math.cos(ph) - r * math.sin(ph), L * math.sin(ph) + r * math.cos(ph), 0, L])
     active = tuple(sorted(mode.constraints))
-    dep = sim._partition(active, 0.0, q)
-    key = (mode.id, active, dep)
-    parts = sim.mode_parts(key, EXPLICIT_OPS_OFFLINE)
-    fns = compile_parts(parts, key, "llvm")
-    meta = {k: parts[k] for k in ("kind", "ind", "dep", "sizes")}
-    meta["nx"] = len(parts["x"])
-    if parts["kind"] == "linear":
-        meta.update(nz=len(parts["z"]), n_ud=parts["n_ud"])
-    yield ("compiled", version, key, meta, fns)
+    key = (mode.id, active, sim._partition(active, 0.0, q))
+    relay = b"".join([frame(("constraint", sim.aut.constraints[c])) for c in cons]
+                     + [frame(("modedef", mode)), frame(("mode", key))])
+    yield ("embed", version, key, relay)
 
 
 STEP_BUDGET = 3e-4    # s of a step that installing a new fence may take
@@ -471,11 +467,11 @@ class FenceGeometry:
             self.values["geometry_status"] = 0
             self.values["geometry_version_active"] = version
             activate(sim, part[2])
-        elif kind == "compiled":
-            key, meta, fns = part[2], part[3], part[4]
-            sim.cache["mode"][key] = make_mode(meta, key, fns)
-            if sim.cm is not None and sim.cm.key == key:
-                sim.cm = sim.cache["mode"][key]
+        elif kind == "embed" and self.compiler is not None:
+            # one mode request among the relayed frames; its answer reaches the simulator's
+            # poll_background like any other submission
+            sim.cache["submitted"][part[2]] = time.perf_counter()
+            self.compiler.relay(part[3], requests=1)
 
 
 class _Local:

@@ -158,3 +158,42 @@ def test_fence_announced_through_the_fmu(fmu_dir):
         assert modes[2][0] == pytest.approx(9.0, abs=0.05)
     finally:
         r.close()
+
+
+def test_free_form_fences_through_the_background_workers(fmu_dir):
+    """The worker path of the FMU (gillespie2005 Sec 6.2): two free-form fences announced 5 ms
+    apart, the second while the first is still being embedded, checked and embedded by the
+    workers while stepping goes on; the disk meets the second.  The trajectory equals that of
+    the FMU embedding everything in its own process, and the fence holds to 1e-9."""
+    import time
+
+    curves = {7000: (1, "0.045*s**2"), 7005: (2, "0.04*s**2 + 0.001*s**3")}
+    runs = {}
+    for emb in ("background", "symbolic"):
+        r = FmuRunner(str(fmu_dir / "disk_fence.fmu"), strings={"embedding": emb},
+                      instance=f"fence_{emb}")
+        try:
+            modes = []
+            for k in range(9500):
+                if k in curves:
+                    version, text = curves[k]
+                    r.fmu.setString([r.vr("fence_curve")], [text])
+                    r.set(fence_version=version)
+                r.step(1e-3)
+                if emb == "background" and 7000 <= k < 7600:
+                    time.sleep(1e-3)        # wall time for the workers, as at a 1 kHz master
+                o = r.get("mode", "status", "constraint_residual", "geometry_version_active",
+                          "geometry_status", "embed_latency")
+                assert o["status"] == 0 and o["geometry_status"] == 0
+                if not modes or modes[-1][1] != o["mode"]:
+                    modes.append(((k + 1) * 1e-3, o["mode"]))
+                if o["mode"] == 3:
+                    assert o["geometry_version_active"] == 2
+                    assert o["constraint_residual"] <= 1e-9
+            assert o["embed_latency"] > 0
+            runs[emb] = (modes, [r.get(f"q{i}")[f"q{i}"] for i in range(1, 5)])
+        finally:
+            r.close()
+    assert [m for _, m in runs["background"][0]] == [2, 3, 1]
+    assert runs["background"][0] == runs["symbolic"][0]     # the same steps, the same modes
+    assert runs["background"][1] == pytest.approx(runs["symbolic"][1], abs=1e-8)
