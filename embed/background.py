@@ -110,6 +110,7 @@ class BackgroundCompiler:
         self.errors = []
         self._modes = []
         self._calls = []
+        self._extras = []
 
     @property
     def ready(self):
@@ -166,6 +167,8 @@ class BackgroundCompiler:
                 if msg[0] == "mode":
                     _, key, meta, fns = msg
                     self._modes.append((key, fns, meta))
+                elif msg[0] in ("entry", "rhs"):
+                    self._extras.append(msg)
                 elif msg[0] == "call":
                     self._calls.append(msg[1:])
                 elif msg[0] == "error":
@@ -175,6 +178,12 @@ class BackgroundCompiler:
         """Finished modes as (key, functions, meta); never blocks."""
         self.poll()
         out, self._modes = self._modes, []
+        return out
+
+    def extras(self):
+        """What followed the modes: ("entry", constraint names, EntryTerms) and ("rhs", key,
+        function); never blocks (``results`` polls)."""
+        out, self._extras = self._extras, []
         return out
 
     def call_results(self):

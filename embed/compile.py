@@ -204,6 +204,10 @@ class CompiledMode(_SymbolicMode):
     def monitors(self, t, x, p):
         return self.rk4(t, 0.0, x, p)[self.nx:-1]
 
+    def set_rhs(self, fn):
+        """The right-hand side compiled elsewhere (the background worker)."""
+        self._rhs = fn
+
     def rhs(self, t, x, p):
         if self._rhs is None:
             self._rhs = lambdify(self._args, self._f, f"the right-hand side of mode {self.key}")

@@ -410,6 +410,11 @@ class Simulator:
                 self.background_latency = time.perf_counter() - t_sub
             if self.cm is not None and self.cm.key == key:
                 self.cm = cm
+        for kind, key, obj in self.compiler.extras():
+            if kind == "entry":
+                self.cache["entry"].setdefault(key, obj)
+            elif key in self.cache["mode"]:
+                self.cache["mode"][key].set_rhs(obj)
 
     def _partition(self, names, t, q):
         if not names:

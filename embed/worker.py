@@ -6,7 +6,9 @@ compile (DESIGN.md: 2-20 ms stalls), so this runs as its own process.  It builds
 scenario once, then answers requests read from stdin, each a length-prefixed pickle:
 
 - ("mode", key): embed the mode (eq 11-16) and compile it with LLVM; the answer is
-  (key, meta, functions), the compiled functions pickled (LLVM Lambdify objects pickle);
+  ("mode", key, meta, functions), the compiled functions pickled (LLVM functions pickle),
+  then, in frames of their own, the constraint set's entry terms ("entry", active,
+  EntryTerms) and the adaptive solver's right-hand side ("rhs", key, function);
 - ("constraint", constraint) and ("modedef", mode): announced at run time, for later modes;
 - ("call", fname, args): a scenario's own background work (its module's WORKER_CALLS),
   answered part by part, one frame each;
@@ -52,12 +54,14 @@ def main(argv=None):
     import scenarios
     from embed.compile import compile_parts, lambdify
     from embed.embedding import EXPLICIT_OPS_OFFLINE
+    from embed.numeric import EntryTerms
     from embed.simulator import Simulator
 
     sc = scenarios.load(name).build(**options)
     sim = Simulator(sc.automaton, sc.defaults(), embedding="symbolic")
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     write_frame(stdout, ("ready",))
+    entries = set()          # constraint sets whose entry terms were sent
     while True:
         req = read_frame(stdin)
         if req is None or req[0] == "stop":
@@ -87,14 +91,21 @@ def main(argv=None):
         try:
             parts = sim.mode_parts(key, EXPLICIT_OPS_OFFLINE)
             fns = compile_parts(parts, key, "llvm")
-            if parts["kind"] == "explicit":
-                rhs = lambdify(parts["args"], parts["f"], f"rhs of {key}", "llvm")
-                fns = (fns[0], rhs) + tuple(fns[2:])
             meta = {k: parts[k] for k in ("kind", "ind", "dep", "sizes")}
             meta["nx"] = len(parts["x"])
             if parts["kind"] == "linear":
                 meta.update(nz=len(parts["z"]), n_ud=parts["n_ud"])
             write_frame(stdout, ("mode", key, meta, fns))
+            # each in a frame of its own: loading a compiled function costs the stepping
+            # process ~0.2 ms, one frame is decoded a step
+            active = key[1]
+            if active and active not in entries:
+                entries.add(active)
+                write_frame(stdout, ("entry", active, EntryTerms(
+                    sim.model, sim.constraint_set(active), sim.psyms, "llvm")))
+            if parts["kind"] == "explicit":      # the adaptive solver's right-hand side
+                write_frame(stdout, ("rhs", key, lambdify(parts["args"], parts["f"],
+                                                          f"rhs of {key}", "llvm")))
         except Exception as exc:  # noqa: BLE001 - report, keep serving
             write_frame(stdout, ("error", key, f"{type(exc).__name__}: {exc}",
                                  traceback.format_exc()))

@@ -49,6 +49,19 @@ def test_numeric_first_then_the_workers_symbolic_embedding():
             bc.poll()
             time.sleep(0.01)
         assert bc.outstanding == 0 and not bc.errors
+        # with the mode came, each in its own frame, its constraint set's entry terms (the
+        # event step's one call) and the adaptive solver's right-hand side
+        for _ in range(10):
+            sim.poll_background()
+        et = sim.cache["entry"][("mid_y", "tip_y")]
+        q, u = np.array(sim.q), np.array(sim.u)
+        cts = [sim.cterms(c) for c in ("mid_y", "tip_y")]
+        sim.cache["entry"].pop(("mid_y", "tip_y"))
+        for a, b in zip(et(sim.t, q, u, sim.pvec), sim._entry(cts, sim.t, q, u)):
+            assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
+        assert sim.cm.path == "symbolic" and sim.cm._rhs is not None
+        assert sim.cm.rhs(sim.t, sim.x, sim.pvec) == pytest.approx(
+            ref.cm.rhs(ref.t, ref.x, ref.pvec), rel=1e-9, abs=1e-9)
         bc.submit((-1, ("no_such_constraint",), (0,)))   # a bad request is answered too
         while bc.outstanding and time.time() < deadline:
             bc.poll()
