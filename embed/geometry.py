@@ -69,8 +69,8 @@ GEOMETRY_NOT_TANGENT = 4    # h(0) != 0 or h'(0) != 0: not continuous/tangent wi
 GEOMETRY_NOT_SMOOTH = 5     # a kink: h' jumps where the argument of an abs changes sign
 GEOMETRY_CURVATURE = 6      # curvature above the limit
 GEOMETRY_BAD_PARAMETER = 7  # radius or length NaN, infinite, <= 0; arc longer than a quarter turn
-GEOMETRY_TIMEOUT = 8        # for the caller: the checks did not finish in time (never raised here;
-                            # run parse + validate where they can be stopped, e.g. the worker)
+GEOMETRY_TIMEOUT = 8        # the checks did not finish in time: the background worker stops
+                            # a call after CALL_TIME_LIMIT (never raised here)
 
 MAX_LENGTH = 400            # characters of text
 MAX_DEPTH = 32              # nesting (parentheses; AST depth with +- and */ chains flattened)

@@ -27,9 +27,17 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import signal
 import struct
 import sys
 import traceback
+
+
+CALL_TIME_LIMIT = float(os.environ.get("EMBED_CALL_TIME_LIMIT", "2.0"))   # s a call may take
+
+
+def _time_limit(signum, frame):
+    raise TimeoutError(f"a worker call took longer than {CALL_TIME_LIMIT} s")
 
 
 def read_frame(stream):
@@ -79,12 +87,21 @@ def main(argv=None):
                 write_frame(stdout, ("error", fname, "not a worker call of " + name, ""))
                 write_frame(stdout, ("done",))
                 continue
+            # a call is stopped after CALL_TIME_LIMIT (TimeoutError raised in it, between
+            # two Python operations; a call may report it: disk_fence's GEOMETRY_TIMEOUT)
+            timer = hasattr(signal, "setitimer")
+            if timer:
+                signal.signal(signal.SIGALRM, _time_limit)
+                signal.setitimer(signal.ITIMER_REAL, CALL_TIME_LIMIT)
             try:
                 for part in getattr(module, fname)(sim, *args):
                     write_frame(stdout, ("call", fname, part))
             except Exception as exc:  # noqa: BLE001 - report, keep serving
                 write_frame(stdout, ("error", fname, f"{type(exc).__name__}: {exc}",
                                      traceback.format_exc()))
+            finally:
+                if timer:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
             write_frame(stdout, ("done",))
             continue
         key = req[1]

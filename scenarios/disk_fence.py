@@ -35,8 +35,8 @@ from embed import (Automaton, Constraint, Guard, Jump, Mode, Model, Scenario, Va
                    motion)
 from embed.background import frame
 from embed.compile import lambdify
-from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
-                            disk_centre_on_fence, fence_frame, validate)
+from embed.geometry import (GEOMETRY_BAD_PARAMETER, GEOMETRY_TIMEOUT, SIGMA, FenceProfile,
+                            GeometryError, disk_centre_on_fence, fence_frame, validate)
 from embed.model import TIME, to_symengine
 from embed.numeric import ConstraintTerms, lam_symbol
 
@@ -300,6 +300,9 @@ def prepare_fence(sim, version, spec, pvec):
     except GeometryError as exc:
         yield ("rejected", version, exc.code, str(exc))
         return
+    except TimeoutError as exc:          # the worker's time limit (embed.worker)
+        yield ("rejected", version, GEOMETRY_TIMEOUT, f"checking the fence took too long: {exc}")
+        return
     cons, mode = fence_mode(next(_UIDS), profile, spec[2])
     m = sim.model
     q, u = list(m.q), list(m.u)
@@ -355,7 +358,7 @@ class FenceGeometry:
     outputs = [
         Var("geometry_status", 0, "0 ok; otherwise the embed.geometry code of the last rejected "
             "announcement (1 syntax, 2 not allowed, 3 not finite, 4 not tangent at P, "
-            "5 not smooth, 6 curvature, 7 bad radius or length)", type="Integer"),
+            "5 not smooth, 6 curvature, 7 bad radius or length, 8 checks too slow)", type="Integer"),
         Var("embed_pending", 0.0, "an announced fence is being embedded", type="Boolean"),
         Var("embed_latency", 0.0, "wall seconds from the last accepted announcement to its "
             "fence mode being ready", "s"),

@@ -197,3 +197,34 @@ def test_free_form_fences_through_the_background_workers(fmu_dir):
     assert [m for _, m in runs["background"][0]] == [2, 3, 1]
     assert runs["background"][0] == runs["symbolic"][0]     # the same steps, the same modes
     assert runs["background"][1] == pytest.approx(runs["symbolic"][1], abs=1e-8)
+
+
+def answered(bc, timeout=60):
+    import time
+    deadline = time.monotonic() + timeout
+    while bc.outstanding and time.monotonic() < deadline:
+        bc.poll()
+        time.sleep(0.002)
+    assert bc.outstanding == 0
+
+
+def test_checks_that_run_too_long_are_stopped_by_the_worker(monkeypatch):
+    """The fast worker stops a call after its time limit: an announcement whose checks do not
+    finish in time is rejected with GEOMETRY_TIMEOUT, and the worker keeps serving."""
+    from embed.background import BackgroundCompiler
+    from embed.geometry import GEOMETRY_TIMEOUT
+
+    pvec = np.array(SC.simulator().pvec)
+    monkeypatch.setenv("EMBED_CALL_TIME_LIMIT", "1e-4")    # no parse finishes in 0.1 ms
+    bc = BackgroundCompiler("disk_fence", {})
+    try:
+        assert bc.wait_ready(120)
+        bc.call("prepare_fence", 1, ("curve", "0.045*s**2", 6.7), pvec)
+        answered(bc)
+        parts = [p for _, p in bc.call_results()]
+        assert parts[0][:3] == ("rejected", 1, GEOMETRY_TIMEOUT), parts
+        bc.call("prepare_fence", 2, ("arc", 10.0, 6.7), pvec)   # still answering
+        answered(bc)
+        assert [p for _, p in bc.call_results()], bc.errors
+    finally:
+        bc.close()
