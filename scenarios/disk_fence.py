@@ -11,7 +11,9 @@ and ends at P, q4 = L.  Modes:
 - 2 on the ramp (2 dof): centre = q4 t + r n, two configuration constraints;
 - 3 on a fence (2 dof): centre = P + s t + h(s) n + r N(s), s = q4 - L, for the fence
   announced last (``embed.geometry``: an arc of radius R or a height profile given as
-  text); one mode per announced geometry version, all reported as 3.
+  text), all reported as 3: the arc family and the cubic family h = c2 s^2 + c3 s^3 are
+  compiled at set-up (announcing one sets discrete variables); any other profile gets a
+  mode of its own, embedded by the background workers when it is announced.
 
 Leaving: the normal force N turning tensile (mode 1), the ramp's end q4 = L (onto the
 fence if one is known, else into free flight), back from the fence onto the ramp
@@ -115,6 +117,9 @@ def _centre_and_normal_se(profile):
 
 ARC = FENCE            # the arc family's mode: its radius and length are discrete variables
 R_ARC, LF_ARC = sp.symbols("R_arc Lf_arc")
+POLY = 4               # the polynomial family's mode: h = c2 s^2 + c3 s^3
+POLY_C = sp.symbols("c2_poly c3_poly")
+LF_POLY = sp.Symbol("Lf_poly")
 
 
 def arc_family():
@@ -123,6 +128,30 @@ def arc_family():
     R_arc and Lf_arc.  (A free-form fence is embedded when it arrives.)"""
     return fence_mode("_arc", FenceProfile(R_ARC - sp.sqrt(R_ARC ** 2 - SIGMA ** 2), "arc"),
                       LF_ARC, mode_id=ARC)
+
+
+def poly_family():
+    """Polynomial fences tangent to the ramp at P, h(s) = c2 s^2 + c3 s^3, compiled with the
+    automaton like the arc: a free-form text that is such a polynomial (found by the worker's
+    checks) is used by setting the coefficients, with no embedding of its own.  (With a quartic
+    term too the embedded equations exceed what is solved symbolically, and a step costs ten
+    times as much.)"""
+    h = sum((c * SIGMA ** k for k, c in enumerate(POLY_C, start=2)), sp.Integer(0))
+    return fence_mode("_poly", FenceProfile(h, "poly"), LF_POLY, mode_id=POLY)
+
+
+def poly_coefficients(profile):
+    """(c2, c3) if the profile is h = c2 s^2 + c3 s^3 exactly (the polynomial family), else
+    None."""
+    h = profile.h
+    if not h.is_polynomial(SIGMA):
+        return None
+    c = sp.Poly(h, SIGMA).all_coeffs()[::-1]
+    n = 2 + len(POLY_C)
+    if len(c) > n or any(v != 0 for v in c[:2]):
+        return None
+    c = [float(v) for v in c[2:]] + [0.0] * (n - len(c))
+    return tuple(c) if all(math.isfinite(v) for v in c) else None
 
 
 def over_ramp(d):
@@ -154,6 +183,8 @@ def build() -> Scenario:
         uid = int(ctx.discrete["fence"])
         if uid == -1:
             return ARC
+        if uid == -2:
+            return POLY
         return FENCE_BASE + uid if uid > 0 and (FENCE_BASE + uid) in ctx.sim.aut.modes else None
 
     def transition(ctx, guard):
@@ -191,7 +222,11 @@ def build() -> Scenario:
     for name, phi_c in arc_cons.items():
         constraints[name] = holonomic(model, name, phi_c)
     modes[ARC] = arc
-    discrete = {"contact": 1.0, "fence": 0.0, "over_ramp": 1.0, "R_arc": 10.0, "Lf_arc": 6.7}
+    poly_cons, modes[POLY] = poly_family()
+    for name, phi_c in poly_cons.items():
+        constraints[name] = holonomic(model, name, phi_c)
+    discrete = {"contact": 1.0, "fence": 0.0, "over_ramp": 1.0, "R_arc": 10.0, "Lf_arc": 6.7,
+                **{str(c): 0.0 for c in POLY_C}, "Lf_poly": 6.7}
     aut = Automaton(model, constraints, modes, discrete, outputs, transition, initial)
     parameters = [
         Var("m", 1.0, "disk mass", "kg"), Var("J", 0.125, "central moment of inertia", "kg.m2"),
@@ -247,7 +282,7 @@ def announce(sim, profile, L_f):
 def activate(sim, mode_id, **discrete):
     """Use fence mode ``mode_id`` from now on (switching to it at once if on a fence)."""
     sim.discrete = {**sim.discrete, **discrete,
-                    "fence": -1.0 if mode_id == ARC else float(mode_id - FENCE_BASE)}
+                    "fence": {ARC: -1.0, POLY: -2.0}.get(mode_id, float(mode_id - FENCE_BASE))}
     sim._sync_discrete()
     if sim.mode is not None and sim.aut.modes[sim.mode].report == FENCE:
         sim.jump_to(mode_id, label="fence_switch")
@@ -302,6 +337,11 @@ def prepare_fence(sim, version, spec, pvec):
         return
     except TimeoutError as exc:          # the worker's time limit (embed.worker)
         yield ("rejected", version, GEOMETRY_TIMEOUT, f"checking the fence took too long: {exc}")
+        return
+    coeffs = poly_coefficients(profile)
+    if coeffs is not None:               # a member of the compiled polynomial family
+        yield ("ready", version, POLY, {**{str(c): v for c, v in zip(POLY_C, coeffs)},
+                                        "Lf_poly": float(spec[2])})
         return
     cons, mode = fence_mode(next(_UIDS), profile, spec[2])
     m = sim.model
@@ -469,7 +509,7 @@ class FenceGeometry:
             self.values["embed_pending"] = 0.0
             self.values["geometry_status"] = 0
             self.values["geometry_version_active"] = version
-            activate(sim, part[2])
+            activate(sim, part[2], **(part[3] if len(part) > 3 else {}))
         elif kind == "embed" and self.compiler is not None:
             # one mode request among the relayed frames; its answer reaches the simulator's
             # poll_background like any other submission

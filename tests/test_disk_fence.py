@@ -69,6 +69,37 @@ def test_arc_and_free_form_of_the_same_circle_give_the_same_trajectory():
     assert np.array(a.u) == pytest.approx(np.array(b.u), abs=1e-9)
 
 
+def test_polynomial_family_and_the_same_polynomial_embedded_on_arrival_agree():
+    """A polynomial fence through the compiled family (coefficients set at run time) against
+    the same text embedded when it arrives: one motion, the fence held to 1e-9."""
+    text = "0.04*s**2 + 0.001*s**3"
+    profile = FenceProfile.from_text(text)
+    coeffs = disk_fence.poly_coefficients(profile)
+    assert coeffs == pytest.approx((0.04, 0.001), rel=1e-15)
+    assert disk_fence.poly_coefficients(FenceProfile.from_text("0.045*s**2")) == (0.045, 0.0)
+    for other in ("s**4", "0.1*sin(s)**2", "0.04*s**2 + 0.1*s**6"):
+        assert disk_fence.poly_coefficients(FenceProfile.from_text(other)) is None
+    worst = []
+
+    def held(sim):
+        if sim.mode_number == disk_fence.FENCE:
+            worst.append(sim.residual())
+
+    sim = SC.simulator()
+    sim.advance(7.0)
+    disk_fence.activate(sim, disk_fence.POLY, Lf_poly=6.7,
+                        **{str(c): v for c, v in zip(disk_fence.POLY_C, coeffs)})
+    while sim.t < 9.5 - 1e-12:
+        sim.advance(min(9.5, sim.t + 0.01))
+        held(sim)
+    ref = run_with_fence(profile, 6.7, t_end=9.5)
+    assert [e[1] for e in sim.events] == [e[1] for e in ref.events] == ["ramp_end", "fence_end"]
+    assert sim.events[0][3] == disk_fence.POLY
+    assert np.array(sim.q) == pytest.approx(np.array(ref.q), abs=1e-9)
+    assert np.array(sim.u) == pytest.approx(np.array(ref.u), abs=1e-9)
+    assert worst and max(worst) <= 1e-9
+
+
 @pytest.mark.parametrize("second", ["arc", "curve"])
 def test_new_geometry_while_on_the_old_fence_switches_cleanly(second):
     sim = SC.simulator()
@@ -167,7 +198,8 @@ def test_free_form_fences_through_the_background_workers(fmu_dir):
     the FMU embedding everything in its own process, and the fence holds to 1e-9."""
     import time
 
-    curves = {7000: (1, "0.045*s**2"), 7005: (2, "0.04*s**2 + 0.001*s**3")}
+    # the first a polynomial (the compiled family), the second not (embedded by the workers)
+    curves = {7000: (1, "0.045*s**2"), 7005: (2, "0.5*(1 - cos(0.3*s))")}
     runs = {}
     for emb in ("background", "symbolic"):
         r = FmuRunner(str(fmu_dir / "disk_fence.fmu"), strings={"embedding": emb},
