@@ -57,7 +57,8 @@ class ConstraintTerms:
 
 class EntryTerms:
     """What entering a constraint set needs at the reset state, from one compiled call:
-    K = [M B^T; B 0] and r = B u + C of the momentum-consistent jump (mueller eq 7), B for
+    K = [M B^T; B 0] and rhs = [0; -(B u + C)] of the momentum-consistent jump (mueller eq 7),
+    K du_Lambda = rhs, B for
     the partition (eq 11) and Phi of the holonomic constraints (the projection's test,
     haug_pavesic2023 eq 13).  Compiled (LLVM) at set-up for the automaton's own constraint
     sets: an event step then makes one call where it made a dozen, each of which costs tens
@@ -71,18 +72,19 @@ class EntryTerms:
         K = [[-se.diff(E[i], model.ud[j]) for j in range(n)] + [B[k][i] for k in range(m)]
              for i in range(n)]
         K += [B[k] + [se.Integer(0)] * m for k in range(m)]
-        r = [sum((b * ui for b, ui in zip(c.B, model.u)), c.C) for c in cset.items]
+        rhs = [se.Integer(0)] * n + [-sum((b * ui for b, ui in zip(c.B, model.u)), c.C)
+                                     for c in cset.items]
         phi = [c.phi for c in cset.items if c.holonomic]
         self.fn = lambdify([TIME] + list(model.q) + list(model.u) + list(psyms),
-                           _flat(K) + r + phi, f"the entry terms of {list(cset.key)}", backend)
+                           _flat(K) + rhs + phi, f"the entry terms of {list(cset.key)}", backend)
 
     def __call__(self, t, q, u, p):
-        """(K, B, r, Phi) at (t, q, u)."""
+        """(K, B, rhs, Phi) at (t, q, u)."""
         n, m = self.n, self.m
         N = n + m
         v = self.fn(np.concatenate(([t], q, u, p)))
         K = v[:N * N].reshape(N, N)
-        return K, K[n:, :n], v[N * N:N * N + m], v[N * N + m:]
+        return K, K[n:, :n], v[N * N:N * N + N], v[N * N + N:]
 
 
 class NumericTerms:

@@ -219,8 +219,7 @@ class Simulator:
     # ------------------------------------------------------------- embedding
     def _sync_discrete(self):
         o = self.np_ + self.ni
-        for i, k in enumerate(self.dnames):
-            self.pvec[o + i] = float(self.discrete[k])
+        self.pvec[o:o + len(self.dnames)] = [float(self.discrete[k]) for k in self.dnames]
 
     def cterms(self, name):
         """A constraint's own compiled terms (B, C, gamma, Phi), built once (Sec 5.5)."""
@@ -237,9 +236,10 @@ class Simulator:
         return BC[:, :-1], BC[:, -1]
 
     def _entry(self, cts, t, q, u):
-        """(K, B, r, Phi) of the constraints ``cts`` at (t, q, u) (``EntryTerms``): one call
-        where the set's entry terms were compiled at set-up (``warm_up``), else assembled
-        from each constraint's own terms and the unconstrained mass matrix."""
+        """(K, B, [0; -(B u + C)], Phi) of the constraints ``cts`` at (t, q, u)
+        (``EntryTerms``): one call where the set's entry terms were compiled at set-up
+        (``warm_up``) or by the worker, else assembled from each constraint's own terms and
+        the unconstrained mass matrix."""
         et = self.cache["entry"].get(tuple(ct.name for ct in cts))
         if et is not None:
             return et(t, q, u, self.pvec)
@@ -251,7 +251,7 @@ class Simulator:
         K[n:, :n] = B
         tq = np.concatenate(([t], q, self.pvec))
         phi = [ct.phi(tq)[0] for ct in cts if ct.holonomic]
-        return K, B, B @ u + C, np.array(phi)
+        return K, B, np.concatenate((np.zeros(n), -(B @ u + C))), np.array(phi)
 
     def _B_numeric(self, names, t, q):
         return self._BC([self.cterms(c) for c in names], t, q)[0]
@@ -476,16 +476,14 @@ class Simulator:
         it also holds when the unconstrained M is singular (Euler parameter speeds).  With
         the persistent constraints satisfied before the event this is eq 7 itself; it is
         ANDY's plastic impact map (wang2019 eq 19) for a new contact.  Returns the new full
-        speeds and the impulse of each constraint.  ``entry``: ``_entry``'s (K, B, r, Phi)
+        speeds and the impulse of each constraint.  ``entry``: ``_entry``'s (K, B, rhs, Phi)
         at (q, u), if known already.
         """
-        n, m = self.model.n, len(names)
-        K, _, r, _ = entry if entry is not None else self._entry(
+        n = self.model.n
+        K, _, rhs, _ = entry if entry is not None else self._entry(
             [self.cterms(c) for c in names], self.t, q, u)
-        if _max_abs(r) <= tol * max(1.0, _max_abs(u)):
+        if _max_abs(rhs) <= tol * max(1.0, _max_abs(u)):
             return u, {}
-        rhs = np.zeros(n + m)
-        rhs[n:] = -r
         _, _, z, info = dgesv(K, rhs)
         if info != 0:
             raise ConstraintRankError(
@@ -533,8 +531,9 @@ class Simulator:
     # --------------------------------------------------------------- events
     def _apply(self, jump: Jump):
         """Enter jump.mode with the reset state, re-embedding (from cache) if needed."""
-        q = np.array(self.q if jump.q is None else jump.q, dtype=float)
-        u = np.array(self.u if jump.u is None else jump.u, dtype=float)
+        # views of x and mon (never changed in place) unless the reset map gives new values
+        q = self.q if jump.q is None else np.array(jump.q, dtype=float)
+        u = self.u if jump.u is None else np.array(jump.u, dtype=float)
         self.discrete = {**self.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
         self._sync_discrete()
         self.mode = jump.mode
