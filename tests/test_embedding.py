@@ -107,3 +107,26 @@ def test_entry_terms_agree_with_the_constraints_own_terms(name):
                 assert np.all(np.isfinite(a))
                 assert np.asarray(a) == pytest.approx(np.asarray(b), rel=1e-11, abs=1e-11)
             assert got[0].shape == (n + len(active), n + len(active))
+
+
+def test_small_partitions_choose_as_lapack_does():
+    """For a few constraints the pivoting runs in plain floats; it chooses the dependent speeds
+    that LAPACK's pivoted QR (dgeqp3) chooses, ties included, and finds the same rank."""
+    from scipy.linalg.lapack import dgeqp3
+
+    from embed.embedding import SMALL_M, _pivoted_gram_schmidt
+
+    rng = np.random.default_rng(11)
+    cases = [rng.normal(size=(m, n)) for m in range(1, SMALL_M + 1) for n in range(m, 9)
+             for _ in range(40)]
+    cases += [np.array([[1.0, -0.5]]), np.array([[1.0, 1.0, 0.0]]),          # ties
+              np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]), np.eye(3)[:2]]
+    for B in cases:
+        m, n = B.shape
+        qr, jpvt, *_ = dgeqp3(B[:, ::-1])
+        ref = tuple(sorted(n - 1 - (int(j) - 1) for j in jpvt[:m]))
+        assert partition(B) == ref, B
+        diag, _ = _pivoted_gram_schmidt(B[:, ::-1], m)
+        assert diag == pytest.approx(np.abs(qr.diagonal()[:m]), rel=1e-9, abs=1e-12)
+    with pytest.raises(ConstraintRankError):
+        partition(np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]]), ("a", "b"))
