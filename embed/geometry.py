@@ -47,9 +47,12 @@ Every rejection is a ``GeometryError`` with a ``code`` for the FMU's geometry_st
 from __future__ import annotations
 
 import ast
+import contextlib
 import keyword
 import math
 import re
+import signal
+import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -69,8 +72,35 @@ GEOMETRY_NOT_TANGENT = 4    # h(0) != 0 or h'(0) != 0: not continuous/tangent wi
 GEOMETRY_NOT_SMOOTH = 5     # a kink: h' jumps where the argument of an abs changes sign
 GEOMETRY_CURVATURE = 6      # curvature above the limit
 GEOMETRY_BAD_PARAMETER = 7  # radius or length NaN, infinite, <= 0; arc longer than a quarter turn
-GEOMETRY_TIMEOUT = 8        # the checks did not finish in time: the background worker stops
-                            # a call after CALL_TIME_LIMIT (never raised here)
+GEOMETRY_TIMEOUT = 8        # the checks did not finish within CHECK_TIME_LIMIT (time_limit)
+CHECK_TIME_LIMIT = None     # s; set in the background worker's process, where a timer
+                            # signal may be used (never in a master's process)
+
+
+
+@contextlib.contextmanager
+def time_limit():
+    """Raise GeometryError(GEOMETRY_TIMEOUT) in the block once CHECK_TIME_LIMIT has passed
+    (a timer signal, acting between two Python operations); a no-op unless the limit is set,
+    in the main thread of a Unix process (the background worker)."""
+    limit = CHECK_TIME_LIMIT
+    if (limit is None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+
+    def expired(signum, frame):
+        raise GeometryError(f"the checks took longer than {limit} s", code=GEOMETRY_TIMEOUT,
+                            check="time", value=limit)
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
 
 MAX_LENGTH = 400            # characters of text
 MAX_DEPTH = 32              # nesting (parentheses; AST depth with +- and */ chains flattened)

@@ -27,17 +27,9 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import signal
 import struct
 import sys
 import traceback
-
-
-CALL_TIME_LIMIT = float(os.environ.get("EMBED_CALL_TIME_LIMIT", "2.0"))   # s a call may take
-
-
-def _time_limit(signum, frame):
-    raise TimeoutError(f"a worker call took longer than {CALL_TIME_LIMIT} s")
 
 
 def read_frame(stream):
@@ -59,6 +51,8 @@ def main(argv=None):
     if hasattr(os, "nice"):
         os.nice(10)           # if the cores are contended, the stepping process goes first
     name, options = argv[0], json.loads(argv[1]) if len(argv) > 1 else {}
+    from embed import geometry
+    geometry.CHECK_TIME_LIMIT = float(os.environ.get("EMBED_CHECK_TIME_LIMIT", "2.0"))
     import scenarios
     from embed.compile import compile_parts, lambdify
     from embed.embedding import EXPLICIT_OPS_OFFLINE
@@ -87,21 +81,12 @@ def main(argv=None):
                 write_frame(stdout, ("error", fname, "not a worker call of " + name, ""))
                 write_frame(stdout, ("done",))
                 continue
-            # a call is stopped after CALL_TIME_LIMIT (TimeoutError raised in it, between
-            # two Python operations; a call may report it: disk_fence's GEOMETRY_TIMEOUT)
-            timer = hasattr(signal, "setitimer")
-            if timer:
-                signal.signal(signal.SIGALRM, _time_limit)
-                signal.setitimer(signal.ITIMER_REAL, CALL_TIME_LIMIT)
             try:
                 for part in getattr(module, fname)(sim, *args):
                     write_frame(stdout, ("call", fname, part))
             except Exception as exc:  # noqa: BLE001 - report, keep serving
                 write_frame(stdout, ("error", fname, f"{type(exc).__name__}: {exc}",
                                      traceback.format_exc()))
-            finally:
-                if timer:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
             write_frame(stdout, ("done",))
             continue
         key = req[1]

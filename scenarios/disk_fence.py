@@ -37,8 +37,8 @@ from embed import (Automaton, Constraint, Guard, Jump, Mode, Model, Scenario, Va
                    motion)
 from embed.background import frame
 from embed.compile import lambdify
-from embed.geometry import (GEOMETRY_BAD_PARAMETER, GEOMETRY_TIMEOUT, SIGMA, FenceProfile,
-                            GeometryError, disk_centre_on_fence, fence_frame, validate)
+from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
+                            disk_centre_on_fence, fence_frame, time_limit, validate)
 from embed.model import TIME, to_symengine
 from embed.numeric import ConstraintTerms, lam_symbol
 
@@ -329,14 +329,12 @@ def prepare_fence(sim, version, spec, pvec):
     the symbolic path for the partition expected where the fence begins.  Yields parts,
     each sent as one answer."""
     try:
-        check_length(spec[2])
-        profile = profile_of(spec)
-        validate(profile, spec[2], disk_radius=float(pvec[sim.pnames.index("r")]))
+        with time_limit():               # in the worker: GEOMETRY_TIMEOUT after 2 s
+            check_length(spec[2])
+            profile = profile_of(spec)
+            validate(profile, spec[2], disk_radius=float(pvec[sim.pnames.index("r")]))
     except GeometryError as exc:
         yield ("rejected", version, exc.code, str(exc))
-        return
-    except TimeoutError as exc:          # the worker's time limit (embed.worker)
-        yield ("rejected", version, GEOMETRY_TIMEOUT, f"checking the fence took too long: {exc}")
         return
     coeffs = poly_coefficients(profile)
     if coeffs is not None:               # a member of the compiled polynomial family
@@ -346,25 +344,23 @@ def prepare_fence(sim, version, spec, pvec):
     cons, mode = fence_mode(next(_UIDS), profile, spec[2])
     m = sim.model
     q, u = list(m.q), list(m.u)
-    terms = {}
-    for name, phi in cons.items():
-        c = holonomic(m, name, phi)
-        sim.add_constraint(c)
-        expr = sum((b * ui for b, ui in zip(c.B, u)), c.C)
-        gamma = sum((se.diff(expr, qi) * qd for qi, qd in zip(q, m.qdot)), se.diff(expr, TIME))
-        terms[name] = (list(c.B) + [c.C], [gamma], [c.phi] + [se.diff(c.phi, qi) for qi in q])
-    sim.add_mode(mode)
-    outs, guards = sim.mode_exprs(mode.id)
     # what the stepping process needs, as expressions it compiles itself (symengine's lambda
     # backend: 0.1-0.3 ms a function) -- LLVM would take ~4 ms each here.  One function an
-    # answer, so that decoding and compiling one fits in a step.
+    # answer, so that decoding and compiling one fits in a step; each sent as soon as it is
+    # formed, so that the stepping process installs while the rest is being formed.
     yield ("start", version, [Constraint(n, (), se.Integer(0), se.Integer(0)) for n in cons],
            Mode(mode.id, mode.name, mode.constraints, (),
                 tuple(Guard(g.name, None, g.direction) for g in mode.guards), (), mode.report))
-    for name, (bc, gamma, phi) in terms.items():
-        yield ("expr", version, name, "BC", bc)
-        yield ("expr", version, name, "gamma", gamma)
-        yield ("expr", version, name, "phi", phi)
+    for name, phi in cons.items():
+        c = holonomic(m, name, phi)
+        sim.add_constraint(c)
+        yield ("expr", version, name, "BC", list(c.B) + [c.C])
+        yield ("expr", version, name, "phi", [c.phi] + [se.diff(c.phi, qi) for qi in q])
+        expr = sum((b * ui for b, ui in zip(c.B, u)), c.C)
+        gamma = sum((se.diff(expr, qi) * qd for qi, qd in zip(q, m.qdot)), se.diff(expr, TIME))
+        yield ("expr", version, name, "gamma", [gamma])
+    sim.add_mode(mode)
+    outs, guards = sim.mode_exprs(mode.id)
     yield ("expr", version, mode.id, "monitors", list(outs) + list(guards))
     # the symbolic embedding, for the partition at the start of the fence, is the slow
     # worker's: the stepping process relays these frames to it without decoding them

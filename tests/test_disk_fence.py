@@ -247,7 +247,7 @@ def test_checks_that_run_too_long_are_stopped_by_the_worker(monkeypatch):
     from embed.geometry import GEOMETRY_TIMEOUT
 
     pvec = np.array(SC.simulator().pvec)
-    monkeypatch.setenv("EMBED_CALL_TIME_LIMIT", "1e-4")    # no parse finishes in 0.1 ms
+    monkeypatch.setenv("EMBED_CHECK_TIME_LIMIT", "1e-4")   # no parse finishes in 0.1 ms
     bc = BackgroundCompiler("disk_fence", {})
     try:
         assert bc.wait_ready(120)
