@@ -55,6 +55,25 @@ class ConstraintTerms:
         self.constant_B = bool(c.B) and not any(e.has(s) for e in c.B for s in q + [TIME])
 
 
+class Role:
+    """One role (a constraint's [B, C], gamma or [Phi, Phi_q]; a mode's monitors) of a compiled
+    function that holds every term of a geometry defined at run time: one compile and one load
+    instead of one for each.  Called with the role's own arguments, which ``idx`` places among
+    the function's (None: the same)."""
+
+    __slots__ = ("fn", "idx", "sl")
+
+    def __init__(self, fn, idx, sl):
+        self.fn, self.idx, self.sl = fn, None if idx is None else np.asarray(idx), sl
+
+    def __call__(self, args):
+        if self.idx is not None:
+            full = np.zeros(self.fn.n_in)
+            full[self.idx] = args
+            args = full
+        return self.fn(args)[self.sl]
+
+
 class EntryTerms:
     """What entering a constraint set needs at the reset state, from one compiled call:
     K = [M B^T; B 0] and rhs = [0; -(B u + C)] of the momentum-consistent jump (mueller eq 7),

@@ -25,7 +25,7 @@ from scipy.linalg.lapack import dgesv
 import symengine as se
 
 from .automaton import Automaton, Jump
-from .compile import make_mode, mode_parts, norm1
+from .compile import lambdify, make_mode, mode_parts, norm1
 from .constraints import ConstraintSet
 from .embedding import EXPLICIT_OPS_OFFLINE, ModeEquations, embed, kappa, partition
 from .errors import (ConstraintRankError, EventLocationError, InputError, IntegrationError,
@@ -354,7 +354,8 @@ class Simulator:
                 partition(B)
                 kappa(B, tuple(range(m)))
             import pickle
-            pickle.loads(pickle.dumps([se.sin(se.Symbol("x")) + 1]))   # symengine's unpickling
+            x = se.Symbol("x")       # unpickling symengine expressions and LLVM functions
+            pickle.loads(pickle.dumps([se.sin(x) + 1, lambdify([x], [se.sin(x)], "x", "llvm")]))
             for cm in list(self.cache["mode"].values()) + list(self.cache["numeric"].values()):
                 try:
                     cm.rk4(self.t, 0.0, np.full(cm.nx, 0.5), self.pvec)

@@ -61,6 +61,9 @@ def main(argv=None):
 
     sc = scenarios.load(name).build(**options)
     sim = Simulator(sc.automaton, sc.defaults(), embedding="symbolic")
+    warm = getattr(scenarios.load(name), "warm_worker", None)
+    if warm is not None:     # first-call costs (parsers, LLVM) paid before the first request
+        warm(sim)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     write_frame(stdout, ("ready",))
     entries = set()          # constraint sets whose entry terms were sent

@@ -40,7 +40,7 @@ from embed.compile import lambdify
 from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
                             disk_centre_on_fence, fence_frame, time_limit, validate)
 from embed.model import TIME, to_symengine
-from embed.numeric import ConstraintTerms, lam_symbol
+from embed.numeric import ConstraintTerms, Role, lam_symbol
 
 FREE, RAMP, FENCE = 1, 2, 3
 FENCE_BASE = 100      # mode id of a fence: FENCE_BASE + its unique number
@@ -344,24 +344,35 @@ def prepare_fence(sim, version, spec, pvec):
     cons, mode = fence_mode(next(_UIDS), profile, spec[2])
     m = sim.model
     q, u = list(m.q), list(m.u)
-    # what the stepping process needs, as expressions it compiles itself (symengine's lambda
-    # backend: 0.1-0.3 ms a function) -- LLVM would take ~4 ms each here.  One function an
-    # answer, so that decoding and compiling one fits in a step; each sent as soon as it is
-    # formed, so that the stepping process installs while the rest is being formed.
-    yield ("start", version, [Constraint(n, (), se.Integer(0), se.Integer(0)) for n in cons],
-           Mode(mode.id, mode.name, mode.constraints, (),
-                tuple(Guard(g.name, None, g.direction) for g in mode.guards), (), mode.report))
+    exprs, layout = [], {}
+
+    def add(name, role, es):
+        layout.setdefault(name, {})[role] = slice(len(exprs), len(exprs) + len(es))
+        exprs.extend(es)
+
     for name, phi in cons.items():
         c = holonomic(m, name, phi)
         sim.add_constraint(c)
-        yield ("expr", version, name, "BC", list(c.B) + [c.C])
-        yield ("expr", version, name, "phi", [c.phi] + [se.diff(c.phi, qi) for qi in q])
         expr = sum((b * ui for b, ui in zip(c.B, u)), c.C)
-        gamma = sum((se.diff(expr, qi) * qd for qi, qd in zip(q, m.qdot)), se.diff(expr, TIME))
-        yield ("expr", version, name, "gamma", [gamma])
+        add(name, "BC", list(c.B) + [c.C])
+        add(name, "gamma", [sum((se.diff(expr, qi) * qd for qi, qd in zip(q, m.qdot)),
+                                se.diff(expr, TIME))])
+        add(name, "phi", [c.phi] + [se.diff(c.phi, qi) for qi in q])
     sim.add_mode(mode)
     outs, guards = sim.mode_exprs(mode.id)
-    yield ("expr", version, mode.id, "monitors", list(outs) + list(guards))
+    add(mode.id, "monitors", list(outs) + list(guards))
+    # every term of the numeric path in one function of (t, q, u, forces, lambda, p): in the
+    # worker LLVM without optimization (3 ms to build for a trigonometric profile against
+    # 9 ms optimized, one 0.2 ms load for the stepping process), here the lambda backend
+    args = ([TIME] + q + u + list(m.forces) + [lam_symbol(c) for c in mode.constraints]
+            + list(sim.psyms))
+    local = isinstance(sim, _Local)
+    fn = lambdify(args, exprs, f"the terms of fence {version}", None if local else "llvm",
+                  opt_level=None if local else 0, cse=not local)
+    yield ("terms", version, [Constraint(n, (), se.Integer(0), se.Integer(0)) for n in cons],
+           Mode(mode.id, mode.name, mode.constraints, (),
+                tuple(Guard(g.name, None, g.direction) for g in mode.guards), (), mode.report),
+           fn, layout)
     # the symbolic embedding, for the partition at the start of the fence, is the slow
     # worker's: the stepping process relays these frames to it without decoding them
     sim.pvec[:] = pvec
@@ -372,6 +383,14 @@ def prepare_fence(sim, version, spec, pvec):
     relay = b"".join([frame(("constraint", sim.aut.constraints[c])) for c in cons]
                      + [frame(("modedef", mode)), frame(("mode", key))])
     yield ("embed", version, key, relay)
+
+
+def warm_worker(sim):
+    """Run a worker's geometry path once before its first request (embed.worker): the first
+    parse, checks and LLVM compile of a process cost several ms more than later ones."""
+    pvec = np.array(sim.pvec)
+    for part in prepare_fence(sim, 0, ("curve", "0.01*s**2*(1 + 0.1*sin(s))", 6.7), pvec):
+        pass
 
 
 STEP_BUDGET = 3e-4    # s of a step that installing a new fence may take
@@ -407,8 +426,6 @@ class FenceGeometry:
                        "geometry_version_active": 0}
         self.requested = 0
         self.t_request = None
-        self._pending_mode = None
-        self._fns = {}
 
     def get(self, name):
         return self.values[name]
@@ -450,7 +467,7 @@ class FenceGeometry:
                 for part in prepare_fence(_Local(self.sim), v, spec, np.array(self.sim.pvec)):
                     self._install(part)
         if self.compiler is not None:
-            # install answers while this step's budget lasts (each is ~0.1-0.3 ms of work)
+            # install answers while this step's budget lasts (loading the terms ~0.2-0.4 ms)
             t0 = time.perf_counter()
             while time.perf_counter() - t0 < STEP_BUDGET:
                 self.compiler.poll()
@@ -460,33 +477,25 @@ class FenceGeometry:
                 for _, part in parts:
                     self._install(part)
 
-    def _compile_part(self, part):
-        """Install one answer of prepare_fence: compile its function (lambda backend)."""
+    def _install_terms(self, part):
+        """Install the new fence's terms (one compiled function, see prepare_fence): its
+        constraints' B, C, gamma and Phi and its mode's monitors, as roles of the function."""
         sim, m = self.sim, self.sim.model
-        kind, version = part[0], part[1]
-        if kind == "start":
-            for c in part[2]:
-                sim.aut.constraints.setdefault(c.name, c)
-            self._pending_mode = part[3]
-            self._fns = {}
-            return
-        name, which, exprs = part[2], part[3], part[4]
-        if which == "monitors":
-            mode = self._pending_mode
-            margs = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
-                     + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms))
-            sim.aut.modes.setdefault(mode.id, mode)
-            sim.numeric_terms().install_mode(
-                mode.id, lambdify(margs, exprs, f"monitors of {mode.name}", cse=False),
-                lam_names=mode.constraints)
-            self._install(("ready", version, mode.id))
-            return
-        args = ([TIME] + list(m.q) + (list(m.u) if which == "gamma" else []) + list(sim.psyms))
-        f = self._fns.setdefault(name, {})
-        f[which] = lambdify(args, exprs, f"{which} of {name}", cse=False)
-        if len(f) == 3:
-            sim.cache["cterms"][name] = ConstraintTerms(
-                m, sim.aut.constraints[name], sim.psyms, fns=(f["BC"], f["gamma"], f["phi"]))
+        _, version, stubs, mode, fn, layout = part
+        n, n_p = m.n, len(sim.psyms)
+        p_at = list(range(fn.n_in - n_p, fn.n_in))
+        tq = [0] + list(range(1, 1 + n)) + p_at
+        tqu = [0] + list(range(1, 1 + 2 * n)) + p_at
+        for c in stubs:
+            sim.aut.constraints.setdefault(c.name, c)
+            sl = layout[c.name]
+            sim.cache["cterms"][c.name] = ConstraintTerms(
+                m, c, sim.psyms, fns=(Role(fn, tq, sl["BC"]), Role(fn, tqu, sl["gamma"]),
+                                      Role(fn, tq, sl["phi"])))
+        sim.aut.modes.setdefault(mode.id, mode)
+        sim.numeric_terms().install_mode(mode.id, Role(fn, None, layout[mode.id]["monitors"]),
+                                         lam_names=mode.constraints)
+        self._install(("ready", version, mode.id))
 
     def _reject(self, version, code, message):
         self.values["geometry_status"] = int(code)
@@ -498,8 +507,8 @@ class FenceGeometry:
         sim, kind, version = self.sim, part[0], part[1]
         if kind == "rejected":
             self._reject(version, part[2], part[3])
-        elif kind in ("start", "expr"):
-            self._compile_part(part)
+        elif kind == "terms":
+            self._install_terms(part)
         elif kind == "ready":
             self.values["embed_latency"] = time.perf_counter() - self.t_request
             self.values["embed_pending"] = 0.0
