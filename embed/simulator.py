@@ -627,13 +627,14 @@ class Simulator:
                 return i
         return None
 
-    def _locate(self, gi, x0, p, h):
-        """Earliest tau in (0, h] where guard gi falls to <= 0, bracketed to EVENT_TOL (Illinois)."""
+    def _locate(self, gi, x0, p, h, gb):
+        """Earliest tau in (0, h] where guard gi falls to <= 0 (gb = its value at h), bracketed
+        to EVENT_TOL (Illinois)."""
         integ, cm, t0 = self.integrator, self.cm, self.t
         o = cm.nx + cm.sl_guards.start + gi
         g = lambda tau: integ.partial(cm, t0, x0, p, tau)[o]  # noqa: E731
         a, b = 0.0, h
-        ga, gb = self.mon[cm.sl_guards][gi], g(h)
+        ga = self.mon[cm.sl_guards][gi]
         if ga <= 0:         # armed at zero by a reset map (see _arm): start an instant later
             a = min(PROBE, h / 100)
             ga = g(a)
@@ -822,7 +823,7 @@ class Simulator:
             g_end = y[gs:gs + cm.sl_guards.stop - cm.sl_guards.start]
             hits = [i for i, (v, a, e) in enumerate(zip(g_end, self.armed, self.enabled))
                     if a and e and v <= 0]
-            tau, gi = min((self._locate(i, x0, p, h), i) for i in hits)
+            tau, gi = min((self._locate(i, x0, p, h, g_end[i]), i) for i in hits)
             self._accept(integ.partial(cm, self.t, x0, p, tau))
             self.t += tau
             self._handle(gi)
