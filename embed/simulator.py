@@ -422,14 +422,6 @@ class Simulator:
             return ()
         return partition(self._B_numeric(names, t, q), tuple(names))
 
-    def kappa(self, names=None, dep=None, t=None, q=None):
-        """kappa(B1) of the active constraints (``embedding.kappa``) at the current state."""
-        names = self.active if names is None else names
-        if not names:
-            return 1.0
-        B = self._B_numeric(names, self.t if t is None else t, self.q if q is None else q)
-        return kappa(B, self.dep if dep is None else dep)
-
     def mode_exprs(self, mode_id):
         """A mode's outputs (the automaton's, with the mode's overrides) and switching
         conditions (falling through 0 = fires), in the model's symbols."""
