@@ -477,7 +477,8 @@ class Simulator:
             [self.cterms(c) for c in names], self.t, q, u)
         if _max_abs(rhs) <= tol * max(1.0, _max_abs(u)):
             return u, {}
-        _, _, z, info = dgesv(K, rhs)
+        _, _, z, info = dgesv(K.T, rhs)     # K is symmetric: its transpose is K, in the
+                                            # column order LAPACK takes without a copy
         if info != 0:
             raise ConstraintRankError(
                 f"constraints {list(names)} cannot be activated at t = {self.t:.9g} s: "
