@@ -104,7 +104,7 @@ def _centre_and_normal_se(profile):
     q = [se.Symbol(f"q{i}") for i in range(1, 5)]
     r, phi, L = se.symbols("r phi L")
     S = se.Symbol(SIGMA.name)
-    h = to_symengine(profile.h.subs(SIGMA, sp.Symbol(SIGMA.name)))
+    h = to_symengine(profile.h)      # SIGMA becomes the plain symengine symbol of its name
     h1 = h.diff(S)
     tx, ty, nx, ny = se.cos(phi), se.sin(phi), -se.sin(phi), se.cos(phi)
     w = se.sqrt(1 + h1 ** 2)
