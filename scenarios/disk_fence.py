@@ -323,11 +323,12 @@ def check_length(L_f):
 
 
 def prepare_fence(sim, version, spec, pvec):
-    """Background work for fence ``version`` (gillespie2005 Sec 6.2, Fig 11), run in the
-    worker: validate the geometry, form its constraints and mode and the expressions of the
-    numeric path's terms (symengine, about 2 ms), send them, then embed and compile (LLVM)
-    the symbolic path for the partition expected where the fence begins.  Yields parts,
-    each sent as one answer."""
+    """Background work for fence ``version`` (gillespie2005 Sec 6.2, Fig 11), run in the fast
+    worker: check the geometry (with a time limit); a cubic polynomial only sets the compiled
+    family's coefficients; any other profile gets its constraints and mode, and every term of
+    its numeric path compiled as one function ("terms"), then the frames that ask the slow
+    worker for its symbolic embedding at the partition expected where the fence begins
+    ("embed").  Yields the answers, each sent as one frame."""
     try:
         with time_limit():               # in the worker: GEOMETRY_TIMEOUT after 2 s
             check_length(spec[2])
