@@ -114,6 +114,9 @@ def main(argv=None):
     print(f"{'  of which the cycle itself took > 1 ms':48s} {int(np.sum(cycle_us > 1000)):10d}")
     print(f"{'cycles the master started > 0.5 ms late':48s} {int(np.sum(wake_us > 500)):10d}")
     print(f"{'  (the OS held the master: max late start, ms)':48s} {wake_us.max() / 1e3:10.2f}")
+    late = np.nonzero(wake_us > 500)[0]
+    if late.size:
+        print("  late starts at t (s):", ", ".join(f"{k * dt:.3f}" for k in late[:10]))
     print(f"{'announcement -> fence mode ready (ms)':48s} {1e3 * lat:10.2f} {'<= 10':>10s}")
     print(f"{'final status':48s} {status:10d}")
     print("timeline (time, mode, events, fence version active, embed_latency, do_step us):")
