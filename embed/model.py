@@ -24,16 +24,19 @@ def to_symengine(e):
     """A sympy/symengine expression or a number as symengine, never text: sympify parses
     strings, and nothing from outside may be parsed that way (geometry text goes through
     embed.geometry's whitelist, which builds the sympy tree itself)."""
-    if isinstance(e, (str, bytes)):
-        raise ModelDefinitionError(f"text {e!r} where an expression object was expected; "
-                                   "build expressions with sympy/symengine, not strings")
-    return e if isinstance(e, se.Basic) else se.sympify(e)
+    if isinstance(e, se.Basic):
+        return e
+    return se.sympify(_expression_object(e))
 
 
-def _no_text(e):
-    if isinstance(e, (str, bytes)):
-        to_symengine(e)
-    return e
+def _expression_object(e):
+    """e itself if it is a number or a sympy/symengine expression; anything else (text
+    above all) is refused before any sympify sees it."""
+    if isinstance(e, (bool, int, float, sp.Basic, se.Basic)) or type(e).__module__ == "numpy":
+        if not isinstance(e, (str, bytes)):
+            return e
+    raise ModelDefinitionError(f"{e!r} ({type(e).__name__}) where an expression was expected; "
+                               "build expressions with sympy/symengine, never from text")
 
 
 def plain_name(f) -> str:
@@ -78,7 +81,7 @@ class Model:
         sub[t] = sp.Symbol("t")
 
         def conv(e):
-            e = _no_text(e)
+            e = _expression_object(e)
             e = e if isinstance(e, sp.Basic) else sp.sympify(e)   # a number or symengine object
             return to_symengine(e.xreplace(_derivs_first(sub)).xreplace(sub))
 

@@ -130,3 +130,14 @@ def test_small_partitions_choose_as_lapack_does():
         assert diag == pytest.approx(np.abs(qr.diagonal()[:m]), rel=1e-9, abs=1e-12)
     with pytest.raises(ConstraintRankError):
         partition(np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]]), ("a", "b"))
+
+
+def test_text_never_becomes_an_expression():
+    """Every conversion to symengine refuses text (and other non-expressions) before sympify."""
+    from embed import ModelDefinitionError
+    from embed.model import to_symengine
+
+    assert to_symengine(2) == 2 and to_symengine(sp.Symbol("x")) == se.Symbol("x")
+    for bad in ("__import__('os').system('true')", b"x + 1", ["x"], object()):
+        with pytest.raises(ModelDefinitionError):
+            to_symengine(bad)
