@@ -25,6 +25,7 @@ it should.  If a law gives work > 0 beyond round-off, the resolver falls back to
 impact and records why.
 """
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,7 +136,25 @@ def _inside(Pn, Pt, mu):
     return Pn >= 0 and abs(Pt) <= mu * Pn * (1 + RTOL) + RTOL * abs(Pt)
 
 
-def _newton(G, vn0, vt0, e, mu_s, mu_d):
+def _stick_first(slide):
+    """A contact law (G, vn-, vt-, e, mu_s, mu_d) -> (Pn, Pt, outcome) from its sliding impulse
+    ``slide(G, a, vt-, mu_d, Pn_stick, Pt_stick)``: both laws begin alike, with the normal
+    impulse alone when there is no friction, and sticking when the stick impulse lies in
+    the mu_s cone."""
+    @functools.wraps(slide)
+    def law(G, vn0, vt0, e, mu_s, mu_d):
+        a = -(1 + e) * vn0
+        if mu_s == 0 and mu_d == 0:
+            return a / float(G[0, 0]), 0.0, None
+        Pn_s, Pt_s = _stick(G, a, vt0)
+        if _inside(Pn_s, Pt_s, mu_s):
+            return Pn_s, Pt_s, "stick"
+        return slide(G, a, vt0, mu_d, Pn_s, Pt_s)
+    return law
+
+
+@_stick_first
+def _newton(G, a, vt0, mu_d, Pn_s, Pt_s):
     """Newton restitution vn+ = -e vn- with Coulomb friction; returns (Pn, Pt, outcome).
 
     Stick (vt+ = 0) when its impulse lies in the cone |Pt| <= mu_s Pn.  Otherwise slide against
@@ -149,12 +168,6 @@ def _newton(G, vn0, vt0, e, mu_s, mu_d):
     the line lies in the cone and holds the stick impulse, so ``_Jam`` only guards round-off.
     """
     (Gnn, Gnt), (_, Gtt) = G.tolist()
-    a = -(1 + e) * vn0
-    if mu_s == 0 and mu_d == 0:
-        return a / Gnn, 0.0, None
-    Pn_s, Pt_s = _stick(G, a, vt0)
-    if _inside(Pn_s, Pt_s, mu_s):
-        return Pn_s, Pt_s, "stick"
     s = np.sign(vt0) or np.sign(vt0 + Gnt * a / Gnn) or 1.0
     for sd in (s, -s):
         d = Gnn - sd * mu_d * Gnt
@@ -175,7 +188,8 @@ def _sigma(a, b):
     return (a * abs(a) + b * abs(b)) / d if d > 0 else 0.0
 
 
-def _smith(G, vn0, vt0, e, mu_s, mu_d):
+@_stick_first
+def _smith(G, a, vt0, mu_d, Pn_s, Pt_s):
     """Smith's law (Smith 1991, eq 15, as gillespie2005 Example 3 uses it); (Pn, Pt, outcome).
 
     Normal velocity ratio vn+ = -e vn-.  If the stick impulse lies in the cone |Pt| <= mu_s Pn the
@@ -193,12 +207,6 @@ def _smith(G, vn0, vt0, e, mu_s, mu_d):
     (a side of the cone that jams is unbounded: F -> +-inf there, bracketed by doubling).
     """
     (Gnn, Gnt), (_, Gtt) = G.tolist()
-    a = -(1 + e) * vn0
-    if mu_s == 0 and mu_d == 0:
-        return a / Gnn, 0.0, None
-    Pn_s, Pt_s = _stick(G, a, vt0)
-    if _inside(Pn_s, Pt_s, mu_s):
-        return Pn_s, Pt_s, "stick"
     mu = mu_d
 
     def F(Pt):
