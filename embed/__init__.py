@@ -10,12 +10,12 @@ from .embedding import ModeEquations, embed, partition
 from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
                      ImpactError, InputError, IntegrationError, ModelDefinitionError, ZenoError)
 from .model import Model
-from .scenario import Scenario, Var
+from .scenario import Scenario, Var, engine_outputs
 from .simulator import Simulator
 
 __all__ = [
     "Automaton", "Guard", "Jump", "Mode", "Constraint", "ConstraintSet", "holonomic", "motion",
     "ModeEquations", "embed", "partition", "EmbedError", "CompilationError",
     "ConstraintRankError", "EventLocationError", "ImpactError", "InputError", "IntegrationError",
-    "ModelDefinitionError", "ZenoError", "Model", "Scenario", "Var", "Simulator",
+    "ModelDefinitionError", "ZenoError", "Model", "Scenario", "Var", "engine_outputs", "Simulator",
 ]

@@ -26,6 +26,16 @@ class Var:
 
 
 SIM_ATTRIBUTES = ("mode", "event_count", "last_event_time", "impact_count")
+RESIDUAL = "largest residual of the active constraints"
+
+
+def engine_outputs(mode_start, mode_description, residual=RESIDUAL):
+    """The outputs every scenario's FMU has: constraint_residual, mode, event_count and
+    last_event_time (see ``Scenario.source``)."""
+    return [Var("constraint_residual", 0.0, residual, ""),
+            Var("mode", mode_start, mode_description, type="Integer"),
+            Var("event_count", 0, "events handled so far", type="Integer"),
+            Var("last_event_time", 0.0, "located time of the latest event", "s")]
 
 
 @dataclass

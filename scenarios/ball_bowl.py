@@ -74,7 +74,8 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
-from embed import Automaton, InputError, Jump, Mode, Model, Scenario, Var, holonomic, motion
+from embed import (Automaton, InputError, Jump, Mode, Model, Scenario, Var, engine_outputs,
+                   holonomic, motion)
 
 ROLLING = 1
 COORDS = ("rho", "alpha", "beta", "e0", "e1", "e2", "e3")
@@ -202,11 +203,7 @@ def build() -> Scenario:
         Var("first_integral", s0["first_integral"], "dbeta cos(alpha)^2 + 2 r/(7 (R - r)) omega_p "
             "sin(alpha), constant (braun_goldfarb2012 Fig 2 caption)", "1/s"),
         Var("epsilon", 0.0, "|first_integral - its value at the start| (Fig 2(d))", "1/s"),
-        Var("constraint_residual", 0.0, "largest residual of the active constraints", ""),
-        Var("mode", ROLLING, "active mode: 1 rolling", type="Integer"),
-        Var("event_count", 0, "events handled so far", type="Integer"),
-        Var("last_event_time", 0.0, "located time of the latest event", "s"),
-    ]
+    ] + engine_outputs(ROLLING, "active mode: 1 rolling")
     return Scenario("ball_bowl", aut, parameters, [], interface, initial_state,
                     positive=("R", "r", "m"), nonnegative=("g",))
 

@@ -33,8 +33,8 @@ import time
 
 import symengine as se
 
-from embed import (Automaton, Constraint, Guard, Jump, Mode, Model, Scenario, Var, holonomic,
-                   motion)
+from embed import (Automaton, Constraint, Guard, Jump, Mode, Model, Scenario, Var,
+                   engine_outputs, holonomic, motion)
 from embed.background import frame
 from embed.compile import lambdify
 from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
@@ -246,11 +246,8 @@ def build() -> Scenario:
     interface += [Var("N", 0.0, "normal force of the ramp or fence on the disk", "N"),
                   Var("kinetic_energy", 0.0, "kinetic energy", "J"),
                   Var("potential_energy", 0.0, "potential energy", "J"),
-                  Var("constraint_residual", 0.0, "largest residual of the active constraints", ""),
-                  Var("last_event_time", 0.0, "located time of the latest event", "s"),
-                  Var("mode", RAMP, "active mode: 1 free flight, 2 ramp, 3 fence", type="Integer"),
-                  Var("contact", 1.0, "the disk touches the ramp or the fence", type="Boolean"),
-                  Var("event_count", 0, "events handled so far", type="Integer")]
+                  Var("contact", 1.0, "the disk touches the ramp or the fence", type="Boolean")]
+    interface += engine_outputs(RAMP, "active mode: 1 free flight, 2 ramp, 3 fence")
 
     def initial_state(p):
         ph, rr = p["phi"], p["r"]

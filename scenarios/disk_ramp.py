@@ -17,7 +17,7 @@ import sympy as sp
 from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBody,  # noqa: F401
                                      dynamicsymbols, inertia)
 
-from embed import Automaton, Guard, Jump, Mode, Model, Scenario, Var, motion
+from embed import Automaton, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs, motion
 
 SLIDING, ROLLING = 1, 2
 
@@ -125,11 +125,7 @@ def build() -> Scenario:
         Var("slip", 0.0, "slip velocity of the contact point u1 + u2", "m/s"),
         Var("N", 0.0, "normal force of the ramp on the disk", "N"),
         Var("F_f", 0.0, "friction force on the disk (acting along -a1)", "N"),
-        Var("constraint_residual", 0.0, "largest residual of the active constraints", ""),
-        Var("mode", 1, "active mode: 1 sliding, 2 rolling", type="Integer"),
-        Var("event_count", 0, "events handled so far", type="Integer"),
-        Var("last_event_time", 0.0, "located time of the latest event", "s"),
-    ]
+    ] + engine_outputs(1, "active mode: 1 sliding, 2 rolling")
 
     def initial_state(p):
         return (np.array([p["q1_start"], p["q2_start"]], dtype=float),

@@ -35,7 +35,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import Automaton, Guard, Jump, Mode, Model, Scenario, Var, holonomic
+from embed import Automaton, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic
 from embed.impact import resolve
 
 FREE, SLIDING, STUCK = 1, 2, 3
@@ -182,17 +182,14 @@ def build() -> Scenario:
         ("u1", "rate of q1", "rad/s"), ("u2", "rate of q2", "rad/s"),
         ("tip_x", "horizontal position of the tip P2", "m"),
         ("tip_y", "vertical position of the tip P2", "m"),
-        ("last_event_time", "located time of the latest event", "s"),
         ("last_impulse_n", "normal impulse of the last impact", "N.s"),
         ("last_impulse_t", "tangential impulse of the last impact", "N.s"),
         ("normal_force", "normal force of the belt on the tip (up)", "N"),
         ("tangential_force", "friction force of the belt on the tip along n1", "N"),
-        ("kinetic_energy", "kinetic energy", "J"),
-        ("constraint_residual", "largest residual of the active constraints", ""))]
-    interface += [Var("mode", FREE, "active mode: 1 free, 2 sliding, 3 stuck", type="Integer"),
-                  Var("contact", 0.0, "the tip is on the belt", type="Boolean"),
-                  Var("impact_count", 0, "impacts so far", type="Integer"),
-                  Var("event_count", 0, "events handled so far", type="Integer")]
+        ("kinetic_energy", "kinetic energy", "J"))]
+    interface += [Var("contact", 0.0, "the tip is on the belt", type="Boolean"),
+                  Var("impact_count", 0, "impacts so far", type="Integer")]
+    interface += engine_outputs(FREE, "active mode: 1 free, 2 sliding, 3 stuck")
 
     def initial_state(p):
         return (np.array([p["q1_start"], p["q2_start"]]), np.array([p["u1_start"], p["u2_start"]]))

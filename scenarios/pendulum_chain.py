@@ -20,7 +20,8 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import Automaton, Guard, InputError, Jump, Mode, Model, Scenario, Var, holonomic
+from embed import (Automaton, Guard, InputError, Jump, Mode, Model, Scenario, Var, engine_outputs,
+                   holonomic)
 
 LINE, POINT = 1, 2
 
@@ -104,11 +105,8 @@ def build(N=10) -> Scenario:
         ("tip_vx", "horizontal velocity of the tip", "m/s"),
         ("normal_force", "force of the line on the tip along n2 (up)", "N"),
         ("pin_force_x", "horizontal force of the pin on the tip (mode 2)", "N"),
-        ("kinetic_energy", "kinetic energy", "J"), ("potential_energy", "potential energy", "J"),
-        ("constraint_residual", "largest residual of the active constraints", ""),
-        ("last_event_time", "located time of the latest event", "s"))]
-    interface += [Var("mode", 1, "active mode: 1 tip on the line, 2 tip at the point", type="Integer"),
-                  Var("event_count", 0, "events handled so far", type="Integer")]
+        ("kinetic_energy", "kinetic energy", "J"), ("potential_energy", "potential energy", "J"))]
+    interface += engine_outputs(1, "active mode: 1 tip on the line, 2 tip at the point")
 
     def initial_state(p):
         th = p["q_start"]

@@ -17,7 +17,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import Automaton, Jump, Mode, Model, Scenario, Var, holonomic
+from embed import Automaton, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic
 
 SLIDER_CRANK = 1
 
@@ -74,11 +74,8 @@ def build() -> Scenario:
         ("u1", "rate of q1", "rad/s"), ("u2", "rate of q2", "rad/s"),
         ("tip_x", "horizontal position of P2", "m"), ("tip_y", "vertical position of P2", "m"),
         ("normal_force", "force of the line on P2 along n2 (up)", "N"),
-        ("kinetic_energy", "kinetic energy", "J"), ("potential_energy", "potential energy", "J"),
-        ("constraint_residual", "largest residual of the active constraints", ""),
-        ("last_event_time", "located time of the latest event", "s"))]
-    interface += [Var("mode", 1, "active mode: 1 slider-crank (tip on the line)", type="Integer"),
-                  Var("event_count", 0, "events handled so far", type="Integer")]
+        ("kinetic_energy", "kinetic energy", "J"), ("potential_energy", "potential energy", "J"))]
+    interface += engine_outputs(1, "active mode: 1 slider-crank (tip on the line)")
 
     def initial_state(p):
         return start_on_line(p)

@@ -52,7 +52,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
-from embed import Automaton, Jump, Mode, Model, Scenario, Var, holonomic
+from embed import Automaton, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic
 from embed.errors import InputError
 
 MOVING = 1
@@ -181,12 +181,9 @@ def build() -> Scenario:
             "-lambda1 x 1 m", "N/m"),
         Var("lambda2", 0.0, "multiplier of Phi_2 (eq 5); the tension of the link of length 2 is "
             "-lambda2 x 2 m", "N/m"),
-        Var("constraint_residual", 0.0, "largest residual of the loop constraints (eq 5) and of "
-            "their rates (Phi_q qdot = 0)", ""),
-        Var("mode", MOVING, "active mode (1: moving; the only one)", type="Integer"),
-        Var("event_count", 0, "events handled so far", type="Integer"),
-        Var("last_event_time", 0.0, "located time of the latest event", "s"),
-    ]
+    ] + engine_outputs(MOVING, "active mode (1: moving; the only one)",
+                       "largest residual of the loop constraints (eq 5) and of their rates "
+                       "(Phi_q qdot = 0)")
 
     def initial_state(p):
         q0 = np.array([p[f"q{i}_start"] for i in range(1, 5)], dtype=float)

@@ -40,7 +40,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
-from embed import Automaton, Jump, Mode, Model, Scenario, Var, holonomic
+from embed import Automaton, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic
 
 TOP = 1
 COORDS = ("x", "y", "z", "e0", "e1", "e2", "e3")
@@ -173,12 +173,8 @@ def build(speeds="omega") -> Scenario:
     interface += [
         Var("kinetic_energy", 0.0, "1/2 m rdot^T rdot + 1/2 omega'^T J' omega'", "J"),
         Var("potential_energy", 0.0, "m g z", "J"),
-        Var("constraint_residual", 0.0, "largest residual of the active constraints "
-            "(|Phi| and |Phi_q qdot|)", ""),
-        Var("mode", TOP, "active mode: 1 top (both constraints)", type="Integer"),
-        Var("event_count", 0, "events handled so far", type="Integer"),
-        Var("last_event_time", 0.0, "located time of the latest event", "s"),
-    ]
+    ] + engine_outputs(TOP, "active mode: 1 top (both constraints)",
+                       "largest residual of the active constraints (|Phi| and |Phi_q qdot|)")
     return Scenario("top", aut, parameters, [], interface,
                     lambda P: initial_state(P, speeds),
                     positive=("m", "Jxx", "Jzz"), nonnegative=("g",))
