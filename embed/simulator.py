@@ -608,10 +608,13 @@ class Simulator:
             self._impact_gaps = []
             self.zeno_count += 1
         self._apply(jump)
+        self._record("zeno:" + guard.name if zeno else guard.name, before)
+
+    def _record(self, label, before):
+        """Count the event just applied (from mode ``before``) and log it."""
         self.event_count += 1
         self.last_event_time = self.t
-        self.events.append((float(self.t), "zeno:" + guard.name if zeno else guard.name,
-                            before, self.mode))
+        self.events.append((float(self.t), label, before, self.mode))
 
     def _due(self, g, level=0.0):
         """Index of the first armed, enabled switching condition at or below ``level`` in g."""
@@ -743,9 +746,7 @@ class Simulator:
         """Enter ``mode`` now with an optional new state (a reset from outside: an event)."""
         before = self.mode
         self._apply(Jump(mode, discrete, q=q, u=u))
-        self.event_count += 1
-        self.last_event_time = self.t
-        self.events.append((float(self.t), label, before, self.mode))
+        self._record(label, before)
 
     def set_constraints(self, names, label="constraints"):
         """Activate exactly the constraints ``names`` in the current mode now (an event)."""
@@ -755,9 +756,7 @@ class Simulator:
                                            f"{sorted(self.aut.constraints)}")
         before = self.mode
         self._apply(Jump(self.mode, constraints=tuple(names)))
-        self.event_count += 1
-        self.last_event_time = self.t
-        self.events.append((float(self.t), label, before, self.mode))
+        self._record(label, before)
 
     def _accept(self, y):
         cm = self.cm
