@@ -803,8 +803,8 @@ class Simulator:
             cm, x0 = self.cm, self.x
             h, y = integ.step(cm, self.t, x0, p, t_end - self.t)
             gs = cm.nx + cm.sl_guards.start
-            gi = self._due(y[gs:gs + cm.sl_guards.stop - cm.sl_guards.start])
-            if gi is None:
+            g_end = y[gs:gs + cm.sl_guards.stop - cm.sl_guards.start]
+            if self._due(g_end) is None:
                 self._accept(y)
                 self.t += h
                 if self._hol or self._watch:
@@ -812,7 +812,6 @@ class Simulator:
                 if not all(self.armed):
                     self.armed = tuple(a or bool(v > 0) for a, v in zip(self.armed, self.mon[cm.sl_guards]))
                 continue
-            g_end = y[gs:gs + cm.sl_guards.stop - cm.sl_guards.start]
             hits = [i for i, (v, a, e) in enumerate(zip(g_end, self.armed, self.enabled))
                     if a and e and v <= 0]
             tau, gi = min((self._locate(i, x0, p, h, g_end[i]), i) for i in hits)
