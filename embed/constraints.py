@@ -60,6 +60,24 @@ def _from_motion(model, name, expr, phi):
     return Constraint(name, B, C, phi)
 
 
+def velocity(c: Constraint, u):
+    """B u + C of constraint ``c`` for speeds ``u`` (eq 7): zero when it is satisfied."""
+    return sum((b * ui for b, ui in zip(c.B, u)), c.C)
+
+
+def gamma(model: Model, c: Constraint):
+    """gamma = (B u + C)_q qdot + (B u + C)_t: the constraint at acceleration level is
+    B udot + gamma = 0 (the Bdot u + Cdot of gillespie2005 eq 12)."""
+    v = velocity(c, model.u)
+    return sum((se.diff(v, qi) * qd for qi, qd in zip(model.q, model.qdot)), se.diff(v, TIME))
+
+
+def phi_and_gradient(model: Model, c: Constraint):
+    """[Phi, dPhi/dq_1, ..., dPhi/dq_n] of a configuration constraint (the projection's terms,
+    haug_pavesic2023 eq 13)."""
+    return [c.phi] + [se.diff(c.phi, qi) for qi in model.q]
+
+
 class ConstraintSet:
     """An ordered, hashable set of active constraints; its key names the mode's cache entry."""
 

@@ -17,6 +17,7 @@ import numpy as np
 import symengine as se
 
 from .compile import Layout, lambdify, rk4_stepwise
+from .constraints import gamma, phi_and_gradient, velocity
 from .embedding import kappa
 from .errors import ConstraintRankError, ModelDefinitionError
 from .model import TIME, to_symengine
@@ -31,6 +32,15 @@ def _flat(rows):
     return [e for r in rows for e in r]
 
 
+def constraint_exprs(model, c):
+    """A constraint's own terms as expressions, by role: "BC" [B..., C] of (t, q, p), "gamma"
+    [gamma] of (t, q, u, p) and, if holonomic, "phi" [Phi, Phi_q...] of (t, q, p)."""
+    out = {"BC": list(c.B) + [c.C], "gamma": [gamma(model, c)]}
+    if c.holonomic:
+        out["phi"] = phi_and_gradient(model, c)
+    return out
+
+
 class ConstraintTerms:
     """One constraint compiled once: [B, C](t, q, p), gamma(t, q, u, p) and, if holonomic, [Phi, Phi_q]."""
 
@@ -42,15 +52,12 @@ class ConstraintTerms:
         if fns is not None:
             self.BC, self.gamma, self.phi = fns
         else:
-            self.BC = lambdify([TIME] + q + list(psyms), list(c.B) + [c.C],
-                               f"constraint {c.name!r}", backend, opt_level)
-            expr = sum((b * ui for b, ui in zip(c.B, u)), c.C)
-            gamma = sum((se.diff(expr, qi) * qd for qi, qd in zip(q, model.qdot)),
-                        se.diff(expr, TIME))
-            self.gamma = lambdify([TIME] + q + u + list(psyms), [gamma], f"gamma of {c.name!r}",
-                                  backend, opt_level)
-            self.phi = lambdify([TIME] + q + list(psyms), [c.phi] + [se.diff(c.phi, qi) for qi in q],
-                                f"Phi of {c.name!r}", backend, opt_level) if c.holonomic else None
+            ex = constraint_exprs(model, c)
+            tq, tqu = [TIME] + q + list(psyms), [TIME] + q + u + list(psyms)
+            self.BC = lambdify(tq, ex["BC"], f"constraint {c.name!r}", backend, opt_level)
+            self.gamma = lambdify(tqu, ex["gamma"], f"gamma of {c.name!r}", backend, opt_level)
+            self.phi = lambdify(tq, ex["phi"], f"Phi of {c.name!r}", backend,
+                                opt_level) if c.holonomic else None
         # a constant B row (no q, t) never needs re-selection (unknown for a stub: watch it)
         self.constant_B = bool(c.B) and not any(e.has(s) for e in c.B for s in q + [TIME])
 
@@ -91,8 +98,7 @@ class EntryTerms:
         K = [[-se.diff(E[i], model.ud[j]) for j in range(n)] + [B[k][i] for k in range(m)]
              for i in range(n)]
         K += [B[k] + [se.Integer(0)] * m for k in range(m)]
-        rhs = [se.Integer(0)] * n + [-sum((b * ui for b, ui in zip(c.B, model.u)), c.C)
-                                     for c in cset.items]
+        rhs = [se.Integer(0)] * n + [-velocity(c, model.u) for c in cset.items]
         phi = [c.phi for c in cset.items if c.holonomic]
         self.fn = lambdify([TIME] + list(model.q) + list(model.u) + list(psyms),
                            _flat(K) + rhs + phi, f"the entry terms of {list(cset.key)}", backend)

@@ -26,7 +26,7 @@ import symengine as se
 
 from .automaton import Automaton, Jump
 from .compile import lambdify, make_mode, mode_parts, norm1
-from .constraints import ConstraintSet
+from .constraints import ConstraintSet, velocity
 from .embedding import EXPLICIT_OPS_OFFLINE, ModeEquations, embed, kappa, partition
 from .errors import (ConstraintRankError, EventLocationError, InputError, IntegrationError,
                      ModelDefinitionError, ZenoError)
@@ -387,7 +387,7 @@ class Simulator:
         guards = [e.subs(sub) for e in guards]
         res = []
         for c in cset.items:
-            res.append(sum((b * uf for b, uf in zip(c.B, eqs.u_full)), c.C))
+            res.append(velocity(c, eqs.u_full))
             if c.holonomic:
                 res.append(c.phi)
         kap = se.Integer(1)

@@ -40,7 +40,7 @@ from embed.compile import lambdify
 from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
                             disk_centre_on_fence, fence_frame, time_limit, validate)
 from embed.model import TIME, to_symengine
-from embed.numeric import ConstraintTerms, Role, lam_symbol
+from embed.numeric import ConstraintTerms, Role, constraint_exprs, lam_symbol
 
 FREE, RAMP, FENCE = 1, 2, 3
 FENCE_BASE = 100      # mode id of a fence: FENCE_BASE + its unique number
@@ -351,11 +351,8 @@ def prepare_fence(sim, version, spec, pvec):
     for name, phi in cons.items():
         c = holonomic(m, name, phi)
         sim.add_constraint(c)
-        expr = sum((b * ui for b, ui in zip(c.B, u)), c.C)
-        add(name, "BC", list(c.B) + [c.C])
-        add(name, "gamma", [sum((se.diff(expr, qi) * qd for qi, qd in zip(q, m.qdot)),
-                                se.diff(expr, TIME))])
-        add(name, "phi", [c.phi] + [se.diff(c.phi, qi) for qi in q])
+        for role, es in constraint_exprs(m, c).items():
+            add(name, role, es)
     sim.add_mode(mode)
     outs, guards = sim.mode_exprs(mode.id)
     add(mode.id, "monitors", list(outs) + list(guards))
