@@ -18,6 +18,7 @@ from pythonfmu.enums import Fmi2Status
 from pythonfmu import Integer, Real, String
 
 from embed import EmbedError, InputError
+from embed.simulator import EMBEDDINGS
 from embed.errors import (CompilationError, ConstraintRankError, EventLocationError, ImpactError,
                           IntegrationError, ModelDefinitionError, ZenoError)
 
@@ -189,9 +190,9 @@ class ScenarioSlave(Fmi2Slave):
             self._reject(f"solver {self.solver!r} is unknown (use 'rk4' or 'adaptive'); using 'rk4'")
             solver = self.solver = "rk4"
         embedding = str(self.embedding).strip().lower()
-        if embedding not in ("symbolic", "numeric", "background"):
-            self._reject(f"embedding {self.embedding!r} is unknown (use 'symbolic', 'numeric' or "
-                         f"'background'); using {self.sc.embedding!r}")
+        if embedding not in EMBEDDINGS:
+            self._reject(f"embedding {self.embedding!r} is unknown (use one of {EMBEDDINGS}); "
+                         f"using {self.sc.embedding!r}")
             embedding = self.embedding = self.sc.embedding
         h_max, rtol = self.h_max, self.rtol
         if not (isinstance(h_max, (int, float)) and math.isfinite(h_max) and 0 < h_max <= 1.0):
