@@ -37,7 +37,6 @@ def holonomic(model: Model, name: str, phi) -> Constraint:
             f"configuration constraint {name!r} depends on speeds; give it as a motion constraint")
     grad = [se.diff(phi, qi) for qi in model.q]
     dphi = sum((g * qd for g, qd in zip(grad, model.qdot)), se.Integer(0)) + se.diff(phi, TIME)
-    dphi = se.expand(dphi)
     return _from_motion(model, name, dphi, phi)
 
 

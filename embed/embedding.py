@@ -140,8 +140,8 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
                 f"the dependent block of B for {list(cset.key)} with dependent speeds "
                 f"{[str(model.u[j]) for j in dep]} is singular everywhere; choose others")
         B1inv = B1.inv()
-        D = (-B1inv * Bi).applyfunc(se.expand)          # eq 12
-        E = (-B1inv * C).applyfunc(se.expand)
+        D = -B1inv * Bi          # eq 12
+        E = -B1inv * C
         udep = _mv(D, u_ind) + E
         u_sub = {model.u[j]: udep[k] for k, j in enumerate(dep)}
         qdot = [e.subs(u_sub) for e in model.qdot]
