@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+import symengine as se
 import sympy as sp
 
 from .errors import InputError
@@ -553,6 +554,15 @@ def _hermite(u, du, ds):
     return (a, b, c, u0), (lo, tlo), (hi, thi)
 
 
+def _branch_sign(u):
+    """sign(u) for A_k of ``_abs_as_symbols``; 1 for u = b**p, p fractional (positive wherever it
+    is real): symengine 0.15 crashes (segmentation fault) converting some of their signs, e.g.
+    sign(sqrt(-s))."""
+    if isinstance(u, sp.Pow) and u.exp.is_Number and not u.exp.is_Integer:
+        return sp.Integer(1)
+    return sp.sign(u)
+
+
 def _abs_as_symbols(expr, memo=None):
     """Replace every abs(u) (innermost first) by u * A_k with a symbol A_k (one per distinct abs).
 
@@ -599,7 +609,6 @@ class _Numeric:
     """
 
     def __init__(self, h):
-        import symengine as se
         self.critical = _critical(h)
         memo = {}
         g, _ = _abs_as_symbols(h, memo)
@@ -707,13 +716,28 @@ class FenceProfile:
             d1 = sp.diff(g, SIGMA)
             d = [d1, sp.diff(d1, SIGMA)]
             for k, u, _ in reversed(back):
-                # sign(b**p), p fractional, is 1 where the power is real: symengine 0.15 crashes
-                # (segmentation fault) converting some of them, e.g. sign(sqrt(-s))
-                sg = (sp.Integer(1) if isinstance(u, sp.Pow) and u.exp.is_Number
-                      and not u.exp.is_Integer else sp.sign(u))
-                d = [e.subs(k, sg) for e in d]
+                d = [e.subs(k, _branch_sign(u)) for e in d]
             self._cache["d"] = (self.h, d[0], d[1])
         return self._cache["d"]
+
+    def jet(self):
+        """The jet [h, dh/ds, d2h/ds2, d3h/ds3] as symengine expressions of the symbol named like
+        SIGMA: what a fence of this profile needs at its contact point (its centre and normal,
+        their first and second derivatives).  Differentiated in symengine (sympy's diff costs milliseconds),
+        every abs(u) as u A_k with A_k constant, then A_k = sign(u) (``derivatives``)."""
+        g, back = _abs_as_symbols(self.h)
+        S = se.Symbol(SIGMA.name)
+        try:
+            d = [to_symengine(g)]
+            for _ in range(3):
+                d.append(d[-1].diff(S))
+            for k, u, _ in reversed(back):
+                sg = to_symengine(_branch_sign(u))
+                d = [e.subs({se.Symbol(k.name): sg}) for e in d]
+        except Exception as e:   # noqa: BLE001 - any conversion failure means unusable geometry
+            _fail(GEOMETRY_NOT_FINITE, "evaluate", str(self.h),
+                  f"profile {self.h} cannot be differentiated ({type(e).__name__}: {e})")
+        return d
 
     def evaluator(self):
         """f(sigma array) -> (h, h', h'') float arrays (nan where not real; at a zero of an abs

@@ -280,9 +280,13 @@ class Simulator:
         if cm is not None:
             return cm
         t0 = time.perf_counter()
-        if self.embedding == "symbolic":
+        # a constraint known only by its compiled terms (a stub, B empty: a geometry prepared
+        # elsewhere) has nothing to embed symbolically: the numeric path, until the symbolic
+        # embedding is brought (a background answer for this key)
+        stub = any(not self.aut.constraints[c].B for c in active)
+        if self.embedding == "symbolic" and not stub:
             cm = self.cache["mode"][key] = make_mode(self.mode_parts(key), key)
-        elif self._starting:
+        elif self._starting and not stub:
             # the first mode of a background simulator is compiled at set-up, with LLVM
             cm = self.cache["mode"][key] = make_mode(self.mode_parts(key), key, backend="llvm")
         else:
@@ -292,7 +296,7 @@ class Simulator:
                 cm = self.cache["numeric"][key] = NumericMode(
                     self.numeric_terms(), mode, cset, dep, len(self.outputs), key,
                     [self.cterms(c.name) for c in cset.items])
-            if self.embedding == "background" and key not in self.cache["submitted"]:
+            if self.embedding == "background" and not stub and key not in self.cache["submitted"]:
                 self.cache["submitted"][key] = time.perf_counter()
                 self.compiler.submit(key)
         self.embed_times.append(time.perf_counter() - t0)
@@ -422,15 +426,19 @@ class Simulator:
             return ()
         return partition(self._B_numeric(names, t, q), tuple(names))
 
-    def mode_exprs(self, mode_id):
+    def mode_exprs(self, mode_id, mode=None):
         """A mode's outputs (the automaton's, with the mode's overrides) and switching
-        conditions (falling through 0 = fires), in the model's symbols."""
+        conditions (falling through 0 = fires), in the model's symbols; of ``mode`` if given
+        (one not in the automaton: not kept)."""
         ex = self.cache["exprs"]
-        if mode_id not in ex:
-            m, mode = self.model, self.aut.modes[mode_id]
-            over = {k: m.sym(v) for k, v in mode.outputs}
+        if mode is not None or mode_id not in ex:
+            m, md = self.model, mode or self.aut.modes[mode_id]
+            over = {k: m.sym(v) for k, v in md.outputs}
             outs = [over.get(k, e) for k, e in zip(self.outputs, self._out_exprs)]
-            ex[mode_id] = (outs, [m.sym(g.expr) * (-g.direction) for g in mode.guards])
+            both = (outs, [m.sym(g.expr) * (-g.direction) for g in md.guards])
+            if mode is not None:
+                return both
+            ex[mode_id] = both
         return ex[mode_id]
 
     def numeric_terms(self):

@@ -12,8 +12,11 @@ and ends at P, q4 = L.  Modes:
 - 3 on a fence (2 dof): centre = P + s t + h(s) n + r N(s), s = q4 - L, for the fence
   announced last (``embed.geometry``: an arc of radius R or a height profile given as
   text), all reported as 3: the arc family and the cubic family h = c2 s^2 + c3 s^3 are
-  compiled at set-up (announcing one sets discrete variables); any other profile gets a
-  mode of its own, embedded by the background workers when it is announced.
+  compiled at set-up (announcing one sets discrete variables).  Any other profile runs at
+  once on the numeric path of the fence of any profile (``profile_family``: its terms
+  formed once with h an undefined function, then given the profile's jet, h and three
+  derivatives, compiled by the fast worker in about 1 ms), and gets a mode of its own,
+  embedded symbolically by the slow worker (a profile with abs() keeps the numeric path).
 
 Leaving: the normal force N turning tensile (mode 1), the ramp's end q4 = L (onto the
 fence if one is known, else into free flight), back from the fence onto the ramp
@@ -37,8 +40,9 @@ from embed import (Automaton, Constraint, Guard, Jump, Mode, Model, Scenario, Va
                    engine_outputs, holonomic, motion)
 from embed.background import frame
 from embed.compile import lambdify
+from embed.errors import ModelDefinitionError
 from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
-                            disk_centre_on_fence, fence_frame, time_limit, validate)
+                            time_limit, validate)
 from embed.model import TIME, to_symengine
 from embed.numeric import ConstraintTerms, Role, constraint_exprs, lam_symbol
 
@@ -75,17 +79,16 @@ def build_model():
     return Model(frame, q, u, kd, [disk], loads, params=[m, J, r, phi, L, g], name="disk_fence")
 
 
-def fence_mode(uid, profile: FenceProfile, L_f, mode_id=None):
+def fence_mode(uid, profile: FenceProfile | None, L_f, mode_id=None):
     """The constraints and the mode of a fence, numbered ``uid`` (unique in the process).
-    ``L_f`` may be a number or a symbol (a discrete variable)."""
-    q, u, (m, J, r, phi, L, g) = symbols()
-    if not profile.h.has(sp.Abs):
-        x, y, nx, ny, q, L = _centre_and_normal_se(profile)
-    else:               # sympy differentiates abs() as sign(); symengine leaves it unevaluated
-        P = (L * sp.cos(phi), L * sp.sin(phi))
-        s = q[3] - L
-        x, y = disk_centre_on_fence(profile, phi, P, r, sigma=s)
-        _, (nx, ny) = fence_frame(profile, phi, sigma=s)
+    ``L_f`` may be a number or a symbol (a discrete variable).  ``profile`` None: the fence
+    of any profile, h an undefined function of q4 (``profile_family``); a profile with abs()
+    has only that family's numeric path."""
+    if profile is not None and profile.h.has(sp.Abs):
+        raise ModelDefinitionError(f"{profile.describe()}: a profile with abs() has no symbolic "
+                                   "fence mode (its terms would differentiate sign()); use "
+                                   "install_profile")
+    x, y, nx, ny, q, L = _centre_and_normal_se(profile)
     cx, cy = f"fence{uid}_x", f"fence{uid}_y"
     N = normal_force(cx, cy, nx, ny)
     L_f = sp.Float(L_f) if isinstance(L_f, (int, float)) else L_f     # a number or a symbol
@@ -100,19 +103,124 @@ def fence_mode(uid, profile: FenceProfile, L_f, mode_id=None):
 
 def _centre_and_normal_se(profile):
     """Disk centre P + s t + h(s) n + r N(s) and the fence normal N at s = q4 - L, formed in
-    symengine (embed.geometry's conventions; some ten times faster than in sympy)."""
+    symengine (embed.geometry's conventions; some ten times faster than in sympy).  With
+    ``profile`` None, h is the undefined function PROFILE_H of q4 (d/dq4 = d/ds)."""
     q = [se.Symbol(f"q{i}") for i in range(1, 5)]
     r, phi, L = se.symbols("r phi L")
-    S = se.Symbol(SIGMA.name)
-    h = to_symengine(profile.h)      # SIGMA becomes the plain symengine symbol of its name
-    h1 = h.diff(S)
+    if profile is None:
+        S, sub = q[3] - L, {}
+        h = PROFILE_H(q[3])
+        h1 = h.diff(q[3])
+    else:
+        S = se.Symbol(SIGMA.name)
+        sub = {S: q[3] - L}
+        h = to_symengine(profile.h)      # SIGMA becomes the plain symengine symbol of its name
+        h1 = h.diff(S)
     tx, ty, nx, ny = se.cos(phi), se.sin(phi), -se.sin(phi), se.cos(phi)
     w = se.sqrt(1 + h1 ** 2)
     Nx, Ny = (nx - h1 * tx) / w, (ny - h1 * ty) / w
-    sub = {S: q[3] - L}
     x = (L * tx + S * tx + h * nx + r * Nx).subs(sub)
     y = (L * ty + S * ty + h * ny + r * Ny).subs(sub)
     return x, y, Nx.subs(sub), Ny.subs(sub), q, L
+
+
+# --------------------------------------------------- the fence of any profile, compiled once
+PROFILE_H = se.Function("fence_h")
+JET = tuple(se.Symbol(f"fence_h{k}") for k in range(4))    # d^k h / ds^k at s = q4 - L
+LF_JET = se.Symbol("fence_Lf")
+
+
+def profile_family(sim, backend="llvm"):
+    """Every term of the numeric path (gillespie2005 Sec 5.5) of a fence of any profile h: its
+    two constraints' [B, C], gamma and [Phi, Phi_q], its mode's outputs and switching
+    conditions, formed with h an undefined function of q4 and compiled as one function of
+    (t, q, u, forces, lambda, p, JET, L_f), JET = (h, h', h'', h^(3)) at s = q4 - L (gamma needs
+    the third derivative).  Formed and compiled once a process; a profile announced at run
+    time then needs only its jet compiled (``ProfileTerms``).  Returns (function, layout: the
+    slice of each role, by "x", "y" and "monitors"; the family's mode), kept in ``sim.cache``."""
+    if "profile_family" in sim.cache:
+        return sim.cache["profile_family"]
+    m = sim.model
+    cons, mode = fence_mode("_any", None, LF_JET, mode_id=0)
+    q4 = se.Symbol("q4")
+    F = PROFILE_H(q4)
+    to_jet = {F.diff(q4, 3): JET[3], F.diff(q4, 2): JET[2], F.diff(q4): JET[1], F: JET[0]}
+    exprs, layout = [], {}
+
+    def add(name, role, es):
+        layout.setdefault(name, {})[role] = slice(len(exprs), len(exprs) + len(es))
+        exprs.extend(e.subs(to_jet) for e in es)
+
+    for name, phi in cons.items():
+        for role, es in constraint_exprs(m, holonomic(m, name, phi)).items():
+            add(name[-1], role, es)
+    outs, guards = sim.mode_exprs(mode.id, mode)
+    add("monitors", "monitors", list(outs) + list(guards))
+    args = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
+            + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms) + list(JET) + [LF_JET])
+    fn = lambdify(args, exprs, "the terms of the fence of any profile", backend)
+    sim.cache["profile_family"] = (fn, layout, mode)
+    return sim.cache["profile_family"]
+
+
+class ProfileTerms:
+    """The terms of one announced profile as one function of (t, q, u, forces, lambda, p), for
+    ``numeric.Role``: the family's function (``profile_family``) called with the profile's jet
+    at s = q4 - L and its length appended."""
+
+    __slots__ = ("fn", "jet", "n_in", "i_L", "buf", "s")
+
+    def __init__(self, fn, jet, L_f, i_L):
+        self.fn, self.jet, self.i_L = fn, jet, i_L
+        self.n_in = fn.n_in - len(JET) - 1
+        self.buf = np.zeros(fn.n_in)
+        self.buf[-1] = L_f
+        self.s = np.zeros(1)
+
+    def __call__(self, args):
+        b, n = self.buf, self.n_in
+        b[:n] = args
+        self.s[0] = args[I_Q4] - args[self.i_L]
+        self.jet.unsafe_real(self.s, b[n:n + len(JET)])
+        return self.fn(b)
+
+
+I_Q4 = 4       # q4 among (t, q1, ..., q4, ...)
+
+
+def jet_function(profile, backend="llvm"):
+    """The compiled jet of a profile: s -> (h, h', h'', h^(3)) (``FenceProfile.jet``); LLVM
+    unoptimized in the worker (about 1 ms to build, 0.1 ms to load)."""
+    return lambdify([se.Symbol(SIGMA.name)], profile.jet(), f"the jet of {profile.describe()}",
+                    backend, opt_level=0 if backend == "llvm" else None)
+
+
+def install_profile(sim, uid, L_f, jet):
+    """Install the numeric path of fence ``uid`` (a profile with compiled jet ``jet``, length
+    ``L_f``): the family's terms (``profile_family``, compiled at set-up) as the roles of its
+    constraints' B, C, gamma and Phi and of its mode's monitors.  Its constraints and mode are
+    stubs named as ``fence_mode`` names them, until the symbolic embedding brings their
+    expressions.  Returns the mode id."""
+    m = sim.model
+    fam, layout, family = profile_family(sim)
+    n, n_p = m.n, len(sim.psyms)
+    terms = ProfileTerms(fam, jet, L_f, fam.n_in - len(JET) - 1 - n_p + sim.pnames.index("L"))
+    p_at = list(range(terms.n_in - n_p, terms.n_in))
+    tq = [0] + list(range(1, 1 + n)) + p_at
+    tqu = [0] + list(range(1, 1 + 2 * n)) + p_at
+    mode = Mode(FENCE_BASE + uid, f"fence {uid}", (f"fence{uid}_x", f"fence{uid}_y"), (),
+                tuple(Guard(g.name, None, g.direction) for g in family.guards), (), FENCE)
+    for name, role in zip(mode.constraints, "xy"):
+        c = sim.aut.constraints.setdefault(name, Constraint(name, (), se.Integer(0),
+                                                            se.Integer(0)))
+        sl = layout[role]
+        sim.cache["cterms"][name] = ConstraintTerms(
+            m, c, sim.psyms, fns=(Role(terms, tq, sl["BC"]), Role(terms, tqu, sl["gamma"]),
+                                  Role(terms, tq, sl["phi"])))
+    sim.aut.modes.setdefault(mode.id, mode)
+    sim.numeric_terms().install_mode(mode.id, Role(terms, None, layout["monitors"]["monitors"]),
+                                     lam_names=mode.constraints)
+    return mode.id
 
 
 ARC = FENCE            # the arc family's mode: its radius and length are discrete variables
@@ -322,10 +430,10 @@ def check_length(L_f):
 def prepare_fence(sim, version, spec, pvec):
     """Background work for fence ``version`` (gillespie2005 Sec 6.2, Fig 11), run in the fast
     worker: check the geometry (with a time limit); a cubic polynomial only sets the compiled
-    family's coefficients; any other profile gets its constraints and mode, and every term of
-    its numeric path compiled as one function ("terms"), then the frames that ask the slow
-    worker for its symbolic embedding at the partition expected where the fence begins
-    ("embed").  Yields the answers, each sent as one frame."""
+    family's coefficients; any other profile gets its jet compiled, all its numeric path needs
+    with ``profile_family`` ("terms"), then its constraints and mode, and the frames that ask
+    the slow worker for its symbolic embedding at the partition expected where the fence
+    begins ("embed").  Yields the answers, each sent as one frame."""
     try:
         with time_limit():               # in the worker: GEOMETRY_TIMEOUT after 2 s
             check_length(spec[2])
@@ -339,35 +447,16 @@ def prepare_fence(sim, version, spec, pvec):
         yield ("ready", version, POLY, {**{str(c): v for c, v in zip(POLY_C, coeffs)},
                                         "Lf_poly": float(spec[2])})
         return
-    cons, mode = fence_mode(next(_UIDS), profile, spec[2])
-    m = sim.model
-    q, u = list(m.q), list(m.u)
-    exprs, layout = [], {}
-
-    def add(name, role, es):
-        layout.setdefault(name, {})[role] = slice(len(exprs), len(exprs) + len(es))
-        exprs.extend(es)
-
-    for name, phi in cons.items():
-        c = holonomic(m, name, phi)
-        sim.add_constraint(c)
-        for role, es in constraint_exprs(m, c).items():
-            add(name, role, es)
-    sim.add_mode(mode)
-    outs, guards = sim.mode_exprs(mode.id)
-    add(mode.id, "monitors", list(outs) + list(guards))
-    # every term of the numeric path in one function of (t, q, u, forces, lambda, p): in the
-    # worker LLVM without optimization (3 ms to build for a trigonometric profile against
-    # 9 ms optimized, one 0.2 ms load for the stepping process), here the lambda backend
-    args = ([TIME] + q + u + list(m.forces) + [lam_symbol(c) for c in mode.constraints]
-            + list(sim.psyms))
+    uid = next(_UIDS)
     local = isinstance(sim, _Local)
-    fn = lambdify(args, exprs, f"the terms of fence {version}", None if local else "llvm",
-                  opt_level=None if local else 0, cse=not local)
-    yield ("terms", version, [Constraint(n, (), se.Integer(0), se.Integer(0)) for n in cons],
-           Mode(mode.id, mode.name, mode.constraints, (),
-                tuple(Guard(g.name, None, g.direction) for g in mode.guards), (), mode.report),
-           fn, layout)
+    yield ("terms", version, uid, float(spec[2]),
+           jet_function(profile, "lambda" if local else "llvm"))
+    if profile.h.has(sp.Abs):    # stays on the family's numeric path (fence_mode)
+        return
+    cons, mode = fence_mode(uid, profile, spec[2])
+    for name, phi in cons.items():
+        sim.add_constraint(holonomic(sim.model, name, phi))
+    sim.add_mode(mode)
     # the symbolic embedding, for the partition at the start of the fence, is the slow
     # worker's: the stepping process relays these frames to it without decoding them
     sim.pvec[:] = pvec
@@ -421,6 +510,7 @@ class FenceGeometry:
                        "geometry_version_active": 0}
         self.requested = 0
         self.t_request = None
+        profile_family(sim)      # compiled now (LLVM, ~20 ms), not in a step
 
     def get(self, name):
         return self.values[name]
@@ -473,24 +563,8 @@ class FenceGeometry:
                     self._install(part)
 
     def _install_terms(self, part):
-        """Install the new fence's terms (one compiled function, see prepare_fence): its
-        constraints' B, C, gamma and Phi and its mode's monitors, as roles of the function."""
-        sim, m = self.sim, self.sim.model
-        _, version, stubs, mode, fn, layout = part
-        n, n_p = m.n, len(sim.psyms)
-        p_at = list(range(fn.n_in - n_p, fn.n_in))
-        tq = [0] + list(range(1, 1 + n)) + p_at
-        tqu = [0] + list(range(1, 1 + 2 * n)) + p_at
-        for c in stubs:
-            sim.aut.constraints.setdefault(c.name, c)
-            sl = layout[c.name]
-            sim.cache["cterms"][c.name] = ConstraintTerms(
-                m, c, sim.psyms, fns=(Role(fn, tq, sl["BC"]), Role(fn, tqu, sl["gamma"]),
-                                      Role(fn, tq, sl["phi"])))
-        sim.aut.modes.setdefault(mode.id, mode)
-        sim.numeric_terms().install_mode(mode.id, Role(fn, None, layout[mode.id]["monitors"]),
-                                         lam_names=mode.constraints)
-        self._install(("ready", version, mode.id))
+        _, version, uid, L_f, jet = part
+        self._install(("ready", version, install_profile(self.sim, uid, L_f, jet)))
 
     def _reject(self, version, code, message):
         self.values["geometry_status"] = int(code)

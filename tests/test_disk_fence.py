@@ -100,6 +100,23 @@ def test_polynomial_family_and_the_same_polynomial_embedded_on_arrival_agree():
     assert worst and max(worst) <= 1e-9
 
 
+def test_a_quartic_fence_holds_on_the_symbolic_path():
+    """A quartic fence embedded symbolically on arrival: held to 1e-9 and, the contact smooth,
+    the energy kept to 1e-9 J (expanding D and E into monomials of q4 ~ 30 had cost 7.5e-9
+    and 5e-8 J here)."""
+    worst, energy = [], []
+
+    def sample(sim):
+        if sim.mode_number == disk_fence.FENCE:
+            o = SC.observe(sim)
+            worst.append(sim.residual())
+            energy.append(o["kinetic_energy"] + o["potential_energy"])
+    sim = run_with_fence(FenceProfile.from_text("0.001*((s - 2)**4 - 16 + 32*s) + 0.02*s**2"),
+                         6.7, t_end=9.5, every=0.001, on_sample=sample)
+    assert [e[1] for e in sim.events] == ["ramp_end", "fence_end"]
+    assert len(worst) > 1000 and max(worst) <= 1e-9
+    assert max(energy) - min(energy) <= 1e-9
+
 @pytest.mark.parametrize("second", ["arc", "curve"])
 def test_new_geometry_while_on_the_old_fence_switches_cleanly(second):
     sim = SC.simulator()
@@ -116,6 +133,76 @@ def test_new_geometry_while_on_the_old_fence_switches_cleanly(second):
     assert sim.residual() <= 1e-9
     sim.advance(8.5)
     assert sim.mode in (new, disk_fence.FREE) and sim.residual() <= 1e-9
+
+
+@pytest.mark.parametrize("text, same, where", [
+    ("10 - sqrt(10**2 - s**2)", None, (0.05, 6.5)), ("0.5*(1 - cos(0.3*s))", None, (0.05, 6.5)),
+    ("0.02*s**2 + 0.001*s**4", None, (0.05, 6.5)),
+    ("0.01*abs(s - 2)**3 + 0.01*s**2", "0.01*(s - 2)**3 + 0.01*s**2", (2.1, 6.5))])
+def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, where):
+    """install_profile (the fence formed once with h an undefined function, given the profile's
+    jet at run time) against fence_mode of the profile itself (its text differentiated
+    whole; ``same``, equal to it for s in ``where``, when it has an abs): B, C, gamma, Phi,
+    Phi_q and the monitors at random states on the fence."""
+    import symengine as se
+
+    from embed import holonomic
+    from embed.compile import lambdify
+    from embed.model import TIME
+    from embed.numeric import ConstraintTerms, lam_symbol
+    sim = SC.simulator(embedding="numeric")
+    m, prof = sim.model, FenceProfile.from_text(text)
+    uid = next(disk_fence._UIDS)
+    mid = disk_fence.install_profile(sim, uid, 6.7, disk_fence.jet_function(prof, "lambda"))
+    cons, mode = disk_fence.fence_mode(next(disk_fence._UIDS),
+                                       FenceProfile.from_text(same or text), 6.7)
+    outs, guards = sim.mode_exprs(mode.id, mode)
+    margs = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
+             + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms))
+    mon_ref = lambdify(margs, list(outs) + list(guards), "reference monitors")
+    rng = np.random.default_rng(4)
+    L, p = P["L"], np.array(sim.pvec)
+    for _ in range(5):
+        q = np.r_[rng.normal(size=3), L + rng.uniform(*where)]
+        u, lam = rng.normal(size=4), rng.normal(size=2)
+        tq, tqu = np.r_[0.3, q, p], np.r_[0.3, q, u, p]
+        for (name, phi), mine in zip(cons.items(), mode_names(uid)):
+            ref = ConstraintTerms(m, holonomic(m, name, phi), sim.psyms)
+            got = sim.cache["cterms"][mine]
+            assert got.BC(tq) == pytest.approx(ref.BC(tq), rel=1e-12, abs=1e-12)
+            assert got.phi(tq) == pytest.approx(ref.phi(tq), rel=1e-12, abs=1e-12)
+            assert got.gamma(tqu) == pytest.approx(ref.gamma(tqu), rel=1e-12, abs=1e-12)
+        args = np.r_[0.3, q, u, lam, p]
+        assert sim.numeric_terms().mon[mid](args) == pytest.approx(mon_ref(args), rel=1e-12,
+                                                                   abs=1e-12)
+    assert se.Symbol("fence_h3") in disk_fence.JET     # gamma needs the third derivative
+
+
+def mode_names(uid):
+    return (f"fence{uid}_x", f"fence{uid}_y")
+
+
+def test_a_profile_on_the_familys_numeric_path_moves_like_the_arc_family():
+    """The circle as text, run on the numeric embedding path with the family's terms and its
+    jet (what the FMU steps before the symbolic embedding arrives), against the compiled arc
+    family: the same events and motion, the fence held to 1e-9."""
+    a = run_with_fence(10.0, 6.7, t_end=9.5)
+    sim = SC.simulator(embedding="numeric")
+    sim.advance(7.0)
+    prof = FenceProfile.from_text("10 - sqrt(10**2 - s**2)")
+    mid = disk_fence.install_profile(sim, next(disk_fence._UIDS), 6.7,
+                                     disk_fence.jet_function(prof, "lambda"))
+    disk_fence.activate(sim, mid)
+    worst = []
+    while sim.t < 9.5 - 1e-12:
+        sim.advance(min(9.5, sim.t + 0.01))
+        if sim.mode == mid:
+            assert sim.cm.path == "numeric"
+            worst.append(sim.residual())
+    assert [e[1] for e in sim.events] == [e[1] for e in a.events] == ["ramp_end", "fence_end"]
+    assert len(worst) > 100 and max(worst) <= 1e-9
+    assert np.array(sim.q) == pytest.approx(np.array(a.q), abs=1e-8)
+    assert np.array(sim.u) == pytest.approx(np.array(a.u), abs=1e-8)
 
 
 MALICIOUS = [
@@ -190,6 +277,36 @@ def test_fence_announced_through_the_fmu(fmu_dir):
     finally:
         r.close()
 
+
+def test_a_profile_with_abs_runs_on_the_familys_numeric_path(fmu_dir):
+    """A fence with abs() has no symbolic fence mode; announced through the FMU it runs on
+    the family's numeric path: the fence held to 1e-9 and, the contact being smooth and the
+    fence tangent to the ramp, the energy kept (RK4 at 1 ms).  Here the fourth derivative of
+    h jumps at s = 2; with abs(s - 2)**3 the third does, so does the disk's acceleration, and
+    RK4 stepping over that jump loses 1e-3 of the energy."""
+    r = FmuRunner(str(fmu_dir / "disk_fence.fmu"), strings={"embedding": "symbolic"},
+                  instance="fence_abs")
+    try:
+        r.set(fence_curve="0.0002*(abs(s - 2)**5 - 32 + 80*s) + 0.01*s**2")
+        e0, drift, modes = None, 0.0, []
+        for k in range(9500):
+            if k == 7000:
+                r.set(fence_version=1)
+            r.step(1e-3)
+            o = r.get("mode", "status", "constraint_residual", "geometry_status",
+                      "kinetic_energy", "potential_energy")
+            assert o["status"] == 0 and o["geometry_status"] == 0
+            e = o["kinetic_energy"] + o["potential_energy"]
+            e0 = e if e0 is None else e0
+            if not modes or modes[-1] != o["mode"]:
+                modes.append(o["mode"])
+            if o["mode"] == 3:
+                assert o["constraint_residual"] <= 1e-9
+                drift = max(drift, abs(e - e0))
+        assert modes == [2, 3, 1]
+        assert 0.0 < drift <= 1e-8 * abs(e0)
+    finally:
+        r.close()
 
 def test_free_form_fences_through_the_background_workers(fmu_dir):
     """The worker path of the FMU (gillespie2005 Sec 6.2): two free-form fences announced 5 ms

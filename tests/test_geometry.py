@@ -712,3 +712,23 @@ def test_geometry_error_is_an_input_error():
     assert issubclass(GeometryError, InputError)
     with pytest.raises(InputError):
         parse_expression("t")
+
+
+@pytest.mark.parametrize("text, same", [
+    ("0.5*(1 - cos(0.3*s))", None), ("0.02*s**2 + 0.001*s**4", None),
+    ("0.05*s**2*exp(-0.01*s)", None), ("10 - sqrt(10**2 - s**2)", None),
+    ("0.01*abs(s - 1)**3 + 0.01*s**2", None),
+    ("0.01*s**2*abs(sqrt((3 - s)*(s + 1)))", "0.01*s**2*sqrt((3 - s)*(s + 1))")])
+def test_jet_is_the_profile_and_its_first_three_derivatives(text, same):
+    """FenceProfile.jet (symengine, every abs(u) as u times a constant, then sign(u)) against
+    sympy's own derivatives of h (or of ``same``, equal to h on the points without an abs),
+    away from the zeros of abs arguments."""
+    import symengine as se
+    prof = FenceProfile.from_text(text)
+    jet = se.Lambdify([se.Symbol(SIGMA.name)], prof.jet(), real=True)
+    h = FenceProfile.from_text(same or text).h
+    ref = [sp.diff(h, SIGMA, k).replace(sp.DiracDelta, lambda *a: 0) for k in range(4)]
+    f = sp.lambdify(SIGMA, ref, "numpy")
+    for s in (0.03, 0.4, 1.7, 2.9):
+        got, want = jet([s]), np.array(f(s), dtype=float)
+        assert got == pytest.approx(want, rel=1e-11, abs=1e-14), s
