@@ -140,8 +140,8 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
                 f"the dependent block of B for {list(cset.key)} with dependent speeds "
                 f"{[str(model.u[j]) for j in dep]} is singular everywhere; choose others")
         B1inv = B1.inv()
-        D = -B1inv * Bi          # eq 12
-        E = -B1inv * C
+        D = (-B1inv * Bi).applyfunc(_expand_if_safe)          # eq 12
+        E = (-B1inv * C).applyfunc(_expand_if_safe)
         udep = _mv(D, u_ind) + E
         u_sub = {model.u[j]: udep[k] for k, j in enumerate(dep)}
         qdot = [e.subs(u_sub) for e in model.qdot]
@@ -177,6 +177,16 @@ EXPLICIT_MAX = 3      # unknowns up to which eq 15-16 are solved symbolically (L
 EXPLICIT_OPS = 2000   # ... and operations in S and s up to which (a 3 x 3 system of the ball
                       # in the bowl gave a 177 000-character solution that never compiled)
 EXPLICIT_OPS_OFFLINE = 100000   # the same, where compile time is not on the stepping path
+
+
+def _expand_if_safe(e):
+    """e expanded (trigonometric products cancel: the slider-crank's D re-embeds ten times
+    faster), unless it holds an integer power of a sum: its multinomial expansion cancels
+    digits (a quartic fence, powers of q4 - L at q4 ~ 30, drifted to |Phi| = 8e-9)."""
+    if any(isinstance(p.args[0], se.Add) and isinstance(p.args[1], se.Integer)
+           and abs(int(p.args[1])) >= 2 for p in e.atoms(se.Pow)):
+        return e
+    return se.expand(e)
 
 
 def _mv(A, v):
