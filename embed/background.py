@@ -111,6 +111,8 @@ class BackgroundCompiler:
         self._modes = []
         self._calls = []
         self._extras = []
+        self._rest = False
+        self._partial = {}        # modes of which functions are still to come
 
     @property
     def ready(self):
@@ -134,9 +136,10 @@ class BackgroundCompiler:
                 self.poll(max_frames=100)
         return self.ready
 
-    def submit(self, key):
-        """Ask for mode ``key`` (mode id, active constraints, dependent speeds) compiled."""
-        self.slow.send(frame(("mode", key)), requests=1)
+    def submit(self, key, rhs=False):
+        """Ask for mode ``key`` (mode id, active constraints, dependent speeds) compiled, with
+        the right-hand side alone too if ``rhs`` (the adaptive solver)."""
+        self.slow.send(frame(("mode", key, rhs)), requests=1)
 
     def announce(self, constraint):
         """A constraint defined at run time, for the modes submitted later (both workers)."""
@@ -160,19 +163,44 @@ class BackgroundCompiler:
         self.fast.send(frame(("call", fname, args)), requests=1)
 
     def poll(self, max_frames=1):
-        """Decode at most ``max_frames`` finished answers of each worker (unpickling compiled
-        functions costs about 0.2 ms each: one answer per step keeps every step short)."""
+        """Decode at most ``max_frames`` finished answers in all, the fast worker's first:
+        loading a compiled function costs 0.1-0.4 ms in a step that finds the caches cold,
+        so a step decodes one (``rest`` skips the next poll: a step that installed one)."""
+        if self._rest:
+            self._rest = False
+            return
+        n = 0
         for pipe in (self.fast, self.slow):
-            for msg in pipe.frames(max_frames):
-                if msg[0] == "mode":
-                    _, key, meta, fns = msg
-                    self._modes.append((key, fns, meta))
+            for msg in pipe.frames(max_frames - n):
+                n += 1
+                if msg[0] in ("mode", "mode_fn"):
+                    self._mode_part(msg)
                 elif msg[0] in ("entry", "rhs"):
                     self._extras.append(msg)
                 elif msg[0] == "call":
                     self._calls.append(msg[1:])
                 elif msg[0] == "error":
                     self.errors.append(msg[1:])
+
+    def _mode_part(self, msg):
+        """A mode arrives as its first function, then each other one (``embed.worker``)."""
+        if msg[0] == "mode":
+            _, key, meta, fns = msg
+            n = meta.get("n_fns", len(fns))
+            self._partial[key] = [meta, list(fns) + [None] * (n - len(fns)),
+                                  meta.get("frames", 1) - 1]
+        else:
+            _, key, i, fn = msg
+            self._partial[key][1][i] = fn
+            self._partial[key][2] -= 1
+        meta, fns, to_come = self._partial[key]
+        if to_come == 0:
+            del self._partial[key]
+            self._modes.append((key, tuple(fns), meta))
+
+    def rest(self):
+        """Decode nothing at the next ``poll``: this step has done its share."""
+        self._rest = True
 
     def results(self):
         """Finished modes as (key, functions, meta); never blocks."""

@@ -18,6 +18,7 @@ class RK4:
     """Classical fourth-order Runge-Kutta with fixed steps of at most h_max (the real-time choice)."""
 
     name = "rk4"
+    uses_rhs = False      # steps through the compiled mode's composed RK4 step
 
     def __init__(self, h_max=1e-3):
         self.h_max = float(h_max)
@@ -53,6 +54,7 @@ class DormandPrince:
     """Adaptive embedded Runge-Kutta 5(4) with error control (rtol, atol) and h <= h_max."""
 
     name = "adaptive"
+    uses_rhs = True       # evaluates the right-hand side stage by stage
 
     def __init__(self, h_max=1e-3, rtol=1e-8, atol=None):
         self.h_max = float(h_max)

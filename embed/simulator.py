@@ -298,7 +298,7 @@ class Simulator:
                     [self.cterms(c.name) for c in cset.items])
             if self.embedding == "background" and not stub and key not in self.cache["submitted"]:
                 self.cache["submitted"][key] = time.perf_counter()
-                self.compiler.submit(key)
+                self.compiler.submit(key, rhs=self.integrator.uses_rhs)
         self.embed_times.append(time.perf_counter() - t0)
         return cm
 

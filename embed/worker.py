@@ -5,10 +5,11 @@ integration.  A thread of the stepping interpreter would hold its GIL through ev
 compile (DESIGN.md: 2-20 ms stalls), so this runs as its own process.  It builds the
 scenario once, then answers requests read from stdin, each a length-prefixed pickle:
 
-- ("mode", key): embed the mode (eq 11-16) and compile it with LLVM; the answer is
-  ("mode", key, meta, functions), the compiled functions pickled (LLVM functions pickle),
-  then, in frames of their own, the constraint set's entry terms ("entry", active,
-  EntryTerms) and the adaptive solver's right-hand side ("rhs", key, function);
+- ("mode", key[, rhs]): embed the mode (eq 11-16) and compile it with LLVM; the answer is
+  ("mode", key, meta, (first function,)) and ("mode_fn", key, i, function) for its other
+  functions, one compiled function a frame (LLVM functions pickle), then the constraint
+  set's entry terms ("entry", active, EntryTerms) and, if ``rhs``, the adaptive solver's
+  right-hand side ("rhs", key, function);
 - ("constraint", constraint) and ("modedef", mode): announced at run time, for later modes;
 - ("call", fname, args): a scenario's own background work (its module's WORKER_CALLS),
   answered part by part, one frame each;
@@ -92,23 +93,28 @@ def main(argv=None):
                                      traceback.format_exc()))
             write_frame(stdout, ("done",))
             continue
-        key = req[1]
+        key, want_rhs = req[1], len(req) > 2 and req[2]
         try:
             parts = sim.mode_parts(key, EXPLICIT_OPS_OFFLINE)
             fns = compile_parts(parts, key, "llvm")
             meta = {k: parts[k] for k in ("kind", "ind", "dep", "sizes")}
             meta["nx"] = len(parts["x"])
+            meta["n_fns"] = len(fns)
+            meta["frames"] = 1 + sum(fn is not None for fn in fns[1:])
             if parts["kind"] == "linear":
                 meta.update(nz=len(parts["z"]), n_ud=parts["n_ud"])
-            write_frame(stdout, ("mode", key, meta, fns))
-            # each in a frame of its own: loading a compiled function costs the stepping
-            # process ~0.2 ms, one frame is decoded a step
+            # one compiled function a frame: loading one costs the stepping process 0.1-0.4 ms
+            # in a step that finds the caches cold, and it decodes one frame a step
+            write_frame(stdout, ("mode", key, meta, fns[:1]))
+            for i, fn in enumerate(fns[1:], start=1):
+                if fn is not None:
+                    write_frame(stdout, ("mode_fn", key, i, fn))
             active = key[1]
             if active and active not in entries:
                 entries.add(active)
                 write_frame(stdout, ("entry", active, EntryTerms(
                     sim.model, sim.constraint_set(active), sim.psyms, "llvm")))
-            if parts["kind"] == "explicit":      # the adaptive solver's right-hand side
+            if want_rhs and parts["kind"] == "explicit":    # the adaptive solver's
                 write_frame(stdout, ("rhs", key, lambdify(parts["args"], parts["f"],
                                                           f"rhs of {key}", "llvm")))
         except Exception as exc:  # noqa: BLE001 - report, keep serving

@@ -49,8 +49,8 @@ def test_numeric_first_then_the_workers_symbolic_embedding():
             bc.poll()
             time.sleep(0.01)
         assert bc.outstanding == 0 and not bc.errors
-        # with the mode came, each in its own frame, its constraint set's entry terms (the
-        # event step's one call) and the adaptive solver's right-hand side
+        # with the mode came, in a frame of its own, its constraint set's entry terms (the
+        # event step's one call)
         for _ in range(10):
             sim.poll_background()
         et = sim.cache["entry"][("mid_y", "tip_y")]
@@ -59,6 +59,13 @@ def test_numeric_first_then_the_workers_symbolic_embedding():
         sim.cache["entry"].pop(("mid_y", "tip_y"))
         for a, b in zip(et(sim.t, q, u, sim.pvec), sim._entry(cts, sim.t, q, u)):
             assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
+        # RK4 steps through the composed step: no right-hand side was sent; asked for it (as
+        # the adaptive solver does), it comes in a frame of its own after the mode's
+        assert sim.cm.path == "symbolic" and sim.cm._rhs is None
+        bc.submit(sim.cm.key, rhs=True)
+        while (bc.outstanding or sim.cm._rhs is None) and time.time() < deadline:
+            sim.poll_background()
+            time.sleep(0.01)
         assert sim.cm.path == "symbolic" and sim.cm._rhs is not None
         assert sim.cm.rhs(sim.t, sim.x, sim.pvec) == pytest.approx(
             ref.cm.rhs(ref.t, ref.x, ref.pvec), rel=1e-9, abs=1e-9)
