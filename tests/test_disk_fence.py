@@ -153,7 +153,7 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
     sim = SC.simulator(embedding="numeric")
     m, prof = sim.model, FenceProfile.from_text(text)
     uid = next(disk_fence._UIDS)
-    mid = disk_fence.install_profile(sim, uid, 6.7, disk_fence.jet_function(prof, "lambda"))
+    mid = disk_fence.install_profile(sim, uid, 6.7, disk_fence.jet_function(prof))
     cons, mode = disk_fence.fence_mode(next(disk_fence._UIDS),
                                        FenceProfile.from_text(same or text), 6.7)
     outs, guards = sim.mode_exprs(mode.id, mode)
@@ -191,7 +191,7 @@ def test_a_profile_on_the_familys_numeric_path_moves_like_the_arc_family():
     sim.advance(7.0)
     prof = FenceProfile.from_text("10 - sqrt(10**2 - s**2)")
     mid = disk_fence.install_profile(sim, next(disk_fence._UIDS), 6.7,
-                                     disk_fence.jet_function(prof, "lambda"))
+                                     disk_fence.jet_function(prof))
     disk_fence.activate(sim, mid)
     worst = []
     while sim.t < 9.5 - 1e-12:

@@ -141,3 +141,23 @@ def test_text_never_becomes_an_expression():
     for bad in ("__import__('os').system('true')", b"x + 1", ["x"], object()):
         with pytest.raises(ModelDefinitionError):
             to_symengine(bad)
+
+
+def test_a_tape_computes_what_the_compiled_function_computes():
+    """compile.Tape (plain-float operations, for small functions shipped at run time) against
+    symengine's LLVM Lambdify of the same expressions, through a pickle; a failing
+    operation (log of a negative number, pow of one) gives nan, as LLVM does."""
+    import pickle
+
+    from embed.compile import Tape
+    s, t = se.symbols("s t")
+    exprs = [se.sin(3 * s) * se.exp(-t / 10) + s ** 4 - 2 * s * t, se.sqrt(1 + s ** 2) / (2 + t),
+             se.log(2 + s) - se.atan(t) ** 2 + se.tanh(s * t), se.Abs(s - t) * se.sign(s),
+             (1 + s ** 2) ** se.Rational(3, 2) + se.pi * se.cosh(t) - se.asin(s / 3),
+             se.acos(t / 4) + se.tan(s) + se.sinh(t) ** -2, se.Integer(7)]
+    tape = pickle.loads(pickle.dumps(Tape([s, t], exprs)))
+    ref = se.Lambdify([s, t], exprs, real=True, backend="llvm")
+    for x in ([0.3, 1.1], [-1.2, 0.7], [2.5, -3.0]):
+        assert tape(x) == pytest.approx(ref(x), rel=1e-14, abs=1e-14)
+    bad = Tape([s], [se.log(s), se.sqrt(s), s ** se.Rational(1, 3)])
+    assert np.isnan(bad([-1.0])).all() and bad([8.0]) == pytest.approx([np.log(8), 8 ** 0.5, 2])
