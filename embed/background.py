@@ -139,7 +139,7 @@ class BackgroundCompiler:
     def submit(self, key, rhs=False):
         """Ask for mode ``key`` (mode id, active constraints, dependent speeds) compiled, with
         the right-hand side alone too if ``rhs`` (the adaptive solver)."""
-        self.slow.send(frame(("mode", key, rhs)), requests=1)
+        self.slow.send(frame(("mode", key, {"rhs": rhs})), requests=1)
 
     def announce(self, constraint):
         """A constraint defined at run time, for the modes submitted later (both workers)."""

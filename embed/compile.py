@@ -209,7 +209,8 @@ def norm1(rows):
     return se.Max(*cols) if len(cols) > 1 else cols[0]
 
 
-def mode_parts(model, eqs, params, outputs, residuals, guards, kappa=se.Integer(1)):
+def mode_parts(model, eqs, params, outputs, residuals, guards, kappa=se.Integer(1),
+               compose_ops=None):
     """Everything needed to compile a mode, as picklable symengine objects.
     ``kappa``: kappa(B1) as an expression of (t, q), a monitor so that watching it for
     re-selection (gillespie2005 Sec 5.4) costs no evaluation of its own.
@@ -227,7 +228,7 @@ def mode_parts(model, eqs, params, outputs, residuals, guards, kappa=se.Integer(
     if eqs.solution is not None:
         f = list(eqs.qdot) + list(eqs.udot_ind)
         parts.update(kind="explicit", args=[TIME, H] + x + list(params), f=f, mon=mon,
-                     compose=se.count_ops(*mon) <= COMPOSE_OPS)
+                     compose=se.count_ops(*mon) <= (compose_ops or COMPOSE_OPS))
     else:
         nz = len(eqs.z)
         parts.update(kind="linear", z=list(eqs.z), n_ud=len(ind),

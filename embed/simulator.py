@@ -366,9 +366,10 @@ class Simulator:
                 except Exception:  # noqa: BLE001 - a dummy state may be singular for a mode
                     pass
 
-    def mode_parts(self, key, explicit_ops=None):
+    def mode_parts(self, key, explicit_ops=None, compose_ops=None):
         """Symbolic embedding of one mode (eq 11-16), ready to compile.  ``explicit_ops``:
-        how large a system may be solved symbolically (larger off the stepping path)."""
+        how large a system may be solved symbolically (larger off the stepping path);
+        ``compose_ops``: how large monitors may go into the composed RK4 step."""
         mode_id, active, dep = key
         mode = self.aut.modes[mode_id]
         cset = self.constraint_set(active)
@@ -400,7 +401,7 @@ class Simulator:
             B1inv = emb.B1inv
             kap = norm1([list(c.B) for c in cset.items]) * norm1(
                 [[B1inv[i, j] for j in range(B1inv.ncols())] for i in range(B1inv.nrows())])
-        return mode_parts(self.model, eqs, self.psyms, outs, res, guards, kap)
+        return mode_parts(self.model, eqs, self.psyms, outs, res, guards, kap, compose_ops)
 
     def poll_background(self):
         """Take the background worker's finished compiles; the active mode moves to the

@@ -5,11 +5,12 @@ integration.  A thread of the stepping interpreter would hold its GIL through ev
 compile (DESIGN.md: 2-20 ms stalls), so this runs as its own process.  It builds the
 scenario once, then answers requests read from stdin, each a length-prefixed pickle:
 
-- ("mode", key[, rhs]): embed the mode (eq 11-16) and compile it with LLVM; the answer is
-  ("mode", key, meta, (first function,)) and ("mode_fn", key, i, function) for its other
-  functions, one compiled function a frame (LLVM functions pickle), then the constraint
-  set's entry terms ("entry", active, EntryTerms) and, if ``rhs``, the adaptive solver's
-  right-hand side ("rhs", key, function);
+- ("mode", key[, options]): embed the mode (eq 11-16) and compile it with LLVM; the answer
+  is ("mode", key, meta, (first function,)) and ("mode_fn", key, i, function) for its other
+  functions, one compiled function a frame (LLVM functions pickle), then, unless options
+  say "entry": False, the constraint set's entry terms ("entry", active, EntryTerms) and, if
+  "rhs", the adaptive solver's right-hand side ("rhs", key, function); "compose_ops" raises
+  how large monitors may be to go into the composed RK4 step (one function, one load);
 - ("constraint", constraint) and ("modedef", mode): announced at run time, for later modes;
 - ("call", fname, args): a scenario's own background work (its module's WORKER_CALLS),
   answered part by part, one frame each;
@@ -93,9 +94,9 @@ def main(argv=None):
                                      traceback.format_exc()))
             write_frame(stdout, ("done",))
             continue
-        key, want_rhs = req[1], len(req) > 2 and req[2]
+        key, opts = req[1], (req[2] if len(req) > 2 else {})
         try:
-            parts = sim.mode_parts(key, EXPLICIT_OPS_OFFLINE)
+            parts = sim.mode_parts(key, EXPLICIT_OPS_OFFLINE, opts.get("compose_ops"))
             fns = compile_parts(parts, key, "llvm")
             meta = {k: parts[k] for k in ("kind", "ind", "dep", "sizes")}
             meta["nx"] = len(parts["x"])
@@ -110,11 +111,11 @@ def main(argv=None):
                 if fn is not None:
                     write_frame(stdout, ("mode_fn", key, i, fn))
             active = key[1]
-            if active and active not in entries:
+            if active and active not in entries and opts.get("entry", True):
                 entries.add(active)
                 write_frame(stdout, ("entry", active, EntryTerms(
                     sim.model, sim.constraint_set(active), sim.psyms, "llvm")))
-            if want_rhs and parts["kind"] == "explicit":    # the adaptive solver's
+            if opts.get("rhs") and parts["kind"] == "explicit":    # the adaptive solver's
                 write_frame(stdout, ("rhs", key, lambdify(parts["args"], parts["f"],
                                                           f"rhs of {key}", "llvm")))
         except Exception as exc:  # noqa: BLE001 - report, keep serving

@@ -26,6 +26,7 @@ two contact constraints are the force on the disk centre, N its normal component
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -36,15 +37,15 @@ import time
 
 import symengine as se
 
-from embed import (Automaton, Constraint, Guard, Jump, Mode, Model, Scenario, Var,
-                   engine_outputs, holonomic, motion)
+from embed import (Automaton, Constraint, ConstraintSet, Guard, Jump, Mode, Model, Scenario,
+                   Var, engine_outputs, holonomic, motion)
 from embed.background import frame
 from embed.compile import Tape, lambdify
 from embed.errors import ModelDefinitionError
 from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
                             time_limit, validate)
 from embed.model import TIME, to_symengine
-from embed.numeric import ConstraintTerms, Role, constraint_exprs, lam_symbol
+from embed.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
 
 FREE, RAMP, FENCE = 1, 2, 3
 FENCE_BASE = 100      # mode id of a fence: FENCE_BASE + its unique number
@@ -136,8 +137,9 @@ def profile_family(sim, backend="llvm"):
     conditions, formed with h an undefined function of q4 and compiled as one function of
     (t, q, u, forces, lambda, p, JET, L_f), JET = (h, h', h'', h^(3)) at s = q4 - L (gamma needs
     the third derivative).  Formed and compiled once a process; a profile announced at run
-    time then needs only its jet compiled (``ProfileTerms``).  Returns (function, layout: the
-    slice of each role, by "x", "y" and "monitors"; the family's mode), kept in ``sim.cache``."""
+    time then needs only its jet compiled (``ProfileTerms``).  Its constraint set's entry terms
+    (``numeric.EntryTerms``) likewise.  Returns (function, layout: the slice of each role, by
+    "x", "y" and "monitors"; the family's mode; entry terms), kept in ``sim.cache``."""
     if "profile_family" in sim.cache:
         return sim.cache["profile_family"]
     m = sim.model
@@ -151,15 +153,21 @@ def profile_family(sim, backend="llvm"):
         layout.setdefault(name, {})[role] = slice(len(exprs), len(exprs) + len(es))
         exprs.extend(e.subs(to_jet) for e in es)
 
+    family = []
     for name, phi in cons.items():
-        for role, es in constraint_exprs(m, holonomic(m, name, phi)).items():
+        c = holonomic(m, name, phi)
+        for role, es in constraint_exprs(m, c).items():
             add(name[-1], role, es)
+        family.append(Constraint(name, tuple(b.subs(to_jet) for b in c.B), c.C.subs(to_jet),
+                                 c.phi.subs(to_jet)))
     outs, guards = sim.mode_exprs(mode.id, mode)
     add("monitors", "monitors", list(outs) + list(guards))
+    extra = list(JET) + [LF_JET]
     args = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
-            + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms) + list(JET) + [LF_JET])
+            + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms) + extra)
     fn = lambdify(args, exprs, "the terms of the fence of any profile", backend)
-    sim.cache["profile_family"] = (fn, layout, mode)
+    entry = EntryTerms(m, ConstraintSet(family), list(sim.psyms) + extra, backend)
+    sim.cache["profile_family"] = (fn, layout, mode, entry)
     return sim.cache["profile_family"]
 
 
@@ -206,9 +214,9 @@ def install_profile(sim, uid, L_f, jet):
     stubs named as ``fence_mode`` names them, until the symbolic embedding brings their
     expressions.  Returns the mode id."""
     m = sim.model
-    fam, layout, family = profile_family(sim)
-    n, n_p = m.n, len(sim.psyms)
-    terms = ProfileTerms(fam, jet, L_f, fam.n_in - len(JET) - 1 - n_p + sim.pnames.index("L"))
+    fam, layout, family, entry = profile_family(sim)
+    n, n_p, i_L = m.n, len(sim.psyms), sim.pnames.index("L")
+    terms = ProfileTerms(fam, jet, L_f, fam.n_in - len(JET) - 1 - n_p + i_L)
     p_at = list(range(terms.n_in - n_p, terms.n_in))
     tq = [0] + list(range(1, 1 + n)) + p_at
     tqu = [0] + list(range(1, 1 + 2 * n)) + p_at
@@ -224,6 +232,10 @@ def install_profile(sim, uid, L_f, jet):
     sim.aut.modes.setdefault(mode.id, mode)
     sim.numeric_terms().install_mode(mode.id, Role(terms, None, layout["monitors"]["monitors"]),
                                      lam_names=mode.constraints)
+    mine = copy.copy(entry)        # the event step's one call, for this profile
+    mine.key = tuple(sorted(mode.constraints))
+    mine.fn = ProfileTerms(entry.fn, jet, L_f, 1 + 2 * n + i_L)
+    sim.cache["entry"][mine.key] = mine
     return mode.id
 
 
@@ -467,8 +479,15 @@ def prepare_fence(sim, version, spec, pvec):
     active = tuple(sorted(mode.constraints))
     key = (mode.id, active, sim._partition(active, 0.0, q))
     relay = b"".join([frame(("constraint", sim.aut.constraints[c])) for c in cons]
-                     + [frame(("modedef", mode)), frame(("mode", key))])
+                     + [frame(("modedef", mode)),
+                        frame(("mode", key, {"entry": False, "compose_ops": COMPOSE_OPS}))])
     yield ("embed", version, key, relay)
+
+
+# a fence's monitors go into its composed RK4 step, whatever their size: one LLVM function
+# to load instead of two (measured: 23-27 ms to compile either way for the profiles of the
+# tests); its entry terms are the family's (install_profile), not the worker's
+COMPOSE_OPS = 10 ** 6
 
 
 def warm_worker(sim):

@@ -143,13 +143,14 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
     """install_profile (the fence formed once with h an undefined function, given the profile's
     jet at run time) against fence_mode of the profile itself (its text differentiated
     whole; ``same``, equal to it for s in ``where``, when it has an abs): B, C, gamma, Phi,
-    Phi_q and the monitors at random states on the fence."""
+    Phi_q, the monitors and the entry terms (K, B, [0; -(B u + C)], Phi) at random states on
+    the fence."""
     import symengine as se
 
-    from embed import holonomic
+    from embed import ConstraintSet, holonomic
     from embed.compile import lambdify
     from embed.model import TIME
-    from embed.numeric import ConstraintTerms, lam_symbol
+    from embed.numeric import ConstraintTerms, EntryTerms, lam_symbol
     sim = SC.simulator(embedding="numeric")
     m, prof = sim.model, FenceProfile.from_text(text)
     uid = next(disk_fence._UIDS)
@@ -160,6 +161,9 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
     margs = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
              + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms))
     mon_ref = lambdify(margs, list(outs) + list(guards), "reference monitors")
+    entry = sim.cache["entry"][mode_names(uid)]          # the event step's one call
+    entry_ref = EntryTerms(m, ConstraintSet([holonomic(m, n, phi) for n, phi in cons.items()]),
+                           sim.psyms)
     rng = np.random.default_rng(4)
     L, p = P["L"], np.array(sim.pvec)
     for _ in range(5):
@@ -175,6 +179,8 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
         args = np.r_[0.3, q, u, lam, p]
         assert sim.numeric_terms().mon[mid](args) == pytest.approx(mon_ref(args), rel=1e-12,
                                                                    abs=1e-12)
+        for a, b in zip(entry(0.3, q, u, p), entry_ref(0.3, q, u, p)):
+            assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
     assert se.Symbol("fence_h3") in disk_fence.JET     # gamma needs the third derivative
 
 
