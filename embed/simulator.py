@@ -160,6 +160,7 @@ class Simulator:
         self.discrete = dict(automaton.discrete)
         self.dep = ()
         self.armed = ()
+        self._rehearsed = None    # (mode, condition) whose event was rehearsed (_rehearse)
         self.enabled = ()
         self.event_count = 0
         self.last_event_time = 0.0
@@ -567,6 +568,7 @@ class Simulator:
         self.kappa0 = float(self.mon[self.cm.i_kappa])
         self.enabled = tuple(g.enabled is None or bool(g.enabled(self.discrete)) for g in mode.guards)
         self.armed = self._arm()
+        self._rehearsed = None
         self._dirty = False
 
     def _arm(self):
@@ -631,6 +633,42 @@ class Simulator:
             if a and e and v <= level:
                 return i
         return None
+
+    def _approaching(self, g_prev, g_end):
+        """The armed, enabled switching condition that, falling as it fell over the last
+        step, crosses zero within the next one (not one already rehearsed), else None."""
+        for i, (a, b, armed, on) in enumerate(zip(g_prev.tolist(), g_end.tolist(),
+                                                   self.armed, self.enabled)):
+            if armed and on and 0.0 < b < a and b <= a - b and self._rehearsed != (self.mode, i):
+                return i
+        return None
+
+    def _rehearse(self, gi):
+        """Evaluate what the event of switching condition gi will need (its reset map, the
+        entered constraint set's entry terms, the partition, the new mode's monitors) without
+        applying any of it: an event step finds the caches cold and costs 0.4-0.6 ms where it
+        costs 0.15-0.2 ms warm; rehearsed one step ahead, that cost is split over two steps.
+        Changes no state; a failure here is left for the event itself to report.  Returns
+        whether the rehearsal went through."""
+        self._rehearsed = (self.mode, gi)
+        try:
+            name = self.aut.modes[self.mode].guards[gi].name
+            jump = self.aut.transition(Context(self, name), name)
+            mode = self.aut.modes[jump.mode]
+            active = tuple(sorted(mode.constraints if jump.constraints is None
+                                  else jump.constraints))
+            q = self.q if jump.q is None else np.array(jump.q, dtype=float)
+            u = self.u if jump.u is None else np.array(jump.u, dtype=float)
+            dep = ()
+            if active:
+                entry = self._entry([self.cterms(c) for c in active], self.t, q, u)
+                dep = partition(entry[1], active)
+            cm = self.cache["mode"].get((jump.mode, active, dep))
+            if cm is not None:
+                cm.monitors(self.t, np.concatenate((q, u[list(cm.ind)])), self.pvec)
+        except Exception:  # noqa: BLE001 - the event reports its own errors
+            return False
+        return True
 
     def _locate(self, gi, x0, p, h, gb):
         """Earliest tau in (0, h] where guard gi falls to <= 0 (gb = its value at h), bracketed
@@ -814,10 +852,13 @@ class Simulator:
             gs = cm.nx + cm.sl_guards.start
             g_end = y[gs:gs + cm.sl_guards.stop - cm.sl_guards.start]
             if self._due(g_end) is None:
+                g_prev = self.mon[cm.sl_guards]
                 self._accept(y)
                 self.t += h
                 if self._hol or self._watch:
                     self._after_step()
+                if (gi := self._approaching(g_prev, g_end)) is not None:
+                    self._rehearse(gi)
                 if not all(self.armed):
                     self.armed = tuple(a or bool(v > 0) for a, v in zip(self.armed, self.mon[cm.sl_guards]))
                 continue

@@ -74,3 +74,34 @@ def test_zeno_without_persistent_mode_stops_with_a_clear_error():
     sim.start(0.0, [0.0, 1.0], [0.0, 0.0])
     with pytest.raises(ZenoError, match="no persistent mode"):
         sim.advance(5.0)
+
+
+@pytest.mark.parametrize("name, t_end", [("disk_fence", 9.5), ("pendulum_belt", 3.0),
+                                         ("disk_ramp", 3.0)])
+def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
+    """Simulator._rehearse (an approaching event's reset map, entry terms, partition and new
+    monitors evaluated a step ahead, to warm the caches of a real-time loop) leaves the run
+    bit for bit as it is without it; and it did run before the events."""
+    import scenarios
+    from embed.simulator import Simulator
+
+    sc = scenarios.load(name).build()
+
+    def run():
+        sim = sc.simulator(embedding="symbolic")
+        if name == "disk_fence":
+            sim.advance(7.0)
+            scenarios.load(name).announce_arc(sim, 10.0, 6.7)
+        while sim.t < t_end - 1e-12:
+            sim.advance(min(t_end, sim.t + 1e-3))
+        return sim
+
+    calls = []
+    rehearse = Simulator._rehearse
+    monkeypatch.setattr(Simulator, "_rehearse", lambda self, gi: calls.append(rehearse(self, gi)))
+    a = run()
+    monkeypatch.setattr(Simulator, "_approaching", lambda self, g0, g1: None)
+    b = run()
+    assert any(calls) and a.events
+    assert a.events == b.events
+    assert np.array_equal(a.x, b.x) and np.array_equal(a.mon, b.mon)
