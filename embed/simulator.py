@@ -637,8 +637,7 @@ class Simulator:
     def _approaching(self, g_prev, g_end):
         """The armed, enabled switching condition that, falling as it fell over the last
         step, crosses zero within the next one (not one already rehearsed), else None."""
-        for i, (a, b, armed, on) in enumerate(zip(g_prev.tolist(), g_end.tolist(),
-                                                   self.armed, self.enabled)):
+        for i, (a, b, armed, on) in enumerate(zip(g_prev, g_end, self.armed, self.enabled)):
             if armed and on and 0.0 < b < a and b <= a - b and self._rehearsed != (self.mode, i):
                 return i
         return None
@@ -850,9 +849,9 @@ class Simulator:
             cm, x0 = self.cm, self.x
             h, y = integ.step(cm, self.t, x0, p, t_end - self.t)
             gs = cm.nx + cm.sl_guards.start
-            g_end = y[gs:gs + cm.sl_guards.stop - cm.sl_guards.start]
+            g_end = y[gs:gs + cm.sl_guards.stop - cm.sl_guards.start].tolist()   # plain floats
             if self._due(g_end) is None:
-                g_prev = self.mon[cm.sl_guards]
+                g_prev = self.mon[cm.sl_guards].tolist()
                 self._accept(y)
                 self.t += h
                 if self._hol or self._watch:
