@@ -324,6 +324,9 @@ class CompiledMode(_SymbolicMode):
 
     def rhs(self, t, x, p):
         if self._rhs is None:
+            if self._f is None:
+                raise CompilationError(f"mode {self.key} came from the background worker without "
+                                       "its right-hand side (ask for it with rhs=True)")
             self._rhs = lambdify(self._args, self._f, f"the right-hand side of mode {self.key}")
         out = np.empty(self.nx)
         self._rhs.unsafe_real(self._load(t, 0.0, x, p), out)

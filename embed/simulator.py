@@ -128,6 +128,7 @@ class Simulator:
         self.cache = cache if cache is not None else {}
         for k in ("emb", "mode", "numeric", "cterms", "entry", "exprs", "submitted"):
             self.cache.setdefault(k, {})
+        self.cache.setdefault("worker_knows", set())   # stubs whose expressions the worker has
         self.outputs = list(automaton.outputs)
         ex = self.cache["exprs"]
         if not ex:   # switching conditions and outputs in the model's symbols, converted once
@@ -282,8 +283,8 @@ class Simulator:
             return cm
         t0 = time.perf_counter()
         # a constraint known only by its compiled terms (a stub, B empty: a geometry prepared
-        # elsewhere) has nothing to embed symbolically: the numeric path, until the symbolic
-        # embedding is brought (a background answer for this key)
+        # elsewhere) has nothing to embed symbolically here: the numeric path, until the
+        # background worker, which has its expressions (``worker_knows``), brings the mode
         stub = any(not self.aut.constraints[c].B for c in active)
         if self.embedding == "symbolic" and not stub:
             cm = self.cache["mode"][key] = make_mode(self.mode_parts(key), key)
@@ -297,7 +298,8 @@ class Simulator:
                 cm = self.cache["numeric"][key] = NumericMode(
                     self.numeric_terms(), mode, cset, dep, len(self.outputs), key,
                     [self.cterms(c.name) for c in cset.items])
-            if self.embedding == "background" and not stub and key not in self.cache["submitted"]:
+            if (self.embedding == "background" and key not in self.cache["submitted"]
+                    and (not stub or self.cache["worker_knows"].issuperset(active))):
                 self.cache["submitted"][key] = time.perf_counter()
                 self.compiler.submit(key, rhs=self.integrator.uses_rhs)
         self.embed_times.append(time.perf_counter() - t0)

@@ -443,13 +443,14 @@ def check_length(L_f):
                             code=GEOMETRY_BAD_PARAMETER, check="length", value=L_f)
 
 
-def prepare_fence(sim, version, spec, pvec):
+def prepare_fence(sim, version, spec, pvec, rhs=False):
     """Background work for fence ``version`` (gillespie2005 Sec 6.2, Fig 11), run in the fast
     worker: check the geometry (with a time limit); a cubic polynomial only sets the compiled
     family's coefficients; any other profile gets its jet compiled, all its numeric path needs
     with ``profile_family`` ("terms"), then its constraints and mode, and the frames that ask
     the slow worker for its symbolic embedding at the partition expected where the fence
-    begins ("embed").  Yields the answers, each sent as one frame."""
+    begins ("embed"; with its right-hand side alone if ``rhs``: the adaptive solver).  Yields
+    the answers, each sent as one frame."""
     try:
         with time_limit():               # in the worker: GEOMETRY_TIMEOUT after 2 s
             check_length(spec[2])
@@ -480,7 +481,8 @@ def prepare_fence(sim, version, spec, pvec):
     key = (mode.id, active, sim._partition(active, 0.0, q))
     relay = b"".join([frame(("constraint", sim.aut.constraints[c])) for c in cons]
                      + [frame(("modedef", mode)),
-                        frame(("mode", key, {"entry": False, "compose_ops": COMPOSE_OPS}))])
+                        frame(("mode", key, {"entry": False, "compose_ops": COMPOSE_OPS,
+                                             "rhs": rhs}))])
     yield ("embed", version, key, relay)
 
 
@@ -565,7 +567,8 @@ class FenceGeometry:
                 return
             self.values["embed_pending"] = 1.0
             if self.compiler is not None:
-                self.compiler.call("prepare_fence", v, spec, np.array(self.sim.pvec))
+                self.compiler.call("prepare_fence", v, spec, np.array(self.sim.pvec),
+                                   self.sim.integrator.uses_rhs)
             else:
                 for part in prepare_fence(_Local(self.sim), v, spec, np.array(self.sim.pvec)):
                     self._install(part)
@@ -604,6 +607,8 @@ class FenceGeometry:
             # poll_background like any other submission
             sim.cache["submitted"][part[2]] = time.perf_counter()
             self.compiler.relay(part[3], requests=1)
+            # should the fence be entered at another partition, that mode is asked for too
+            sim.cache["worker_knows"].update(part[2][1])
 
 
 class _Local:

@@ -383,3 +383,84 @@ def test_checks_that_run_too_long_are_stopped_by_the_worker(monkeypatch):
         assert [p for _, p in bc.call_results()], bc.errors
     finally:
         bc.close()
+
+
+def test_a_fence_entered_at_another_partition_is_embedded_by_the_worker_too():
+    """A run-time fence's constraints are stubs here (their expressions are the workers'): the
+    relay asks for its mode at the partition expected at the fence's start; entered at
+    another one, the simulator asks the worker for that mode too, and steps it when it
+    comes, on the same motion as the numeric path."""
+    import time
+
+    from embed.background import BackgroundCompiler
+    from embed.errors import CompilationError
+
+    bc = BackgroundCompiler("disk_fence", {})
+    try:
+        assert bc.wait_ready(120)
+        sim = SC.simulator(embedding="background", compiler=bc)
+        geo = disk_fence.FenceGeometry(sim, bc, lambda msg: None)
+        sim.advance(7.0)
+        geo.before_step({"fence_version": 1, "fence_curve": "0.5*(1 - cos(0.3*s))",
+                         "fence_radius": 10.0, "fence_length": 6.7})
+        deadline = time.monotonic() + 60
+        while (bc.outstanding or sim.cache["submitted"] == {}) and time.monotonic() < deadline:
+            sim.poll_background()
+            geo.before_step({"fence_version": 1})
+            time.sleep(0.002)
+        (relayed,) = [k for k in sim.cache["submitted"] if k[0] >= disk_fence.FENCE_BASE]
+        mode_id, active, dep = relayed
+        assert sim.cache["worker_knows"] >= set(active)
+        other = [d for d in ((0, 1), (0, 3), (1, 3)) if d != tuple(dep)][0]   # B1 regular
+        ref = sim.compiled(mode_id, other, active)
+        assert ref.path == "numeric" and (mode_id, active, other) in sim.cache["submitted"]
+        while (mode_id, active, other) not in sim.cache["mode"] and time.monotonic() < deadline:
+            sim.poll_background()
+            time.sleep(0.002)
+        cm = sim.compiled(mode_id, other, active)
+        assert cm.path == "symbolic" and not bc.errors, bc.errors
+        L, ph, r = sim.param("L"), sim.param("phi"), sim.param("r")
+        x = np.r_[L * math.cos(ph) - r * math.sin(ph) + 0.3, L * math.sin(ph) + r * math.cos(ph),
+                  0.2, L + 0.3, [2.0, 0.5][:cm.nx - 4]]
+        # one RK4 step from a point near the fence: the same minimal ODE on both paths
+        assert cm.rk4(7.0, 1e-3, x, sim.pvec)[:cm.nx] == pytest.approx(
+            ref.rk4(7.0, 1e-3, x, sim.pvec)[:ref.nx], rel=1e-10, abs=1e-12)
+        with pytest.raises(CompilationError, match="rhs=True"):    # RK4's runs never ask
+            cm.rhs(7.0, x, sim.pvec)
+    finally:
+        bc.close()
+
+
+def test_the_adaptive_solver_gets_a_run_time_fences_right_hand_side():
+    """With the adaptive solver (which evaluates the right-hand side stage by stage) a fence's
+    symbolic mode comes with its right-hand side; the run goes over the fence, held to 1e-9,
+    with the same events as RK4."""
+    import time
+
+    from embed.background import BackgroundCompiler
+
+    bc = BackgroundCompiler("disk_fence", {})
+    try:
+        assert bc.wait_ready(120)
+        sim = SC.simulator(embedding="background", compiler=bc, solver="adaptive")
+        geo = disk_fence.FenceGeometry(sim, bc, lambda msg: None)
+        sim.advance(7.0)
+        inputs = {"fence_version": 1, "fence_curve": "0.5*(1 - cos(0.3*s))",
+                  "fence_radius": 10.0, "fence_length": 6.7}
+        deadline = time.monotonic() + 60
+        while ((bc.outstanding or not sim.cache["worker_knows"])
+               and time.monotonic() < deadline):        # the worker's mode, before contact
+            geo.before_step(inputs)
+            sim.poll_background()
+            time.sleep(0.002)
+        worst = []
+        while sim.t < 9.5 - 1e-12:
+            geo.before_step(inputs)
+            sim.advance(min(9.5, sim.t + 0.01))
+            if sim.mode_number == disk_fence.FENCE:
+                assert sim.cm.path == "symbolic" and sim.cm._rhs is not None
+                worst.append(sim.residual())
+        assert [e[1] for e in sim.events] == ["ramp_end", "fence_end"] and not bc.errors
+        assert worst and max(worst) <= 1e-9
+    finally:
+        bc.close()
