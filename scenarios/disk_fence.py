@@ -443,14 +443,15 @@ def check_length(L_f):
                             code=GEOMETRY_BAD_PARAMETER, check="length", value=L_f)
 
 
-def prepare_fence(sim, version, spec, pvec, rhs=False):
+def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
     """Background work for fence ``version`` (gillespie2005 Sec 6.2, Fig 11), run in the fast
     worker: check the geometry (with a time limit); a cubic polynomial only sets the compiled
     family's coefficients; any other profile gets its jet compiled, all its numeric path needs
     with ``profile_family`` ("terms"), then its constraints and mode, and the frames that ask
     the slow worker for its symbolic embedding at the partition expected where the fence
-    begins ("embed"; with its right-hand side alone if ``rhs``: the adaptive solver).  Yields
-    the answers, each sent as one frame."""
+    begins ("embed"; with its right-hand side alone if ``rhs``: the adaptive solver).  ``uid``
+    numbers the fence (the stepping process's, whose caches outlive a worker).  Yields the
+    answers, each sent as one frame."""
     try:
         with time_limit():               # in the worker: GEOMETRY_TIMEOUT after 2 s
             check_length(spec[2])
@@ -464,7 +465,7 @@ def prepare_fence(sim, version, spec, pvec, rhs=False):
         yield ("ready", version, POLY, {**{str(c): v for c, v in zip(POLY_C, coeffs)},
                                         "Lf_poly": float(spec[2])})
         return
-    uid = next(_UIDS)
+    uid = next(_UIDS) if uid is None else uid
     yield ("terms", version, uid, float(spec[2]), jet_function(profile))
     if profile.h.has(sp.Abs):    # stays on the family's numeric path (fence_mode)
         return
@@ -568,7 +569,7 @@ class FenceGeometry:
             self.values["embed_pending"] = 1.0
             if self.compiler is not None:
                 self.compiler.call("prepare_fence", v, spec, np.array(self.sim.pvec),
-                                   self.sim.integrator.uses_rhs)
+                                   self.sim.integrator.uses_rhs, next(_UIDS))
             else:
                 for part in prepare_fence(_Local(self.sim), v, spec, np.array(self.sim.pvec)):
                     self._install(part)

@@ -398,7 +398,7 @@ def test_a_fence_entered_at_another_partition_is_embedded_by_the_worker_too():
     bc = BackgroundCompiler("disk_fence", {})
     try:
         assert bc.wait_ready(120)
-        sim = SC.simulator(embedding="background", compiler=bc)
+        sim = disk_fence.build().simulator(embedding="background", compiler=bc)   # own caches
         geo = disk_fence.FenceGeometry(sim, bc, lambda msg: None)
         sim.advance(7.0)
         geo.before_step({"fence_version": 1, "fence_curve": "0.5*(1 - cos(0.3*s))",
@@ -442,14 +442,18 @@ def test_the_adaptive_solver_gets_a_run_time_fences_right_hand_side():
     bc = BackgroundCompiler("disk_fence", {})
     try:
         assert bc.wait_ready(120)
-        sim = SC.simulator(embedding="background", compiler=bc, solver="adaptive")
+        sim = disk_fence.build().simulator(embedding="background", compiler=bc,
+                                           solver="adaptive")                  # own caches
         geo = disk_fence.FenceGeometry(sim, bc, lambda msg: None)
         sim.advance(7.0)
         inputs = {"fence_version": 1, "fence_curve": "0.5*(1 - cos(0.3*s))",
                   "fence_radius": 10.0, "fence_length": 6.7}
         deadline = time.monotonic() + 60
-        while ((bc.outstanding or not sim.cache["worker_knows"])
-               and time.monotonic() < deadline):        # the worker's mode, before contact
+
+        def embedded():
+            fence = disk_fence.FENCE_BASE + int(sim.discrete["fence"])
+            return any(k[0] == fence for k in sim.cache["mode"])
+        while not embedded() and time.monotonic() < deadline:   # the worker's mode, in time
             geo.before_step(inputs)
             sim.poll_background()
             time.sleep(0.002)
