@@ -128,7 +128,6 @@ class Simulator:
         self.cache = cache if cache is not None else {}
         for k in ("emb", "mode", "numeric", "cterms", "entry", "exprs", "submitted"):
             self.cache.setdefault(k, {})
-        self.cache.setdefault("worker_knows", set())   # stubs whose expressions the worker has
         self.outputs = list(automaton.outputs)
         ex = self.cache["exprs"]
         if not ex:   # switching conditions and outputs in the model's symbols, converted once
@@ -283,8 +282,8 @@ class Simulator:
             return cm
         t0 = time.perf_counter()
         # a constraint known only by its compiled terms (a stub, B empty: a geometry prepared
-        # elsewhere) has nothing to embed symbolically here: the numeric path, until the
-        # background worker, which has its expressions (``worker_knows``), brings the mode
+        # elsewhere) has nothing to embed symbolically: its modes come ready-made (a family's
+        # embedding) or run on the numeric path
         stub = any(not self.aut.constraints[c].B for c in active)
         if self.embedding == "symbolic" and not stub:
             cm = self.cache["mode"][key] = make_mode(self.mode_parts(key), key)
@@ -298,8 +297,7 @@ class Simulator:
                 cm = self.cache["numeric"][key] = NumericMode(
                     self.numeric_terms(), mode, cset, dep, len(self.outputs), key,
                     [self.cterms(c.name) for c in cset.items])
-            if (self.embedding == "background" and key not in self.cache["submitted"]
-                    and (not stub or self.cache["worker_knows"].issuperset(active))):
+            if self.embedding == "background" and not stub and key not in self.cache["submitted"]:
                 self.cache["submitted"][key] = time.perf_counter()
                 self.compiler.submit(key, rhs=self.integrator.uses_rhs)
         self.embed_times.append(time.perf_counter() - t0)
@@ -369,13 +367,15 @@ class Simulator:
                 except Exception:  # noqa: BLE001 - a dummy state may be singular for a mode
                     pass
 
-    def mode_parts(self, key, explicit_ops=None, compose_ops=None):
+    def mode_parts(self, key, explicit_ops=None, compose_ops=None, mode=None, cset=None):
         """Symbolic embedding of one mode (eq 11-16), ready to compile.  ``explicit_ops``:
         how large a system may be solved symbolically (larger off the stepping path);
-        ``compose_ops``: how large monitors may go into the composed RK4 step."""
+        ``compose_ops``: how large monitors may go into the composed RK4 step.  ``mode`` and
+        ``cset``: a mode and its constraints that are not the automaton's (a family,
+        embedded once for every member)."""
         mode_id, active, dep = key
-        mode = self.aut.modes[mode_id]
-        cset = self.constraint_set(active)
+        mode = mode or self.aut.modes[mode_id]
+        cset = cset or self.constraint_set(active)
         ekey = (cset.key, tuple(dep))
         emb = self.cache["emb"].get(ekey)
         if emb is None:
@@ -383,7 +383,7 @@ class Simulator:
         eqs = ModeEquations(self.model, emb, dict(mode.laws), explicit_ops)
         sub = dict(zip(self.model.forces, eqs.forces))
         sub.update(emb.u_sub)
-        outs, guards = self.mode_exprs(mode_id)
+        outs, guards = self.mode_exprs(mode_id, None if mode_id in self.aut.modes else mode)
         # multipliers named in outputs and switching conditions: lambda_<constraint>
         lam = {lam_symbol(c): v for c, v in zip(cset.key, eqs.multipliers)}
         for e in outs + guards:

@@ -257,6 +257,11 @@ class ScenarioSlave(Fmi2Slave):
                 self.ext.before_step({n: getattr(self, n) for n in self._ext_inputs})
             if self.sim is not None:
                 self.sim.advance(current_time + step_size)
+                bc = self.sim.compiler
+                while bc is not None and bc.errors:     # the stepping goes on without it
+                    what, message, _ = bc.errors.pop(0)
+                    self.log(f"background embedding of {what} failed: {message}",
+                             Fmi2Status.warning)
         except EmbedError as exc:
             self._fail(exc)
         except Exception as exc:   # noqa: BLE001

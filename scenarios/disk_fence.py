@@ -40,7 +40,8 @@ import symengine as se
 from embed import (Automaton, Constraint, ConstraintSet, Guard, Jump, Mode, Model, Scenario,
                    Var, engine_outputs, holonomic, motion)
 from embed.background import frame
-from embed.compile import Tape, lambdify
+from embed.compile import Layout, Tape, lambdify
+from embed.embedding import EXPLICIT_OPS_OFFLINE
 from embed.errors import ModelDefinitionError
 from embed.geometry import (GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, GeometryError,
                             time_limit, validate)
@@ -207,6 +208,122 @@ def jet_function(profile):
     return Tape([se.Symbol(SIGMA.name)], profile.jet())
 
 
+# the choices of two dependent speeds among u1, u2, u4 (u3, the spin, is in no fence row)
+FAMILY_DEPS = ((0, 1), (0, 3), (1, 3))
+
+
+def profile_family_modes(sim):
+    """The fence of any profile embedded symbolically (eq 11-16) once a process, for each
+    choice of dependent speeds (FAMILY_DEPS), with h an undefined function of q4: its
+    right-hand side (eq 16) and monitors compiled (LLVM) as functions of (t, x, p, JET, L_f),
+    given a profile's jet at every evaluation by ``JetMode``.  A profile announced at run
+    time then steps on a symbolic embedding at once, with nothing compiled or loaded but its
+    jet.  Returns {dep: (meta, rhs, monitors)}, kept in ``sim.cache``."""
+    if "profile_modes" in sim.cache:
+        return sim.cache["profile_modes"]
+    m = sim.model
+    cons, mode = fence_mode("_any", None, LF_JET, mode_id=0)
+    cset = ConstraintSet([holonomic(m, n, phi) for n, phi in cons.items()])
+    args = None
+    out = {}
+    for dep in FAMILY_DEPS:
+        parts = sim.mode_parts((0, cset.key, dep), EXPLICIT_OPS_OFFLINE, mode=mode, cset=cset)
+        if parts["kind"] != "explicit":
+            raise ModelDefinitionError(f"the fence of any profile is not explicit at {dep}")
+        f, mon = ([_jet_of(e) for e in parts[k]] for k in ("f", "mon"))
+        args = [TIME] + parts["x"] + parts["params"] + list(JET) + [LF_JET]
+        meta = {k: parts[k] for k in ("ind", "dep", "sizes")}
+        meta["nx"] = len(parts["x"])
+        out[dep] = (meta, lambdify(args, f, f"the fence of any profile at {dep}", "llvm"),
+                    lambdify(args, mon, f"the fence's monitors at {dep}", "llvm"))
+    sim.cache["profile_modes"] = out
+    return out
+
+
+def _jet_of(e):
+    """e with the derivatives of PROFILE_H(q4) replaced by JET (none beyond the third)."""
+    q4 = se.Symbol("q4")
+    F = PROFILE_H(q4)
+    e = e.subs({F.diff(q4, 3): JET[3], F.diff(q4, 2): JET[2], F.diff(q4): JET[1], F: JET[0]})
+    if e.atoms(se.Derivative) or e.has(F):
+        raise ModelDefinitionError(f"the fence of any profile needs more than JET: {e}")
+    return e
+
+
+class JetMode(Layout):
+    """One announced profile's fence mode, on the family's symbolic embedding
+    (``profile_family_modes``): the right-hand side and monitors are called with the
+    profile's jet at s = q4 - L of the state they are evaluated at, so the classical RK4
+    step runs stage by stage (as ``compile.rk4_stepwise``, in buffers of its own): the same
+    minimal ODE as the profile embedded on its own, without compiling anything of it."""
+
+    path = "symbolic"
+    _W = np.array([1.0, 2.0, 2.0, 1.0])
+
+    def __init__(self, key, meta, f, mon, jet, L_f, i_L):
+        Layout.__init__(self, *meta["sizes"])
+        self.key, self.n, self.nx = key, meta["sizes"][0], meta["nx"]
+        self.ind, self.dep = tuple(meta["ind"]), tuple(meta["dep"])
+        self.f, self.mon, self.jet = f.unsafe_real, mon.unsafe_real, jet.unsafe_real
+        self.buf = b = np.zeros(f.n_in)        # [t, x, p, JET, L_f]
+        b[-1] = L_f
+        self.o_p = 1 + self.nx
+        self.i_L = self.o_p + i_L
+        self.bx, self.bj = b[1:self.o_p], b[f.n_in - 1 - len(JET):f.n_in - 1]
+        self.s = np.zeros(1)
+        self.k = np.zeros((4, self.nx))
+
+    def _at(self, t):
+        """The buffer's state (bx) at time t, with its jet."""
+        b = self.buf
+        b[0] = t
+        self.s[0] = b[1 + 3] - b[self.i_L]            # s = q4 - L
+        self.jet(self.s, self.bj)
+        return b
+
+    def _p(self, p):
+        self.buf[self.o_p:self.o_p + p.size] = p
+
+    def rhs(self, t, x, p):
+        self._p(p)
+        self.bx[:] = x
+        out = np.empty(self.nx)
+        self.f(self._at(t), out)
+        return out
+
+    def monitors(self, t, x, p):
+        self._p(p)
+        self.bx[:] = x
+        out = np.empty(self.n_mon)
+        self.mon(self._at(t), out)
+        return out
+
+    def rk4(self, t, h, x, p):
+        """[x(t+h)..., monitors..., sum |x_i(t+h)|], as compile.rk4_stepwise."""
+        self._p(p)
+        bx, k, f = self.bx, self.k, self.f
+        xn = x
+        if h != 0.0:
+            bx[:] = x
+            f(self._at(t), k[0])
+            np.multiply(k[0], h / 2, out=bx)
+            bx += x
+            f(self._at(t + h / 2), k[1])
+            np.multiply(k[1], h / 2, out=bx)
+            bx += x
+            f(self._at(t + h / 2), k[2])
+            np.multiply(k[2], h, out=bx)
+            bx += x
+            f(self._at(t + h), k[3])
+            xn = x + (h / 6) * (self._W @ k)
+        nx = self.nx
+        out = np.empty(nx + self.n_mon + 1)
+        out[:nx] = xn
+        bx[:] = xn
+        self.mon(self._at(t + h), out[nx:-1])
+        out[-1] = np.abs(xn).sum()
+        return out
+
 def install_profile(sim, uid, L_f, jet):
     """Install the numeric path of fence ``uid`` (a profile with compiled jet ``jet``, length
     ``L_f``): the family's terms (``profile_family``, compiled at set-up) as the roles of its
@@ -236,6 +353,9 @@ def install_profile(sim, uid, L_f, jet):
     mine.key = tuple(sorted(mode.constraints))
     mine.fn = ProfileTerms(entry.fn, jet, L_f, 1 + 2 * n + i_L)
     sim.cache["entry"][mine.key] = mine
+    for dep, (meta, f, mon) in profile_family_modes(sim).items():
+        key = (mode.id, mine.key, dep)
+        sim.cache["mode"][key] = JetMode(key, meta, f, mon, jet, L_f, i_L)
     return mode.id
 
 
@@ -446,10 +566,12 @@ def check_length(L_f):
 def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
     """Background work for fence ``version`` (gillespie2005 Sec 6.2, Fig 11), run in the fast
     worker: check the geometry (with a time limit); a cubic polynomial only sets the compiled
-    family's coefficients; any other profile gets its jet compiled, all its numeric path needs
-    with ``profile_family`` ("terms"), then its constraints and mode, and the frames that ask
-    the slow worker for its symbolic embedding at the partition expected where the fence
-    begins ("embed"; with its right-hand side alone if ``rhs``: the adaptive solver).  ``uid``
+    family's coefficients; any other profile gets its jet, all the fence of any profile needs
+    to step it at once (``install_profile``: "terms"), then its own constraints and mode, and
+    the frames that ask the slow worker for their symbolic embedding, composed into one RK4
+    step (seven times cheaper a step than the family's, which evaluates the jet stage by
+    stage), at the partition expected where the fence begins ("embed"; with its right-hand
+    side alone if ``rhs``: the adaptive solver).  ``uid``
     numbers the fence (the stepping process's, whose caches outlive a worker).  Yields the
     answers, each sent as one frame."""
     try:
@@ -467,7 +589,7 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
         return
     uid = next(_UIDS) if uid is None else uid
     yield ("terms", version, uid, float(spec[2]), jet_function(profile))
-    if profile.h.has(sp.Abs):    # stays on the family's numeric path (fence_mode)
+    if profile.h.has(sp.Abs):    # stays on the family's embedding (fence_mode)
         return
     cons, mode = fence_mode(uid, profile, spec[2])
     for name, phi in cons.items():
@@ -497,7 +619,8 @@ def warm_worker(sim):
     """Run a worker's geometry path once before its first request (embed.worker): the first
     parse, checks and LLVM compile of a process cost several ms more than later ones."""
     pvec = np.array(sim.pvec)
-    for part in prepare_fence(sim, 0, ("curve", "0.01*s**2*(1 + 0.1*sin(s))", 6.7), pvec):
+    for part in prepare_fence(sim, 0, ("curve", "0.01*s**2*(1 + 0.1*sin(s))", 6.7), pvec,
+                              uid=0):     # the stepping process numbers its fences from 1
         pass
 
 
@@ -531,7 +654,8 @@ class FenceGeometry:
                        "geometry_version_active": 0}
         self.requested = 0
         self.t_request = None
-        profile_family(sim)      # compiled now (LLVM, ~20 ms), not in a step
+        profile_family(sim)      # compiled now (LLVM, ~20 + 3 x 40 ms), not in a step
+        profile_family_modes(sim)
 
     def get(self, name):
         return self.values[name]
@@ -571,8 +695,9 @@ class FenceGeometry:
                 self.compiler.call("prepare_fence", v, spec, np.array(self.sim.pvec),
                                    self.sim.integrator.uses_rhs, next(_UIDS))
             else:
-                for part in prepare_fence(_Local(self.sim), v, spec, np.array(self.sim.pvec)):
-                    self._install(part)
+                # the first answer only: in this process the family's embedding serves the
+                # fence; its own symbolic embedding (the rest) is for the slow worker
+                self._install(next(prepare_fence(self.sim, v, spec, np.array(self.sim.pvec))))
         if self.compiler is not None:
             # the answers the simulator's poll decoded in earlier steps (one a step); a step
             # that installs a fence's terms (loading its jet: 0.1-0.4 ms cold) decodes no more
@@ -605,25 +730,7 @@ class FenceGeometry:
             activate(sim, part[2], **(part[3] if len(part) > 3 else {}))
         elif kind == "embed" and self.compiler is not None:
             # one mode request among the relayed frames; its answer reaches the simulator's
-            # poll_background like any other submission
+            # poll_background like any other submission, and replaces the family's mode
             sim.cache["submitted"][part[2]] = time.perf_counter()
             self.compiler.relay(part[3], requests=1)
-            # should the fence be entered at another partition, that mode is asked for too
-            sim.cache["worker_knows"].update(part[2][1])
 
-
-class _Local:
-    """prepare_fence run in this process (no worker): the simulator itself, with add_mode
-    not compiling the numeric monitors twice."""
-
-    def __init__(self, sim):
-        self._sim = sim
-
-    def __getattr__(self, name):
-        return getattr(self._sim, name)
-
-    def add_mode(self, mode):
-        self._sim.aut.modes[mode.id] = mode
-
-    def add_constraint(self, c):
-        self._sim.aut.constraints[c.name] = c

@@ -188,12 +188,12 @@ def mode_names(uid):
     return (f"fence{uid}_x", f"fence{uid}_y")
 
 
-def test_a_profile_on_the_familys_numeric_path_moves_like_the_arc_family():
-    """The circle as text, run on the numeric embedding path with the family's terms and its
-    jet (what the FMU steps before the symbolic embedding arrives), against the compiled arc
-    family: the same events and motion, the fence held to 1e-9."""
+def test_a_profile_on_the_familys_symbolic_path_moves_like_the_arc_family():
+    """The circle as text, on the family's symbolic embedding with its jet (what the FMU steps
+    a free-form fence on, nothing of it compiled), against the compiled arc family: the same
+    events and motion, the fence held to 1e-9."""
     a = run_with_fence(10.0, 6.7, t_end=9.5)
-    sim = SC.simulator(embedding="numeric")
+    sim = SC.simulator()
     sim.advance(7.0)
     prof = FenceProfile.from_text("10 - sqrt(10**2 - s**2)")
     mid = disk_fence.install_profile(sim, next(disk_fence._UIDS), 6.7,
@@ -203,12 +203,12 @@ def test_a_profile_on_the_familys_numeric_path_moves_like_the_arc_family():
     while sim.t < 9.5 - 1e-12:
         sim.advance(min(9.5, sim.t + 0.01))
         if sim.mode == mid:
-            assert sim.cm.path == "numeric"
+            assert type(sim.cm).__name__ == "JetMode"
             worst.append(sim.residual())
     assert [e[1] for e in sim.events] == [e[1] for e in a.events] == ["ramp_end", "fence_end"]
     assert len(worst) > 100 and max(worst) <= 1e-9
-    assert np.array(sim.q) == pytest.approx(np.array(a.q), abs=1e-8)
-    assert np.array(sim.u) == pytest.approx(np.array(a.u), abs=1e-8)
+    assert np.array(sim.q) == pytest.approx(np.array(a.q), abs=1e-9)
+    assert np.array(sim.u) == pytest.approx(np.array(a.u), abs=1e-9)
 
 
 MALICIOUS = [
@@ -284,10 +284,11 @@ def test_fence_announced_through_the_fmu(fmu_dir):
         r.close()
 
 
-def test_a_profile_with_abs_runs_on_the_familys_numeric_path(fmu_dir):
-    """A fence with abs() has no symbolic fence mode; announced through the FMU it runs on
-    the family's numeric path: the fence held to 1e-9 and, the contact being smooth and the
-    fence tangent to the ramp, the energy kept (RK4 at 1 ms).  Here the fourth derivative of
+def test_a_profile_with_abs_runs_through_the_fmu(fmu_dir):
+    """A fence with abs() (which fence_mode cannot embed on its own: its terms would
+    differentiate sign()) runs on the family's embedding with its jet: the fence held to
+    1e-9 and, the contact being smooth and the fence tangent to the ramp, the energy kept
+    (RK4 at 1 ms).  Here the fourth derivative of
     h jumps at s = 2; with abs(s - 2)**3 the third does, so does the disk's acceleration, and
     RK4 stepping over that jump loses 1e-3 of the energy."""
     r = FmuRunner(str(fmu_dir / "disk_fence.fmu"), strings={"embedding": "symbolic"},
@@ -314,14 +315,15 @@ def test_a_profile_with_abs_runs_on_the_familys_numeric_path(fmu_dir):
     finally:
         r.close()
 
+
 def test_free_form_fences_through_the_background_workers(fmu_dir):
     """The worker path of the FMU (gillespie2005 Sec 6.2): two free-form fences announced 5 ms
-    apart, the second while the first is still being embedded, checked and embedded by the
-    workers while stepping goes on; the disk meets the second.  The trajectory equals that of
-    the FMU embedding everything in its own process, and the fence holds to 1e-9."""
+    apart, the second while the first is still being checked, checked and differentiated by
+    the fast worker while stepping goes on; the disk meets the second.  The trajectory
+    equals that of the FMU doing all of it in its own process, and the fence holds to 1e-9."""
     import time
 
-    # the first a polynomial (the compiled family), the second not (embedded by the workers)
+    # the first a polynomial (the compiled family), the second not (the fence of any profile)
     curves = {7000: (1, "0.045*s**2"), 7005: (2, "0.5*(1 - cos(0.3*s))")}
     runs = {}
     for emb in ("background", "symbolic"):
@@ -346,6 +348,8 @@ def test_free_form_fences_through_the_background_workers(fmu_dir):
                     assert o["geometry_version_active"] == 2
                     assert o["constraint_residual"] <= 1e-9
             assert o["embed_latency"] > 0
+            # the workers' own embedding of the fence went through (an error is logged)
+            assert not [m for _, m in r.messages if "background embedding" in m], r.messages
             runs[emb] = (modes, [r.get(f"q{i}")[f"q{i}"] for i in range(1, 5)])
         finally:
             r.close()
@@ -385,86 +389,74 @@ def test_checks_that_run_too_long_are_stopped_by_the_worker(monkeypatch):
         bc.close()
 
 
-def test_a_fence_entered_at_another_partition_is_embedded_by_the_worker_too():
-    """A run-time fence's constraints are stubs here (their expressions are the workers'): the
-    relay asks for its mode at the partition expected at the fence's start; entered at
-    another one, the simulator asks the worker for that mode too, and steps it when it
-    comes, on the same motion as the numeric path."""
-    import time
+@pytest.mark.parametrize("text", ["0.5*(1 - cos(0.3*s))", "0.001*s**4"])
+def test_the_familys_symbolic_modes_step_as_the_profile_embedded_on_its_own(text):
+    """A profile's modes on the family's symbolic embedding (JetMode: h undefined, the jet
+    given at every RK4 stage), for every choice of dependent speeds, against the profile's
+    own fence mode embedded and compiled on arrival at the same choice: one RK4 step and the
+    monitors from states near the fence agree."""
+    prof = FenceProfile.from_text(text)
+    sim = SC.simulator()
+    uid = next(disk_fence._UIDS)
+    mid = disk_fence.install_profile(sim, uid, 6.7, disk_fence.jet_function(prof))
+    ref = SC.simulator()
+    own = disk_fence.announce(ref, prof, 6.7).id
+    L, ph, r = sim.param("L"), sim.param("phi"), sim.param("r")
+    rng = np.random.default_rng(7)
+    for dep in disk_fence.FAMILY_DEPS:
+        jm = sim.compiled(mid, dep, mode_names(uid))
+        cm = ref.compiled(own, dep, tuple(sorted(ref.aut.modes[own].constraints)))
+        assert type(jm).__name__ == "JetMode" and jm.path == cm.path == "symbolic"
+        assert (jm.ind, jm.dep, jm.nx) == (cm.ind, cm.dep, cm.nx)
+        for _ in range(3):
+            s = rng.uniform(0.1, 6.0)
+            x = np.r_[L * math.cos(ph) - r * math.sin(ph) + s, L * math.sin(ph) + r * math.cos(ph),
+                      rng.normal(), L + s, rng.normal(size=cm.nx - 4)]
+            assert jm.rk4(7.0, 1e-3, x, sim.pvec) == pytest.approx(
+                cm.rk4(7.0, 1e-3, x, ref.pvec), rel=1e-10, abs=1e-10)
 
-    from embed.background import BackgroundCompiler
-    from embed.errors import CompilationError
 
-    bc = BackgroundCompiler("disk_fence", {})
-    try:
-        assert bc.wait_ready(120)
-        sim = disk_fence.build().simulator(embedding="background", compiler=bc)   # own caches
-        geo = disk_fence.FenceGeometry(sim, bc, lambda msg: None)
+def test_the_adaptive_solver_runs_a_free_form_fence():
+    """The adaptive solver evaluates the right-hand side stage by stage: on a free-form fence
+    that is the family's (JetMode.rhs, the jet at each stage); the run goes over the fence,
+    held to 1e-9, with the events of the compiled arc family under the same solver."""
+    runs = {}
+    for curve in ("10 - sqrt(10**2 - s**2)", ""):
+        sim = SC.simulator(solver="adaptive")
+        geo = disk_fence.FenceGeometry(sim, None, lambda msg: None)
         sim.advance(7.0)
-        geo.before_step({"fence_version": 1, "fence_curve": "0.5*(1 - cos(0.3*s))",
-                         "fence_radius": 10.0, "fence_length": 6.7})
-        deadline = time.monotonic() + 60
-        while (bc.outstanding or sim.cache["submitted"] == {}) and time.monotonic() < deadline:
-            sim.poll_background()
-            geo.before_step({"fence_version": 1})
-            time.sleep(0.002)
-        (relayed,) = [k for k in sim.cache["submitted"] if k[0] >= disk_fence.FENCE_BASE]
-        mode_id, active, dep = relayed
-        assert sim.cache["worker_knows"] >= set(active)
-        other = [d for d in ((0, 1), (0, 3), (1, 3)) if d != tuple(dep)][0]   # B1 regular
-        ref = sim.compiled(mode_id, other, active)
-        assert ref.path == "numeric" and (mode_id, active, other) in sim.cache["submitted"]
-        while (mode_id, active, other) not in sim.cache["mode"] and time.monotonic() < deadline:
-            sim.poll_background()
-            time.sleep(0.002)
-        cm = sim.compiled(mode_id, other, active)
-        assert cm.path == "symbolic" and not bc.errors, bc.errors
-        L, ph, r = sim.param("L"), sim.param("phi"), sim.param("r")
-        x = np.r_[L * math.cos(ph) - r * math.sin(ph) + 0.3, L * math.sin(ph) + r * math.cos(ph),
-                  0.2, L + 0.3, [2.0, 0.5][:cm.nx - 4]]
-        # one RK4 step from a point near the fence: the same minimal ODE on both paths
-        assert cm.rk4(7.0, 1e-3, x, sim.pvec)[:cm.nx] == pytest.approx(
-            ref.rk4(7.0, 1e-3, x, sim.pvec)[:ref.nx], rel=1e-10, abs=1e-12)
-        with pytest.raises(CompilationError, match="rhs=True"):    # RK4's runs never ask
-            cm.rhs(7.0, x, sim.pvec)
-    finally:
-        bc.close()
-
-
-def test_the_adaptive_solver_gets_a_run_time_fences_right_hand_side():
-    """With the adaptive solver (which evaluates the right-hand side stage by stage) a fence's
-    symbolic mode comes with its right-hand side; the run goes over the fence, held to 1e-9,
-    with the same events as RK4."""
-    import time
-
-    from embed.background import BackgroundCompiler
-
-    bc = BackgroundCompiler("disk_fence", {})
-    try:
-        assert bc.wait_ready(120)
-        sim = disk_fence.build().simulator(embedding="background", compiler=bc,
-                                           solver="adaptive")                  # own caches
-        geo = disk_fence.FenceGeometry(sim, bc, lambda msg: None)
-        sim.advance(7.0)
-        inputs = {"fence_version": 1, "fence_curve": "0.5*(1 - cos(0.3*s))",
-                  "fence_radius": 10.0, "fence_length": 6.7}
-        deadline = time.monotonic() + 60
-
-        def embedded():
-            fence = disk_fence.FENCE_BASE + int(sim.discrete["fence"])
-            return any(k[0] == fence for k in sim.cache["mode"])
-        while not embedded() and time.monotonic() < deadline:   # the worker's mode, in time
-            geo.before_step(inputs)
-            sim.poll_background()
-            time.sleep(0.002)
+        geo.before_step({"fence_version": 1, "fence_curve": curve, "fence_radius": 10.0,
+                         "fence_length": 6.7})
         worst = []
         while sim.t < 9.5 - 1e-12:
-            geo.before_step(inputs)
             sim.advance(min(9.5, sim.t + 0.01))
             if sim.mode_number == disk_fence.FENCE:
-                assert sim.cm.path == "symbolic" and sim.cm._rhs is not None
                 worst.append(sim.residual())
-        assert [e[1] for e in sim.events] == ["ramp_end", "fence_end"] and not bc.errors
         assert worst and max(worst) <= 1e-9
+        runs[curve] = sim
+    a, b = runs.values()
+    assert type(a.aut.modes[a.events[0][3]]).__name__ == "Mode" and a.events[0][3] > 100
+    assert [e[1] for e in a.events] == [e[1] for e in b.events] == ["ramp_end", "fence_end"]
+    assert [e[0] for e in a.events] == pytest.approx([e[0] for e in b.events], abs=1e-6)
+
+
+def test_the_fast_worker_prepares_a_fence_numbered_by_the_stepping_process():
+    """The fast worker answers a free-form fence with its jet ("terms") and the frames asking
+    the slow worker for its own embedding ("embed"), under the number the stepping process
+    gave it, whatever fences the worker formed itself (its warm-up's included)."""
+    from embed.background import BackgroundCompiler
+
+    pvec = np.array(SC.simulator().pvec)
+    bc = BackgroundCompiler("disk_fence", {})
+    try:
+        assert bc.wait_ready(120)
+        for uid in (1, 2):
+            bc.call("prepare_fence", uid, ("curve", "0.5*(1 - cos(0.3*s))", 6.7), pvec, False,
+                    uid)
+            answered(bc)
+            parts = [p for _, p in bc.call_results()]
+            assert not bc.errors, bc.errors
+            assert [p[0] for p in parts] == ["terms", "embed"]
+            assert parts[0][2] == uid and parts[1][2][0] == disk_fence.FENCE_BASE + uid
     finally:
         bc.close()
