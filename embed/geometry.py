@@ -723,8 +723,9 @@ class FenceProfile:
     def jet(self):
         """The jet [h, dh/ds, d2h/ds2, d3h/ds3] as symengine expressions of the symbol named like
         SIGMA: what a fence of this profile needs at its contact point (its centre and normal,
-        their first and second derivatives).  Differentiated in symengine (sympy's diff costs milliseconds),
-        every abs(u) as u A_k with A_k constant, then A_k = sign(u) (``derivatives``)."""
+        their first and second derivatives).  Differentiated in symengine (sympy's diff costs
+        milliseconds), every abs(u) as u A_k with A_k constant, then A_k = sign(u)
+        (``derivatives``)."""
         g, back = _abs_as_symbols(self.h)
         S = se.Symbol(SIGMA.name)
         try:
