@@ -334,10 +334,10 @@ class ScenarioSlave(Fmi2Slave):
         self._good_inputs = dict(state["inputs"])
         for k, v in state["inputs_set"].items():
             setattr(self, k, v)
+        if state.get("ext") is not None and self.ext is not None:
+            self.ext.set_state(state["ext"])     # first: it may install what the state uses
         if state["sim"] is not None and self.sim is not None:
             self.sim.set_state(state["sim"])
-        if state.get("ext") is not None and self.ext is not None:
-            self.ext.set_state(state["ext"])
         self._publish()
 
     @staticmethod

@@ -27,6 +27,7 @@ two contact constraints are the force on the disk centre, N its normal component
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 
 import numpy as np
@@ -50,7 +51,15 @@ from embed.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, l
 
 FREE, RAMP, FENCE = 1, 2, 3
 FENCE_BASE = 100      # mode id of a fence: FENCE_BASE + its unique number
-_UIDS = iter(range(1, 1 << 30))   # unique numbers of fences made in this process
+_UIDS = iter(range(1, 1 << 30))   # numbers of fences made by announce() in this process
+
+
+def fence_uid(text, L_f):
+    """The number of the free-form fence ``text`` of length ``L_f``: from its description, so
+    that it is the same in every process (a serialized FMU state names its fence by it) and
+    the same fence announced again is the one already installed."""
+    d = hashlib.blake2b(f"{text}\0{float(L_f)!r}".encode(), digest_size=8).digest()
+    return 1 + int.from_bytes(d, "little") % ((1 << 30) - 1)
 
 
 def symbols():
@@ -329,24 +338,28 @@ def install_profile(sim, uid, L_f, jet):
     ``L_f``): the family's terms (``profile_family``, compiled at set-up) as the roles of its
     constraints' B, C, gamma and Phi and of its mode's monitors.  Its constraints and mode are
     stubs named as ``fence_mode`` names them, until the symbolic embedding brings their
-    expressions.  Returns the mode id."""
+    expressions.  Returns the mode id.  A fence installed already (by this simulator or one
+    that shares its caches) stays as it is: its number says what it is (``fence_uid``)."""
     m = sim.model
     fam, layout, family, entry = profile_family(sim)
+    mode = Mode(FENCE_BASE + uid, f"fence {uid}", (f"fence{uid}_x", f"fence{uid}_y"), (),
+                tuple(Guard(g.name, None, g.direction) for g in family.guards), (), FENCE)
+    for name in mode.constraints:       # this simulator's view of the automaton
+        sim.aut.constraints.setdefault(name, Constraint(name, (), se.Integer(0), se.Integer(0)))
+    sim.aut.modes.setdefault(mode.id, mode)
+    if mode.constraints[0] in sim.cache["cterms"]:      # the shared caches have it
+        return mode.id
     n, n_p, i_L = m.n, len(sim.psyms), sim.pnames.index("L")
     terms = ProfileTerms(fam, jet, L_f, fam.n_in - len(JET) - 1 - n_p + i_L)
     p_at = list(range(terms.n_in - n_p, terms.n_in))
     tq = [0] + list(range(1, 1 + n)) + p_at
     tqu = [0] + list(range(1, 1 + 2 * n)) + p_at
-    mode = Mode(FENCE_BASE + uid, f"fence {uid}", (f"fence{uid}_x", f"fence{uid}_y"), (),
-                tuple(Guard(g.name, None, g.direction) for g in family.guards), (), FENCE)
     for name, role in zip(mode.constraints, "xy"):
-        c = sim.aut.constraints.setdefault(name, Constraint(name, (), se.Integer(0),
-                                                            se.Integer(0)))
+        c = sim.aut.constraints[name]
         sl = layout[role]
         sim.cache["cterms"][name] = ConstraintTerms(
             m, c, sim.psyms, fns=(Role(terms, tq, sl["BC"]), Role(terms, tqu, sl["gamma"]),
                                   Role(terms, tq, sl["phi"])))
-    sim.aut.modes.setdefault(mode.id, mode)
     sim.numeric_terms().install_mode(mode.id, Role(terms, None, layout["monitors"]["monitors"]),
                                      lam_names=mode.constraints)
     mine = copy.copy(entry)        # the event step's one call, for this profile
@@ -589,8 +602,8 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
         return
     uid = next(_UIDS) if uid is None else uid
     yield ("terms", version, uid, float(spec[2]), jet_function(profile))
-    if profile.h.has(sp.Abs):    # stays on the family's embedding (fence_mode)
-        return
+    if profile.h.has(sp.Abs) or FENCE_BASE + uid in sim.aut.modes:
+        return      # abs(): the family's embedding only (fence_mode); or embedded already
     cons, mode = fence_mode(uid, profile, spec[2])
     for name, phi in cons.items():
         sim.add_constraint(holonomic(sim.model, name, phi))
@@ -654,6 +667,8 @@ class FenceGeometry:
                        "geometry_version_active": 0}
         self.requested = 0
         self.t_request = None
+        self.texts = {}           # version -> fence_curve of announcements under way
+        self.fences = []          # [uid, text, L_f] of the free-form fences installed
         profile_family(sim)      # compiled now (LLVM, ~20 + 3 x 40 ms), not in a step
         profile_family_modes(sim)
 
@@ -661,9 +676,18 @@ class FenceGeometry:
         return self.values[name]
 
     def state(self):
-        return {"values": dict(self.values), "requested": self.requested}
+        return {"values": dict(self.values), "requested": self.requested,
+                "fences": [list(f) for f in self.fences]}
 
     def set_state(self, s):
+        """Restore; a free-form fence the state uses and this process has not installed (a
+        serialized state restored elsewhere) is parsed, checked and installed again."""
+        for uid, text, L_f in s.get("fences", []):
+            if FENCE_BASE + int(uid) not in self.sim.aut.modes:
+                profile = FenceProfile.from_text(text)
+                validate(profile, L_f, disk_radius=self.sim.param("r"))
+                install_profile(self.sim, int(uid), float(L_f), jet_function(profile))
+                self.fences.append([int(uid), text, float(L_f)])
         self.values.update(s["values"])
         self.requested = s["requested"]
 
@@ -691,13 +715,16 @@ class FenceGeometry:
                 self._reject(v, exc.code, str(exc))
                 return
             self.values["embed_pending"] = 1.0
+            self.texts[v] = text
+            uid = fence_uid(text, spec[2])
             if self.compiler is not None:
                 self.compiler.call("prepare_fence", v, spec, np.array(self.sim.pvec),
-                                   self.sim.integrator.uses_rhs, next(_UIDS))
+                                   self.sim.integrator.uses_rhs, uid)
             else:
                 # the first answer only: in this process the family's embedding serves the
                 # fence; its own symbolic embedding (the rest) is for the slow worker
-                self._install(next(prepare_fence(self.sim, v, spec, np.array(self.sim.pvec))))
+                self._install(next(prepare_fence(self.sim, v, spec, np.array(self.sim.pvec),
+                                                 uid=uid)))
         if self.compiler is not None:
             # the answers the simulator's poll decoded in earlier steps (one a step); a step
             # that installs a fence's terms (loading its jet: 0.1-0.4 ms cold) decodes no more
@@ -708,7 +735,10 @@ class FenceGeometry:
 
     def _install_terms(self, part):
         _, version, uid, L_f, jet = part
-        self._install(("ready", version, install_profile(self.sim, uid, L_f, jet)))
+        mode_id = install_profile(self.sim, uid, L_f, jet)
+        if not any(f[0] == uid for f in self.fences):
+            self.fences.append([uid, self.texts.pop(version, ""), L_f])
+        self._install(("ready", version, mode_id))
 
     def _reject(self, version, code, message):
         self.values["geometry_status"] = int(code)

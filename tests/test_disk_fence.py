@@ -460,3 +460,46 @@ def test_the_fast_worker_prepares_a_fence_numbered_by_the_stepping_process():
             assert parts[0][2] == uid and parts[1][2][0] == disk_fence.FENCE_BASE + uid
     finally:
         bc.close()
+
+
+def test_a_serialized_state_on_a_free_form_fence_restores_in_another_process(fmu_dir):
+    """A state serialized on a free-form fence, restored into an FMU of another process (which
+    never saw the announcement): the fence is parsed, checked and installed again under the
+    same number, and the run goes on bit for bit as in the process that saved it."""
+    import json
+    import subprocess
+    import sys
+
+    fmu = str(fmu_dir / "disk_fence.fmu")
+    code = f"""
+import json, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from fmu_src.master import FmuRunner, exit_now
+a = FmuRunner({fmu!r}, strings={{"embedding": "symbolic"}}, instance="saver")
+for k in range(7800):
+    if k == 7000:
+        a.fmu.setString([a.vr("fence_curve")], ["0.5*(1 - cos(0.3*s))"]); a.set(fence_version=1)
+    a.step(1e-3)
+blob = bytes(a.fmu.serializeFMUstate(a.fmu.getFMUstate()))
+t = a.t
+out = []
+for k in range(1000):
+    a.step(1e-3)
+    out.append(a.get("q1", "q2", "q4", "mode", "event_count"))
+print(json.dumps({{"blob": blob.hex(), "t": t, "out": out}}))
+exit_now(0)
+"""
+    saved = json.loads(subprocess.run([sys.executable, "-c", code], check=True,
+                                      capture_output=True, text=True).stdout.splitlines()[-1])
+    b = FmuRunner(fmu, strings={"embedding": "symbolic"}, instance="restorer")
+    try:
+        b.fmu.setFMUstate(b.fmu.deSerializeFMUstate(bytes.fromhex(saved["blob"])))
+        b.t = saved["t"]                         # the master's time, to the last bit
+        out = []
+        for k in range(1000):
+            b.step(1e-3)
+            out.append(b.get("q1", "q2", "q4", "mode", "event_count"))
+        assert out == saved["out"]
+        assert [o["mode"] for o in out][0] == 3 and out[-1]["mode"] == 1   # left the fence
+    finally:
+        b.close()
