@@ -12,11 +12,13 @@ and ends at P, q4 = L.  Modes:
 - 3 on a fence (2 dof): centre = P + s t + h(s) n + r N(s), s = q4 - L, for the fence
   announced last (``embed.geometry``: an arc of radius R or a height profile given as
   text), all reported as 3: the arc family and the cubic family h = c2 s^2 + c3 s^3 are
-  compiled at set-up (announcing one sets discrete variables).  Any other profile runs at
-  once on the numeric path of the fence of any profile (``profile_family``: its terms
-  formed once with h an undefined function, then given the profile's jet, h and three
-  derivatives, compiled by the fast worker in about 1 ms), and gets a mode of its own,
-  embedded symbolically by the slow worker (a profile with abs() keeps the numeric path).
+  compiled at set-up (announcing one sets discrete variables).  Any other profile steps at
+  once on the fence of any profile, formed once with h an undefined function of q4 and
+  given the profile's jet, h and three derivatives (``profile_family``: its terms;
+  ``profile_family_modes`` and ``JetMode``: its symbolic embedding); the fast worker checks
+  the text and differentiates it in a few ms.  The slow worker then embeds the profile on
+  its own, its RK4 step composed into one function, which replaces the family's mode (a
+  profile with abs() keeps the family's).
 
 Leaving: the normal force N turning tensile (mode 1), the ramp's end q4 = L (onto the
 fence if one is known, else into free flight), back from the fence onto the ramp
@@ -94,7 +96,7 @@ def fence_mode(uid, profile: FenceProfile | None, L_f, mode_id=None):
     """The constraints and the mode of a fence, numbered ``uid`` (unique in the process).
     ``L_f`` may be a number or a symbol (a discrete variable).  ``profile`` None: the fence
     of any profile, h an undefined function of q4 (``profile_family``); a profile with abs()
-    has only that family's numeric path."""
+    has only that family's embedding."""
     if profile is not None and profile.h.has(sp.Abs):
         raise ModelDefinitionError(f"{profile.describe()}: a profile with abs() has no symbolic "
                                    "fence mode (its terms would differentiate sign()); use "
@@ -334,11 +336,11 @@ class JetMode(Layout):
         return out
 
 def install_profile(sim, uid, L_f, jet):
-    """Install the numeric path of fence ``uid`` (a profile with compiled jet ``jet``, length
-    ``L_f``): the family's terms (``profile_family``, compiled at set-up) as the roles of its
-    constraints' B, C, gamma and Phi and of its mode's monitors.  Its constraints and mode are
-    stubs named as ``fence_mode`` names them, until the symbolic embedding brings their
-    expressions.  Returns the mode id.  A fence installed already (by this simulator or one
+    """Install fence ``uid`` (a profile with jet ``jet``, a Tape, and length ``L_f``): the
+    family's terms (``profile_family``) as the roles of its constraints' B, C, gamma and Phi,
+    of its mode's monitors and of its entry terms, and the family's symbolic embedding
+    (``JetMode``) as its mode for every choice of dependent speeds.  Its constraints and mode
+    are stubs named as ``fence_mode`` names them (their expressions are the slow worker's).  Returns the mode id.  A fence installed already (by this simulator or one
     that shares its caches) stays as it is: its number says what it is (``fence_uid``)."""
     m = sim.model
     fam, layout, family, entry = profile_family(sim)
@@ -639,8 +641,9 @@ def warm_worker(sim):
 
 class FenceGeometry:
     """The fence inputs of disk_fence.fmu (issue 4): announcements by fence_version, checked
-    and embedded in the background worker while the stepping goes on (numeric path ready
-    first, the symbolic embedding after it), installed one answer per step."""
+    and differentiated in the fast background worker while the stepping goes on, the fence
+    then stepped on the family's embedding, and on its own composed mode once the slow
+    worker has it; answers installed one a step."""
 
     inputs = [
         Var("fence_radius", 10.0, "radius R of the arc fence (used when fence_curve is empty)",
