@@ -672,8 +672,13 @@ class FenceGeometry:
         self.t_request = None
         self.texts = {}           # version -> fence_curve of announcements under way
         self.fences = []          # [uid, text, L_f] of the free-form fences installed
-        profile_family(sim)      # compiled now (LLVM, ~20 + 3 x 40 ms), not in a step
-        profile_family_modes(sim)
+        # compiled now (LLVM, ~20 + 3 x 40 ms), not in a step, and each called once: the
+        # first call of an LLVM function costs more than later ones (warm_up does the same
+        # for the automaton's modes)
+        fn, _, _, entry = profile_family(sim)
+        for f in [fn, entry.fn] + [g for _, *fs in profile_family_modes(sim).values()
+                                   for g in fs]:
+            f(np.full(f.n_in, 0.5))
 
     def get(self, name):
         return self.values[name]
