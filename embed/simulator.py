@@ -535,17 +535,22 @@ class Simulator:
         return 0.0 if self.cm is None else float(self.mon[self.cm.i_res])
 
     # --------------------------------------------------------------- events
-    def _apply(self, jump: Jump):
-        """Enter jump.mode with the reset state, re-embedding (from cache) if needed."""
-        # views of x and mon (never changed in place) unless the reset map gives new values
+    def _target(self, jump: Jump):
+        """(mode, active constraints, q, u) that ``jump`` enters with: q and u are views of x
+        and mon (never changed in place) unless the reset map gives new values."""
+        mode = self.aut.modes[jump.mode]
+        active = tuple(sorted(mode.constraints if jump.constraints is None else jump.constraints))
         q = self.q if jump.q is None else np.array(jump.q, dtype=float)
         u = self.u if jump.u is None else np.array(jump.u, dtype=float)
+        return mode, active, q, u
+
+    def _apply(self, jump: Jump):
+        """Enter jump.mode with the reset state, re-embedding (from cache) if needed."""
+        before = self.active
+        mode, self.active, q, u = self._target(jump)
         self.discrete = {**self.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
         self._sync_discrete()
         self.mode = jump.mode
-        mode = self.aut.modes[self.mode]
-        before = self.active
-        self.active = tuple(sorted(mode.constraints if jump.constraints is None else jump.constraints))
         self.last_impulse = {}
         # the new constraints at the reset configuration, evaluated once for the projection
         # (haug_pavesic2023 eq 13), the activation jump (mueller eq 7), the partition (eq 11)
@@ -655,11 +660,7 @@ class Simulator:
         try:
             name = self.aut.modes[self.mode].guards[gi].name
             jump = self.aut.transition(Context(self, name), name)
-            mode = self.aut.modes[jump.mode]
-            active = tuple(sorted(mode.constraints if jump.constraints is None
-                                  else jump.constraints))
-            q = self.q if jump.q is None else np.array(jump.q, dtype=float)
-            u = self.u if jump.u is None else np.array(jump.u, dtype=float)
+            _, active, q, u = self._target(jump)
             dep = ()
             if active:
                 entry = self._entry([self.cterms(c) for c in active], self.t, q, u)

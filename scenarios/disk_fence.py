@@ -295,19 +295,18 @@ class JetMode(Layout):
     def _p(self, p):
         self.buf[self.o_p:self.o_p + p.size] = p
 
-    def rhs(self, t, x, p):
+    def _call(self, fn, n, t, x, p):
         self._p(p)
         self.bx[:] = x
-        out = np.empty(self.nx)
-        self.f(self._at(t), out)
+        out = np.empty(n)
+        fn(self._at(t), out)
         return out
 
+    def rhs(self, t, x, p):
+        return self._call(self.f, self.nx, t, x, p)
+
     def monitors(self, t, x, p):
-        self._p(p)
-        self.bx[:] = x
-        out = np.empty(self.n_mon)
-        self.mon(self._at(t), out)
-        return out
+        return self._call(self.mon, self.n_mon, t, x, p)
 
     def rk4(self, t, h, x, p):
         """[x(t+h)..., monitors..., sum |x_i(t+h)|], as compile.rk4_stepwise."""
