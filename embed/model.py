@@ -11,6 +11,7 @@ read the user's sympy.physics.mechanics description.
 
 from __future__ import annotations
 
+import numpy as np
 import sympy as sp
 import symengine as se
 from sympy.physics.mechanics import KanesMethod, dynamicsymbols
@@ -32,9 +33,8 @@ def to_symengine(e):
 def _expression_object(e):
     """e itself if it is a number or a sympy/symengine expression; anything else (text
     above all) is refused before any sympify sees it."""
-    if isinstance(e, (bool, int, float, sp.Basic, se.Basic)) or type(e).__module__ == "numpy":
-        if not isinstance(e, (str, bytes)):
-            return e
+    if isinstance(e, (bool, int, float, np.integer, np.floating, np.bool_, sp.Basic, se.Basic)):
+        return e            # (a numpy array is refused: it may hold text)
     raise ModelDefinitionError(f"{e!r} ({type(e).__name__}) where an expression was expected; "
                                "build expressions with sympy/symengine, never from text")
 

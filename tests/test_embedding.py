@@ -138,7 +138,9 @@ def test_text_never_becomes_an_expression():
     from embed.model import to_symengine
 
     assert to_symengine(2) == 2 and to_symengine(sp.Symbol("x")) == se.Symbol("x")
-    for bad in ("__import__('os').system('true')", b"x + 1", ["x"], object()):
+    assert to_symengine(np.float64(0.5)) == 0.5 and to_symengine(np.int64(3)) == 3
+    for bad in ("__import__('os').system('true')", b"x + 1", ["x"], object(), np.str_("x"),
+                np.array(["x + 1"]), np.array([1.0, 2.0])):
         with pytest.raises(ModelDefinitionError):
             to_symengine(bad)
 
