@@ -23,6 +23,8 @@ class Var:
     description: str = ""
     unit: str = ""
     type: str = "Real"       # Real, Integer, Boolean, String
+    min: float | None = None   # the range a master may set (FMI min/max); None: unbounded
+    max: float | None = None
 
 
 SIM_ATTRIBUTES = ("mode", "event_count", "last_event_time", "impact_count")
@@ -106,8 +108,8 @@ class Scenario:
         return {v.name: v.start for v in self.parameters}
 
     def simulator(self, params=None, *, solver="rk4", h_max=1e-3, rtol=1e-8, inputs=None,
-                  embedding="symbolic", compiler=None):
-        """A simulator started at t = 0 from the *_start parameters (eq 20).
+                  embedding="symbolic", compiler=None, t0=0.0):
+        """A simulator started at t = t0 from the *_start parameters (eq 20).
 
         Simulators of one scenario share the cache of embedded modes per embedding path."""
         p = {**self.defaults(), **(params or {})}
@@ -117,5 +119,5 @@ class Scenario:
                         precompile=self.precompile and embedding != "numeric")
         sim.set_inputs({**{v.name: v.start for v in self.inputs}, **(inputs or {})})
         q0, u0 = self.initial_state(p)
-        sim.start(0.0, q0, u0)
+        sim.start(t0, q0, u0)
         return sim

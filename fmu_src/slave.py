@@ -1,41 +1,36 @@
 """One pythonfmu co-simulation slave for every scenario.
 
 The FMU variables come from the scenario's interface (parameters, inputs,
-outputs) plus the common ones: ``solver``, ``h_max``, ``rtol`` and ``status``.
-``do_step`` never lets an exception escape (pythonfmu would turn it into
-fmi2Fatal): engine errors are logged through the FMI logger, the last good state
-is kept, and ``status`` reports the code of the error (see ``STATUS``).
+outputs) plus the common ones: ``solver``, ``h_max``, ``rtol``, ``embedding`` and
+``status``.  Every FMI call answers as FMI 2.0 says (``fmu_src.fmi2``): a call that is
+illegal in the instance's state or has a bad argument gets fmi2Error with nothing of it
+applied; a step the engine cannot complete gets fmi2Discard with the last good state
+kept (fmi2GetRealStatus gives fmi2LastSuccessfulTime); every refusal is logged through
+the FMI logger and reported in ``status`` (see ``STATUS``).  No exception reaches pythonfmu.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import re
 
 import numpy as np
 from pythonfmu import Boolean, Fmi2Causality, Fmi2Initial, Fmi2Slave, Fmi2Variability
 from pythonfmu.enums import Fmi2Status
 from pythonfmu import Integer, Real, String
 
-from embed import EmbedError, InputError
+from embed import EmbedError
 from embed.simulator import EMBEDDINGS
-from embed.errors import (CompilationError, ConstraintRankError, EventLocationError, ImpactError,
-                          IntegrationError, ModelDefinitionError, ZenoError)
+from fmu_src.fmi2 import DISCARD, ERROR, CallError, Loader, State, fmi2_call
+from fmu_src.status import INPUT_REJECTED, REFUSED, STATUS, status_of
 
-STATUS = {
-    0: "ok",
-    1: "internal error (see the FMI log)",
-    ModelDefinitionError.status: "model definition error",
-    ConstraintRankError.status: "active constraints redundant or inconsistent",
-    CompilationError.status: "compilation of a mode failed",
-    IntegrationError.status: "integration failed (non-finite state or step size underflow)",
-    EventLocationError.status: "a switching condition could not be located",
-    ZenoError.status: "Zeno behaviour: too many events at one instant",
-    ImpactError.status: "impact could not be resolved",
-    InputError.status: "an input or parameter was rejected; the last good value is kept",
-}
+__all__ = ["ScenarioSlave", "STATUS"]
 
 WORKER_START_TIMEOUT = 60.0   # s that initialization waits for the background worker's start
+MAX_INTERNAL_STEPS = 2_000_000   # fixed-step RK4 steps one doStep may take (h / h_max)
+STATE_FORMAT = 2                 # version of the FMU state's layout
 _SCENARIOS = {}   # (name, options) -> Scenario, built once per process (pythonfmu re-runs __init__)
 _COMPILERS = {}   # (name, options) -> background embedding worker, one per process
 
@@ -45,6 +40,8 @@ COMMON = [("solver", "rk4", "integrator: 'rk4' (fixed step, real time) or 'adapt
           ("embedding", None, "'symbolic' (embed and compile a mode when first entered), 'numeric' "
            "(compiled terms, gillespie2005 Sec 5.5) or 'background' (numeric at once, symbolic "
            "from a worker process when ready)", "")]
+COMMON_RANGES = {"h_max": (1e-9, 1.0), "rtol": (1e-14, 0.5)}
+STRING_CHOICES = {"solver": ("rk4", "adaptive"), "embedding": EMBEDDINGS}
 
 
 def scenario(name, options):
@@ -83,6 +80,17 @@ def _var(v, causality, getter=None, setter=None):
     return kind(v.name, **kw)
 
 
+def _model_guid(resources):
+    """The guid of this FMU's modelDescription.xml (None when not run from an FMU)."""
+    try:
+        with open(os.path.join(os.path.dirname(os.path.normpath(resources)),
+                               "modelDescription.xml"), encoding="utf-8") as f:
+            m = re.search(r'\bguid="([^"]+)"', f.read(4096))
+        return m.group(1) if m else None
+    except (OSError, TypeError):
+        return None
+
+
 class ScenarioSlave(Fmi2Slave):
     """Base class; a built FMU's script subclasses it and sets ``scenario_name``."""
 
@@ -90,39 +98,38 @@ class ScenarioSlave(Fmi2Slave):
     scenario_options = {}
     author = "embed project"
     description = "On-line symbolic constraint embedding for a hybrid multibody system"
+    _class_loader = None     # the loader of this FMU, for the class-level state calls
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         from embed import Var
-        self.sc = scenario(self.scenario_name, self.scenario_options)
+        self.loader = Loader(self.resources, type(self).__name__)
+        type(self)._class_loader = self.loader
+        self.model_guid = _model_guid(self.resources) or f"{self.scenario_name}:{self.scenario_options}"
+        self.fmi_state = State.INSTANTIATED
+        self.start_time = 0.0
+        self.t_comm = 0.0          # the master's communication point
+        self.sc = self.scenario = scenario(self.scenario_name, self.scenario_options)
         self.sim = None
         self.status = 0
-        self._good_inputs = {}
-        for name, start, desc, _unit in COMMON:
+        self._specs = {}           # value reference -> (Var, causality)
+        for name, start, desc, unit in COMMON:
             start = self.sc.embedding if name == "embedding" else start
-            setattr(self, name, start)
-            self.register_variable(_var(Var(name, start, desc, type="String" if isinstance(start, str)
-                                            else "Real"), Fmi2Causality.parameter))
+            lo, hi = COMMON_RANGES.get(name, (None, None))
+            self._register(Var(name, start, desc, unit, type="String" if isinstance(start, str)
+                               else "Real", min=lo, max=hi), Fmi2Causality.parameter)
         for v in self.sc.parameters:
-            setattr(self, v.name, v.start)
-            self.register_variable(_var(v, Fmi2Causality.parameter))
+            self._register(v, Fmi2Causality.parameter)
         self._inputs_set = set()     # inputs the master has set (see Scenario.input_defaults)
         for v in self.sc.inputs:
-            setattr(self, v.name, v.start)
-            self._good_inputs[v.name] = float(v.start)
-            setter = None
-            if v.name in self.sc.input_defaults:
-                def setter(value, n=v.name):
-                    setattr(self, n, value)
-                    self._inputs_set.add(n)
-            self.register_variable(_var(v, Fmi2Causality.input, setter=setter))
+            self._register(v, Fmi2Causality.input)
         self._input_names = [v.name for v in self.sc.inputs]
+        self._good_inputs = {v.name: float(v.start) for v in self.sc.inputs}
         self.ext = None
         ext = self.sc.extension
         self._ext_inputs = [v.name for v in ext.inputs] if ext else []
         for v in (ext.inputs if ext else []):
-            setattr(self, v.name, v.start)
-            self.register_variable(_var(v, Fmi2Causality.input))
+            self._register(v, Fmi2Causality.input)
         self._mon = np.zeros(1 + max([0] + [self.sc.source(v.name)[1] for v in self.sc.outputs
                                             if self.sc.source(v.name)[0] == "mon"]))
         for v in self.sc.outputs:
@@ -144,209 +151,393 @@ class ScenarioSlave(Fmi2Slave):
                 getter = (lambda k=where, d=v.start: self.sim.discrete[k] if self.sim else d)
             else:
                 getter = (lambda a=where, d=v.start: getattr(self.sim, a) if self.sim else d)
-            var = _var(v, Fmi2Causality.output, getter)
-            self.register_variable(var)
+            vr = self._register(v, Fmi2Causality.output, getter)
             if v.type == "Real":
-                self._getters[var.value_reference] = getter
+                self._getters[vr] = getter
         for v in (ext.outputs if ext else []):
-            self.register_variable(_var(v, Fmi2Causality.output,
-                                        lambda n=v.name, d=v.start: self.ext.get(n) if self.ext
-                                        else d))
-        self.register_variable(_var(Var("status", 0, "0 ok; otherwise a code listed in the README "
-                                        "(error kind of the last step)", type="Integer"),
-                                    Fmi2Causality.output))
+            self._register(v, Fmi2Causality.output,
+                           lambda n=v.name, d=v.start: self.ext.get(n) if self.ext else d)
+        self._register(Var("status", 0, "0 ok; otherwise the code of the last failed step or "
+                           "refused call (README, status codes)", type="Integer"),
+                       Fmi2Causality.output)
+
+    def _register(self, v, causality, getter=None):
+        """Register the interface variable ``v``; returns its value reference."""
+        if causality != Fmi2Causality.output:
+            setattr(self, v.name, v.start)
+        var = _var(v, causality, getter)
+        self.register_variable(var)
+        self._specs[var.value_reference] = (v, causality)
+        return var.value_reference
 
     # ------------------------------------------------------------ lifecycle
-    def _params(self):
-        """Parameters from the FMU variables, checked; bad ones are replaced by defaults and logged."""
-        p = {}
-        for v in self.sc.parameters:
-            val = getattr(self, v.name)
-            try:
-                val = float(val)
-                ok = math.isfinite(val)
-            except (TypeError, ValueError):
-                ok = False
-            if not ok:
-                self._reject(f"parameter {v.name} = {getattr(self, v.name)!r} is not a finite number; "
-                             f"using the default {v.start}")
-                val = v.start
-                setattr(self, v.name, val)
-            p[v.name] = val
-        for v in self.sc.parameters:
-            bad = ((v.name in self.sc.positive and p[v.name] <= 0)
-                   or (v.name in self.sc.nonnegative and p[v.name] < 0))
-            if bad:
-                self._reject(f"parameter {v.name} = {p[v.name]} must be "
-                             f"{'positive' if v.name in self.sc.positive else 'non-negative'}; "
-                             f"using the default {v.start}")
-                p[v.name] = v.start
-                setattr(self, v.name, v.start)
-        return p
+    @fmi2_call("setup_experiment")
+    def setup_experiment(self, start_time, stop_time=None, tolerance=None):
+        start_time = float(start_time)
+        if not math.isfinite(start_time):
+            raise CallError(f"startTime = {start_time!r} is not finite")
+        if stop_time is not None and math.isfinite(stop_time) and stop_time < start_time:
+            raise CallError(f"stopTime = {stop_time!r} lies before startTime = {start_time!r}")
+        self.start_time = self.t_comm = start_time
 
-    def _solver_options(self):
-        solver = str(self.solver).strip().lower()
-        if solver not in ("rk4", "adaptive"):
-            self._reject(f"solver {self.solver!r} is unknown (use 'rk4' or 'adaptive'); using 'rk4'")
-            solver = self.solver = "rk4"
-        embedding = str(self.embedding).strip().lower()
-        if embedding not in EMBEDDINGS:
-            self._reject(f"embedding {self.embedding!r} is unknown (use one of {EMBEDDINGS}); "
-                         f"using {self.sc.embedding!r}")
-            embedding = self.embedding = self.sc.embedding
-        h_max, rtol = self.h_max, self.rtol
-        if not (isinstance(h_max, (int, float)) and math.isfinite(h_max) and 0 < h_max <= 1.0):
-            self._reject(f"h_max = {h_max!r} must lie in (0, 1] s; using 1e-3")
-            h_max = self.h_max = 1e-3
-        if not (isinstance(rtol, (int, float)) and math.isfinite(rtol) and 1e-14 <= rtol < 1):
-            self._reject(f"rtol = {rtol!r} must lie in [1e-14, 1); using 1e-8")
-            rtol = self.rtol = 1e-8
-        return solver, float(h_max), float(rtol), embedding
+    @fmi2_call("enter_initialization_mode")
+    def enter_initialization_mode(self):
+        self.fmi_state = State.INITIALIZATION_MODE
 
-    def _start_sim(self, worker=True):
-        """A simulator from the parameters; ``worker``: start the background embedding worker
-        if the embedding asks for it (not at build time, when pythonfmu only reads the
-        start values)."""
-        for name, pname in self.sc.input_defaults.items():   # "used when set"
-            if name not in self._inputs_set:
-                val = getattr(self, pname)
-                setattr(self, name, val)
-                self._good_inputs[name] = float(val)
-        try:
-            solver, h_max, rtol, embedding = self._solver_options()
-            if embedding == "background" and not worker:
-                embedding = "numeric"
-            bc = (compiler(self.scenario_name, self.scenario_options, self._resource_dir())
-                  if embedding == "background" else None)
-            self.sim = self.sc.simulator(self._params(), solver=solver, h_max=h_max, rtol=rtol,
-                                         inputs=dict(self._good_inputs), embedding=embedding,
-                                         compiler=bc)
-            if self.sc.extension is not None:
-                self.ext = self.sc.extension(
-                    self.sim, bc, lambda msg: self.log(msg, Fmi2Status.warning))
-        except EmbedError as exc:
-            self._fail(exc)
-        except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu
-            self._fail(exc, internal=True)
-        self._publish()
-
+    @fmi2_call("exit_initialization_mode")
     def exit_initialization_mode(self):
         self.status = 0
         self._read_inputs()
-        self._start_sim()
-        if self.sim is not None:
-            try:
-                self.sim.warm_up()
-            except Exception as exc:  # noqa: BLE001 - warming is an optimization only
-                self.log(f"warm-up skipped: {exc}", Fmi2Status.warning)
-            bc = self.sim.compiler
-            if bc is not None and not bc.wait_ready(WORKER_START_TIMEOUT):
-                self.log(f"background embedding worker not ready after {WORKER_START_TIMEOUT} s;"
-                         " stepping on the numeric path until it is", Fmi2Status.warning)
+        if not self._start_sim():
+            raise CallError("initialization failed (see the message above); set valid "
+                            "parameters and call fmi2ExitInitializationMode again")
+        try:
+            self.sim.warm_up()
+        except Exception as exc:  # noqa: BLE001 - warming is an optimization only
+            self.log(f"warm-up skipped: {exc}", Fmi2Status.warning)
+        bc = self.sim.compiler
+        if bc is not None and not bc.wait_ready(WORKER_START_TIMEOUT):
+            self.log(f"background embedding worker not ready after {WORKER_START_TIMEOUT} s;"
+                     " stepping on the numeric path until it is", Fmi2Status.warning)
+        self.t_comm = self.start_time
+        self.fmi_state = State.STEP_COMPLETE
+        self.loader.successful_until(self.t_comm)
         # everything built so far (models, compiled modes) lives as long as the process: keep
         # it out of the cyclic collector, whose full passes over it paused steps for ms
         import gc
         gc.collect()
         gc.freeze()
 
-    def do_step(self, current_time, step_size):
+    @fmi2_call("terminate")
+    def terminate(self):
+        self.fmi_state = State.TERMINATED
+
+    def _start_sim(self, worker=True):
+        """A simulator from the parameters, at the start time; ``worker``: start the
+        background embedding worker if the embedding asks for it (not at build time, when
+        pythonfmu only reads the start values).  Returns whether it started."""
+        for name, pname in self.sc.input_defaults.items():   # "used when set"
+            if name not in self._inputs_set:
+                val = getattr(self, pname)
+                setattr(self, name, val)
+                self._good_inputs[name] = float(val)
+        self.sim = None
         try:
-            self.status = 0
+            embedding = str(self.embedding)
+            if embedding == "background" and not worker:
+                embedding = "numeric"
+            bc = (compiler(self.scenario_name, self.scenario_options, self._resource_dir())
+                  if embedding == "background" else None)
+            params = {v.name: float(getattr(self, v.name)) for v in self.sc.parameters}
+            sim = self.sc.simulator(params, solver=str(self.solver), h_max=float(self.h_max),
+                                    rtol=float(self.rtol), inputs=dict(self._good_inputs),
+                                    embedding=embedding, compiler=bc, t0=self.start_time)
+            if not np.isfinite(sim.mon).all():
+                bad = [v.name for v in self.sc.outputs if self.sc.source(v.name)[0] == "mon"
+                       and not math.isfinite(sim.mon[self.sc.source(v.name)[1]])]
+                raise EmbedError(f"the initial state is not finite (outputs {bad}); check the "
+                                 "parameters' magnitudes")
+            self.sim = sim
+            if self.sc.extension is not None:
+                self.ext = self.sc.extension(
+                    self.sim, bc, lambda msg: self.log(msg, Fmi2Status.warning))
+        except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu
+            self._fail(exc, rollback=False)
+        self._publish()
+        return self.sim is not None
+
+    @fmi2_call("do_step", default=lambda self, *a: True)
+    def do_step(self, current_time, step_size):
+        self._check_step(current_time, step_size)
+        self.status = 0
+        t0 = self.sim.t
+        try:
             self._read_inputs()
             if self.ext is not None:
                 self.ext.before_step({n: getattr(self, n) for n in self._ext_inputs})
-            if self.sim is not None:
-                self.sim.advance(current_time + step_size)
-                bc = self.sim.compiler
-                while bc is not None and bc.errors:     # the stepping goes on without it
-                    what, message, _ = bc.errors.pop(0)
-                    self.log(f"background embedding of {what} failed: {message}",
-                             Fmi2Status.warning)
-        except EmbedError as exc:
-            self._fail(exc)
+            self.sim.advance(current_time + step_size)
+            bc = self.sim.compiler
+            while bc is not None and bc.errors:     # the stepping goes on without it
+                what, message, _ = bc.errors.pop(0)
+                self.log(f"background embedding of {what} failed: {message}",
+                         Fmi2Status.warning)
         except Exception as exc:   # noqa: BLE001
-            self._fail(exc, internal=True)
+            self._fail(exc)
+            self._publish()
+            self.fmi_state = State.STEP_FAILED
+            self.loader.successful_until(t0)
+            self.loader.report(DISCARD)
+            return True
         self._publish()
+        self.t_comm = current_time + step_size
+        self.fmi_state = State.STEP_COMPLETE
+        self.loader.successful_until(self.t_comm)
         return True
+
+    def _check_step(self, current_time, step_size):
+        """fmi2DoStep's arguments (FMI 2.0, Sec 4.2.3): a positive finite step from the
+        previous communication point (rounding of a master's running sum tolerated)."""
+        if not (math.isfinite(step_size) and step_size > 0):
+            raise CallError(f"communicationStepSize = {step_size!r} must be positive and finite")
+        t = self.t_comm
+        if not (math.isfinite(current_time)
+                and abs(current_time - t) <= 1e-9 * max(1.0, abs(t), step_size)):
+            raise CallError(f"currentCommunicationPoint = {current_time!r} is not the end of the "
+                            f"previous step, t = {t!r} (FMI 2.0 Sec 4.2.3: steps follow each "
+                            "other; restore a saved FMU state to go back)")
+        if self.solver == "rk4" and step_size / self.h_max > MAX_INTERNAL_STEPS:
+            raise CallError(f"communicationStepSize = {step_size!r} s would take "
+                            f"{step_size / self.h_max:.3g} internal steps of h_max = "
+                            f"{self.h_max} s (at most {MAX_INTERNAL_STEPS:.3g}); use shorter "
+                            "communication steps or a larger h_max")
+        if self.sim is None:
+            raise CallError("the instance did not initialize (see the log)")
 
     # ------------------------------------------------------------- helpers
     def _resource_dir(self):
         """This FMU's resources folder (holding embed/ and scenarios/), if it has one."""
-        import os
         from urllib.parse import unquote, urlparse
         res = self.resources or ""
         path = unquote(urlparse(res).path) if res.startswith("file:") else res
         return path if path and os.path.isdir(os.path.join(path, "embed")) else None
 
     def _read_inputs(self):
-        """Inputs from the master; a non-finite one is rejected and its last good value kept."""
+        """Inputs the master changed (each was checked when set) go to the simulator."""
         good = self._good_inputs
         changed = False
         for name in self._input_names:
-            v = getattr(self, name)
+            v = float(getattr(self, name))
             if v != good[name]:
-                try:
-                    f = float(v)
-                except (TypeError, ValueError):
-                    f = math.nan
-                if math.isfinite(f):
-                    good[name] = f
-                    changed = True
-                else:
-                    self._reject(f"input {name} = {v!r} is not finite; keeping {good[name]}")
-                    setattr(self, name, good[name])
+                good[name] = v
+                changed = True
         if changed and self.sim is not None:
             self.sim.set_inputs(good)
 
-    def _reject(self, msg):
-        self.status = InputError.status
-        self.log(msg, Fmi2Status.warning)
+    def call_failed(self, status, message, code=None):
+        """A call refused or failed: log it with its category, make the call return
+        ``status`` and report ``code`` (default: a refused call) in the ``status`` output."""
+        self.status = REFUSED if code is None else code
+        self.loader.report(status)
+        self.log(message, Fmi2Status(status))
 
-    def _fail(self, exc, internal=False):
-        self.status = 1 if internal else exc.status
-        kind = "internal error" if internal else type(exc).__name__
-        t = self.sim.t if self.sim is not None else 0.0
-        self.log(f"{kind} at t = {t:.9g} s: {exc}; the last good state is kept", Fmi2Status.error)
-        if self.sim is not None:
+    def _fail(self, exc, rollback=True):
+        """An engine (or internal) error: logged, ``status`` set, the last good state kept."""
+        self.status = status_of(exc)
+        kind = type(exc).__name__ if isinstance(exc, EmbedError) else "internal error"
+        t = self.sim.t if self.sim is not None else self.start_time
+        self.log(f"{kind} at t = {t:.9g} s: {exc}; the last good state is kept",
+                 Fmi2Status.error)
+        if rollback and self.sim is not None:
             self.sim.rollback()
 
     def _publish(self):
         if self.sim is not None:
             self._mon = self.sim.mon
 
+    # ------------------------------------------------------- get and set
+    def _spec(self, vr, type_name):
+        spec = self._specs.get(vr)
+        if spec is None:
+            raise CallError(f"unknown value reference {vr}")
+        if spec[0].type != type_name:
+            raise CallError(f"value reference {vr} ({spec[0].name}) is a {spec[0].type}, "
+                            f"not a {type_name}")
+        return spec
+
+    def _get(self, vrs, type_name, convert):
+        out = []
+        for vr in vrs:
+            v, causality = self._spec(vr, type_name)
+            out.append(convert(self.vars[vr].getter()))
+        return out
+
+    @fmi2_call("get", default=lambda self, vrs: [0.0] * len(vrs))
     def get_real(self, vrs):
-        """pythonfmu's get_real without its per-variable type checks (the hot path at 1 kHz)."""
+        """Real values; outputs through their fast getters (the hot path at 1 kHz)."""
         g = self._getters
         try:
             return [float(g[vr]()) for vr in vrs]
         except (KeyError, TypeError):
-            return super().get_real(vrs)
+            return self._get(vrs, "Real", float)
+
+    @fmi2_call("get", default=lambda self, vrs: [0] * len(vrs))
+    def get_integer(self, vrs):
+        return self._get(vrs, "Integer", int)
+
+    @fmi2_call("get", default=lambda self, vrs: [False] * len(vrs))
+    def get_boolean(self, vrs):
+        return self._get(vrs, "Boolean", bool)
+
+    @fmi2_call("get", default=lambda self, vrs: [""] * len(vrs))
+    def get_string(self, vrs):
+        return self._get(vrs, "String", str)
+
+    def _set(self, vrs, values, type_name):
+        """Check every value first (causality, state, range); then apply them all."""
+        if len(vrs) != len(values):
+            raise CallError(f"{len(vrs)} value references but {len(values)} values")
+        checked = [(self._settable(vr, type_name), self._check_value(vr, value))
+                   for vr, value in zip(vrs, values)]
+        for v, value in checked:
+            setattr(self, v.name, value)
+            if v.name in self.sc.input_defaults:
+                self._inputs_set.add(v.name)
+
+    def _settable(self, vr, type_name):
+        v, causality = self._spec(vr, type_name)
+        if causality == Fmi2Causality.output:
+            raise CallError(f"{v.name} is an output; it cannot be set")
+        if causality == Fmi2Causality.parameter and self.fmi_state not in (
+                State.INSTANTIATED, State.INITIALIZATION_MODE):
+            raise CallError(f"{v.name} is a fixed parameter: set it before "
+                            "fmi2ExitInitializationMode (or fmi2Reset first)")
+        return v
+
+    def _check_value(self, vr, value):
+        """A value from outside, checked against its variable's rules; returns it converted."""
+        v, causality = self._specs[vr]
+        if v.type == "String":
+            text = str(value)
+            choices = STRING_CHOICES.get(v.name)
+            if choices is not None:
+                text = text.strip().lower()
+                if text not in choices:
+                    raise CallError(f"{v.name} = {value!r} is not one of {choices}; the "
+                                    f"previous value {getattr(self, v.name)!r} is kept",
+                                    code=INPUT_REJECTED)
+            return text
+        if v.type == "Boolean":
+            return bool(value)
+        number = float(value)
+        problem = None
+        if not math.isfinite(number):
+            problem = "is not finite"
+        elif v.name in self.sc.positive and number <= 0:
+            problem = "must be positive"
+        elif v.name in self.sc.nonnegative and number < 0:
+            problem = "must not be negative"
+        elif v.min is not None and number < v.min or v.max is not None and number > v.max:
+            problem = f"lies outside [{v.min}, {v.max}]"
+        if problem:
+            raise CallError(f"{v.name} = {value!r} {problem}; the previous value "
+                            f"{getattr(self, v.name)!r} is kept", code=INPUT_REJECTED)
+        return int(value) if v.type == "Integer" else number
+
+    @fmi2_call("set_real")
+    def set_real(self, vrs, values):
+        self._set(vrs, values, "Real")
+
+    @fmi2_call("set_other")
+    def set_integer(self, vrs, values):
+        self._set(vrs, values, "Integer")
+
+    @fmi2_call("set_other")
+    def set_boolean(self, vrs, values):
+        self._set(vrs, values, "Boolean")
+
+    @fmi2_call("set_other")
+    def set_string(self, vrs, values):
+        self._set(vrs, values, "String")
 
     # ---------------------------------------------------------------- state
+    @fmi2_call("state", default=lambda self: {"invalid": "the state could not be taken"})
     def _get_fmu_state(self):
-        return {"sim": self.sim.get_state() if self.sim is not None else None,
-                "ext": self.ext.state() if self.ext is not None else None,
-                "inputs": dict(self._good_inputs), "status": self.status,
-                "inputs_set": {n: getattr(self, n) for n in self._input_names}}
+        return self._state()
 
+    def _state(self):
+        """Everything that decides this instance's future, as plain values."""
+        return {"format": STATE_FORMAT, "guid": self.model_guid,
+                "fmi_state": self.fmi_state.name, "t_comm": self.t_comm,
+                "start_time": self.start_time, "status": self.status,
+                "variables": {v.name: getattr(self, v.name) for v, causality
+                              in self._specs.values() if causality != Fmi2Causality.output},
+                "inputs": dict(self._good_inputs), "inputs_set": sorted(self._inputs_set),
+                "sim": self.sim.get_state() if self.sim is not None else None,
+                "ext": self.ext.state() if self.ext is not None else None}
+
+    @fmi2_call("state")
     def _set_fmu_state(self, state):
-        self.status = state["status"]
-        self._good_inputs = dict(state["inputs"])
-        for k, v in state["inputs_set"].items():
-            setattr(self, k, v)
+        """Restore a state taken by fmi2GetFMUstate or deserialized: checked whole first
+        (its FMU, its layout, every variable's value); on any failure nothing is changed."""
+        self._check_state(state)
+        saved = self._state()
+        try:
+            self._apply_state(state)
+        except Exception as exc:  # noqa: BLE001 - back to where we were, then refuse
+            self._apply_state(saved)
+            raise CallError(f"the FMU state could not be restored ({type(exc).__name__}: "
+                            f"{exc}); the instance is unchanged") from exc
+
+    def _check_state(self, state):
+        if not isinstance(state, dict) or "invalid" in state:
+            raise CallError("not a valid FMU state: "
+                            f"{state.get('invalid') if isinstance(state, dict) else state!r}")
+        if state.get("guid") != self.model_guid or state.get("format") != STATE_FORMAT:
+            raise CallError(f"the FMU state belongs to another FMU or build (guid "
+                            f"{state.get('guid')!r}, this FMU {self.model_guid!r})")
+        if state.get("fmi_state") not in State.__members__:
+            raise CallError(f"FMU state: unknown fmi_state {state.get('fmi_state')!r}")
+        for key in ("t_comm", "start_time"):
+            if not isinstance(state.get(key), (int, float)) or not math.isfinite(state[key]):
+                raise CallError(f"FMU state: {key} = {state.get(key)!r} is not a finite number")
+        names = {v.name: vr for vr, (v, c) in self._specs.items() if c != Fmi2Causality.output}
+        variables = state.get("variables")
+        if not isinstance(variables, dict) or set(variables) != set(names):
+            raise CallError("FMU state: its variables are not this FMU's")
+        for name, value in variables.items():
+            try:
+                self._check_value(names[name], value)
+            except (CallError, TypeError, ValueError) as exc:
+                raise CallError(f"FMU state: {exc}") from None
+        if (state.get("sim") is None) != (state["fmi_state"] in ("INSTANTIATED",
+                                                                 "INITIALIZATION_MODE")):
+            raise CallError("FMU state: its simulator does not match its FMI state")
+        if state.get("sim") is not None and self.sim is None:
+            raise CallError("a state taken after initialization cannot be restored before "
+                            "this instance has initialized")
+
+    def _apply_state(self, state):
+        for name, value in state["variables"].items():
+            setattr(self, name, value)
+        self.fmi_state = State[state["fmi_state"]]
+        self.t_comm, self.start_time = float(state["t_comm"]), float(state["start_time"])
+        self.status = int(state["status"])
+        self._good_inputs = {k: float(v) for k, v in state["inputs"].items()}
+        self._inputs_set = set(state["inputs_set"])
         if state.get("ext") is not None and self.ext is not None:
             self.ext.set_state(state["ext"])     # first: it may install what the state uses
-        if state["sim"] is not None and self.sim is not None:
+        if state["sim"] is not None:
             self.sim.set_state(state["sim"])
+            if not np.isfinite(self.sim.mon).all() or not math.isfinite(self.sim.t):
+                raise EmbedError("the state's values are not finite")
         self._publish()
 
-    @staticmethod
-    def _fmu_state_to_bytes(state):
-        return json.dumps(state, default=_jsonable).encode("utf-8")
+    @classmethod
+    def _fmu_state_to_bytes(cls, state):
+        try:
+            return json.dumps(state, default=_jsonable, allow_nan=True).encode("utf-8")
+        except Exception as exc:  # noqa: BLE001
+            cls._refuse_class_call(f"the FMU state could not be serialized: {exc}")
+            return b"{}"
 
-    @staticmethod
-    def _fmu_state_from_bytes(data):
-        return json.loads(data.decode("utf-8"))
+    @classmethod
+    def _fmu_state_from_bytes(cls, data):
+        """A serialized state, parsed; anything that is not one becomes a state that
+        fmi2SetFMUstate refuses (fmi2DeSerializeFMUstate itself answers fmi2Error)."""
+        try:
+            state = json.loads(bytes(data).decode("utf-8"))
+            if not isinstance(state, dict):
+                raise ValueError("not a JSON object")
+            return state
+        except Exception as exc:  # noqa: BLE001
+            reason = f"the serialized FMU state is corrupted ({type(exc).__name__}: {exc})"
+            cls._refuse_class_call(reason)
+            return {"invalid": reason}
+
+    @classmethod
+    def _refuse_class_call(cls, message):
+        if cls._class_loader is not None:
+            cls._class_loader.report(ERROR)
 
 
 def _jsonable(o):

@@ -1,0 +1,125 @@
+"""FMI 2.0 co-simulation rules the slave answers by (FMI 2.0.4, Sec 2.1.3, 2.2.7, 4.2.4).
+
+pythonfmu turns any Python exception into fmi2Fatal and answers fmi2OK for everything
+else.  Here every FMI-facing method of the slave is wrapped by ``fmi2_call``: it checks
+that the call is legal in the instance's state (the state table of Sec 4.2.4), catches
+every exception, logs it with its category and has the FMU's C loader (fmu_src/loader)
+return the status the standard asks for, with the instance alive.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import functools
+import os
+import sys
+
+OK, WARNING, DISCARD, ERROR, FATAL = range(5)
+
+
+class State(enum.Flag):
+    """States of an FMI 2.0 co-simulation slave (Sec 4.2.4, Fig 10)."""
+
+    INSTANTIATED = enum.auto()
+    INITIALIZATION_MODE = enum.auto()
+    STEP_COMPLETE = enum.auto()
+    STEP_FAILED = enum.auto()     # after fmi2Discard: the last good state is kept
+    TERMINATED = enum.auto()
+
+
+_ANY = (State.INSTANTIATED | State.INITIALIZATION_MODE | State.STEP_COMPLETE
+        | State.STEP_FAILED | State.TERMINATED)
+# which states each call is legal in (the state table of Sec 4.2.4; fmi2DoStep is also
+# accepted after fmi2Discard, as a retry from the last good state the slave kept)
+ALLOWED = {
+    "setup_experiment": State.INSTANTIATED,
+    "enter_initialization_mode": State.INSTANTIATED,
+    "exit_initialization_mode": State.INITIALIZATION_MODE,
+    "do_step": State.STEP_COMPLETE | State.STEP_FAILED,
+    "terminate": State.STEP_COMPLETE | State.STEP_FAILED,
+    "get": State.INITIALIZATION_MODE | State.STEP_COMPLETE | State.STEP_FAILED | State.TERMINATED,
+    "set_real": State.INSTANTIATED | State.INITIALIZATION_MODE | State.STEP_COMPLETE,
+    "set_other": State.INSTANTIATED | State.INITIALIZATION_MODE | State.STEP_COMPLETE,
+    "state": _ANY,
+}
+
+
+class CallError(Exception):
+    """A call the standard says is an error (illegal in this state, a bad argument):
+    answered with the FMI ``status``, nothing of it applied; ``code`` is what the slave's
+    ``status`` output reports (None: the code for a refused call)."""
+
+    def __init__(self, message, status=ERROR, code=None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class Loader:
+    """The FMU's C loader seen from Python: the status the current call returns and the
+    last successful time (fmi2GetRealStatus).  Without the loader (a slave constructed in
+    Python, as some tests do) both are kept here only."""
+
+    def __init__(self, resources, model_identifier):
+        self.status = OK
+        self.last_successful_time = 0.0
+        self._set_status = self._set_time = None
+        lib = _loader_library(resources, model_identifier)
+        if lib is not None:
+            self._set_status = lib.embed_fmi2_set_status
+            self._set_status.argtypes = [ctypes.c_int]
+            self._set_time = lib.embed_fmi2_set_last_successful_time
+            self._set_time.argtypes = [ctypes.c_double]
+
+    def report(self, status):
+        """The running call returns at least ``status``."""
+        self.status = max(self.status, status)
+        if self._set_status is not None:
+            self._set_status(int(status))
+
+    def successful_until(self, t):
+        self.last_successful_time = float(t)
+        if self._set_time is not None:
+            self._set_time(float(t))
+
+
+def _loader_library(resources, model_identifier):
+    """ctypes handle of the loader this FMU was loaded through (the same file is already
+    loaded, so this is the master's own handle), or None."""
+    if not resources or not sys.platform.startswith("linux"):
+        return None
+    path = os.path.join(os.path.dirname(os.path.normpath(resources)), "binaries", "linux64",
+                        f"{model_identifier}.so")
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)   # only if loaded
+        lib.embed_fmi2_set_status      # noqa: B018 - present only in our loader
+        return lib
+    except (OSError, AttributeError):
+        return None
+
+
+def fmi2_call(kind, default=None):
+    """Wrap an FMI-facing slave method: legal only in the states ``ALLOWED[kind]``; a
+    ``CallError`` or any other exception is logged and answered with its status (the
+    method's effects must be all or nothing), and ``default(self, *args)`` is returned so
+    that pythonfmu's C++ receives a well-formed value."""
+    allowed = ALLOWED[kind]
+
+    def wrap(method):
+        @functools.wraps(method)
+        def call(self, *args):
+            self.loader.status = OK
+            try:
+                if not self.fmi_state & allowed:
+                    raise CallError(f"{method.__name__} is not allowed in state "
+                                    f"{self.fmi_state.name} (FMI 2.0, Sec 4.2.4)")
+                return method(self, *args)
+            except CallError as exc:
+                self.call_failed(exc.status, f"{method.__name__}: {exc}", exc.code)
+            except Exception as exc:  # noqa: BLE001 - never let an exception reach pythonfmu
+                self.call_failed(ERROR, f"{method.__name__}: internal error: "
+                                 f"{type(exc).__name__}: {exc}", None)
+            return default(self, *args) if default is not None else None
+        return call
+    return wrap
