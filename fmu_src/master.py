@@ -11,23 +11,28 @@ import shutil
 from ctypes import byref
 
 from fmpy import calloc, extract, free, read_model_description
+from fmpy.fmi1 import FMICallException
 from fmpy.fmi2 import (FMU2Slave, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,
-                       fmi2CallbackFunctions, fmi2CallbackLoggerTYPE)
+                       fmi2CallbackFunctions, fmi2CallbackLoggerTYPE, fmi2Discard, fmi2OK)
 from fmpy.logging import addLoggerProxy
 
 
 class FmuRunner:
     """One instance of an FMU with name-based access to its variables."""
 
-    def __init__(self, fmu_path, params=None, strings=None, log=None, instance="instance1"):
+    def __init__(self, fmu_path, params=None, strings=None, log=None, instance="instance1",
+                 initialize=True):
+        """``initialize=False``: only instantiate (the caller goes on with the FMI calls)."""
         self.md = read_model_description(fmu_path)
         self.dir = extract(fmu_path)
         self.vars = {v.name: v for v in self.md.modelVariables}
         self.messages = []
+        self.categories = []
 
         def logger(env, name, status, category, message):
             text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
             self.messages.append((status, text))
+            self.categories.append(category.decode(errors="replace") if category else None)
             if log:
                 log(status, text)
 
@@ -42,13 +47,15 @@ class FmuRunner:
                              modelIdentifier=self.md.coSimulation.modelIdentifier,
                              instanceName=instance)
         self.fmu.instantiate(loggingOn=True, callbacks=cb)
+        self.t = 0.0
+        if not initialize:
+            return
         self.fmu.setupExperiment(startTime=0.0)
         self.fmu.enterInitializationMode()
         self.set(**(params or {}))
         for k, v in (strings or {}).items():
             self.fmu.setString([self.vars[k].valueReference], [v])
         self.fmu.exitInitializationMode()
-        self.t = 0.0
 
     def vr(self, name):
         return self.vars[name].valueReference
@@ -84,9 +91,16 @@ class FmuRunner:
         return self.get(*[v.name for v in self.md.modelVariables if v.causality == "output"])
 
     def step(self, dt):
-        status = self.fmu.doStep(currentCommunicationPoint=self.t, communicationStepSize=dt)
+        """One communication step; returns fmi2OK, or fmi2Discard when the FMU could not
+        complete it (it then stays at its last good state, so time does not advance)."""
+        try:
+            self.fmu.doStep(currentCommunicationPoint=self.t, communicationStepSize=dt)
+        except FMICallException as exc:
+            if exc.status != fmi2Discard:
+                raise
+            return fmi2Discard
         self.t += dt
-        return status
+        return fmi2OK
 
     def close(self):
         self.fmu.terminate()

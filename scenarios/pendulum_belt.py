@@ -159,10 +159,10 @@ def build() -> Scenario:
         Var("d", 1.2, "depth of the belt surface below the pivot O", "m"),
         Var("g", 9.81, "gravitational acceleration", "m/s2"),
         Var("v_b", 2.5, "belt speed (used until the input v_b_in is set)", "m/s"),
-        Var("e1", 0.9, "coefficient of restitution of material 1", ""),
+        Var("e1", 0.9, "coefficient of restitution of material 1", "", min=0.0, max=1.0),
         Var("mu_s1", 0.4978, "static friction coefficient of material 1", ""),
         Var("mu_d1", 0.4, "dynamic friction coefficient of material 1", ""),
-        Var("e2", 0.0, "coefficient of restitution of material 2", ""),
+        Var("e2", 0.0, "coefficient of restitution of material 2", "", min=0.0, max=1.0),
         Var("mu_s2", 0.2489, "static friction coefficient of material 2", ""),
         Var("mu_d2", 0.2, "dynamic friction coefficient of material 2", ""),
         Var("s2_start", -1.285, "belt coordinate (tip_x - v_b t) where the part of material 2 "

@@ -97,7 +97,7 @@ def build(N=10) -> Scenario:
         Var("u_start", 0.0, "initial rate of q1 (the others follow from the line)", "rad/s"),
     ]
     inputs = [Var("pin", 1, "latch at x_p on the line: 1 open, 2 armed (catches the tip when it "
-                  "passes x_p)", type="Integer")]
+                  "passes x_p)", type="Integer", min=1, max=2)]
     interface = [Var(f"q{i + 1}", 0.0, f"angle of link {i + 1} from the vertical", "rad") for i in range(N)]
     interface += [Var(f"u{i + 1}", 0.0, f"rate of q{i + 1}", "rad/s") for i in range(N)]
     interface += [Var(k, 0.0, desc, unit) for k, desc, unit in (
