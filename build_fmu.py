@@ -13,9 +13,13 @@ canSerializeFMUstate.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import subprocess
 import sys
+import sysconfig
 import tempfile
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -38,7 +42,41 @@ class {name}(ScenarioSlave):
 '''
 
 
-def build(name: str, out: Path, options=None) -> Path:
+LOADER = ROOT / "fmu_src" / "loader" / "fmi2_loader.c"
+
+
+def compile_loader(dest: Path, python: str = "") -> Path:
+    """Compile the FMU's binary (fmu_src/loader/fmi2_loader.c) with the machine's C compiler;
+    `python` is recorded as the interpreter it loads when EMBED_PYTHON is not set."""
+    import fmpy
+
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if not cc:
+        raise SystemExit("build_fmu.py needs a C compiler (gcc or cc) for the FMU's binary")
+    headers = Path(fmpy.__file__).parent / "c-code"
+    define = '-DEMBED_BUILD_PYTHON="%s"' % python.replace("\\", "\\\\").replace('"', '\\"')
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wno-format-truncation", "-I", str(headers),
+                    define, "-o", str(dest), str(LOADER), "-ldl", "-lpthread"], check=True)
+    return dest
+
+
+def install_loader(fmu: Path, identifier: str, loader: Path) -> None:
+    """Put the loader in as binaries/linux64/<identifier>.so and pythonfmu's binary beside it
+    as <identifier>_pythonfmu.so (the loader dlopens it)."""
+    ours = f"binaries/linux64/{identifier}.so"
+    tmp = fmu.with_suffix(".tmp")
+    with zipfile.ZipFile(fmu) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == ours:
+                dst.writestr(f"binaries/linux64/{identifier}_pythonfmu.so", data)
+            else:
+                dst.writestr(item, data)
+        dst.write(loader, ours)
+    tmp.replace(fmu)
+
+
+def build(name: str, out: Path, options=None, python: str = "") -> Path:
     from pythonfmu.builder import FmuBuilder
 
     out.mkdir(parents=True, exist_ok=True)
@@ -60,7 +98,9 @@ def build(name: str, out: Path, options=None) -> Path:
                                        canGetAndSetFMUstate=True, canSerializeFMUstate=True)
         finally:
             sys.path.remove(str(ROOT))
-    return Path(fmu)
+        fmu = Path(fmu)
+        install_loader(fmu, name, compile_loader(tmp / "loader.so", python))
+    return fmu
 
 
 def main(argv=None):
@@ -73,6 +113,9 @@ def main(argv=None):
     ap.add_argument("--out", default="build", help="output folder (default: build)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="build option of the scenario, e.g. --set N=20 for pendulum_chain")
+    ap.add_argument("--python", default="", metavar="PATH",
+                    help="the Python the FMU loads in a process without one, unless "
+                         "EMBED_PYTHON is set (default: python3 first on PATH)")
     a = ap.parse_args(argv)
     options = {}
     for item in a.set:
@@ -82,7 +125,7 @@ def main(argv=None):
     if not a.all and a.scenario not in scenarios.NAMES:
         ap.error(f"give a scenario ({', '.join(scenarios.NAMES)}) or --all")
     for n in names:
-        print(build(n, Path(a.out), options if not a.all else None))
+        print(build(n, Path(a.out), options if not a.all else None, a.python))
 
 
 if __name__ == "__main__":
