@@ -30,8 +30,8 @@ class State(enum.Flag):
 
 _ANY = (State.INSTANTIATED | State.INITIALIZATION_MODE | State.STEP_COMPLETE
         | State.STEP_FAILED | State.TERMINATED)
-# which states each call is legal in (the state table of Sec 4.2.4; fmi2DoStep is also
-# accepted after fmi2Discard, as a retry from the last good state the slave kept)
+# which states each call is legal in (the state table of Sec 4.2.4; after fmi2Discard the
+# slave has kept its last good state, so inputs may change and fmi2DoStep retry from it)
 ALLOWED = {
     "setup_experiment": State.INSTANTIATED,
     "enter_initialization_mode": State.INSTANTIATED,
@@ -39,8 +39,10 @@ ALLOWED = {
     "do_step": State.STEP_COMPLETE | State.STEP_FAILED,
     "terminate": State.STEP_COMPLETE | State.STEP_FAILED,
     "get": State.INITIALIZATION_MODE | State.STEP_COMPLETE | State.STEP_FAILED | State.TERMINATED,
-    "set_real": State.INSTANTIATED | State.INITIALIZATION_MODE | State.STEP_COMPLETE,
-    "set_other": State.INSTANTIATED | State.INITIALIZATION_MODE | State.STEP_COMPLETE,
+    "set_real": State.INSTANTIATED | State.INITIALIZATION_MODE | State.STEP_COMPLETE
+    | State.STEP_FAILED,
+    "set_other": State.INSTANTIATED | State.INITIALIZATION_MODE | State.STEP_COMPLETE
+    | State.STEP_FAILED,
     "state": _ANY,
 }
 

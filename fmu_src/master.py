@@ -6,6 +6,7 @@ setReal, doStep, getReal) and never imports the engine.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 
 from ctypes import byref
@@ -15,6 +16,21 @@ from fmpy.fmi1 import FMICallException
 from fmpy.fmi2 import (FMU2Slave, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,
                        fmi2CallbackFunctions, fmi2CallbackLoggerTYPE, fmi2Discard, fmi2OK)
 from fmpy.logging import addLoggerProxy
+
+
+_KEYS = itertools.count(1)
+_LOGGERS = {}      # componentEnvironment -> a runner's message collector
+
+
+def _text(b):
+    return b.decode(errors="replace") if isinstance(b, bytes) else (None if b is None else str(b))
+
+
+@fmi2CallbackLoggerTYPE
+def _route_message(env, name, status, category, message):
+    logger = _LOGGERS.get(env)
+    if logger is not None:
+        logger(status, _text(category), _text(message))
 
 
 class FmuRunner:
@@ -29,18 +45,22 @@ class FmuRunner:
         self.messages = []
         self.categories = []
 
-        def logger(env, name, status, category, message):
-            text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
-            self.messages.append((status, text))
-            self.categories.append(category.decode(errors="replace") if category else None)
+        def logger(status, category, message):
+            self.messages.append((status, message))
+            self.categories.append(category)
             if log:
-                log(status, text)
+                log(status, message)
 
-        # FMI logger callback that collects the FMU's messages (kept referenced: ctypes)
+        # FMI logger callback that collects the FMU's messages.  fmpy's logger proxy keeps
+        # one logger per process, so every runner installs the same one, which routes each
+        # message by the componentEnvironment (this runner's number)
+        self._key = next(_KEYS)
+        _LOGGERS[self._key] = logger
         cb = fmi2CallbackFunctions()
-        cb.logger = fmi2CallbackLoggerTYPE(logger)
+        cb.logger = _route_message
         cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
         cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
+        cb.componentEnvironment = self._key
         addLoggerProxy(byref(cb))
         self._callbacks = cb
         self.fmu = FMU2Slave(guid=self.md.guid, unzipDirectory=self.dir,
@@ -103,8 +123,12 @@ class FmuRunner:
         return fmi2OK
 
     def close(self):
-        self.fmu.terminate()
+        try:
+            self.fmu.terminate()
+        except FMICallException:
+            pass            # already terminated: fmi2Terminate is then an error
         self.fmu.freeInstance()
+        _LOGGERS.pop(self._key, None)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -492,9 +492,14 @@ class ScenarioSlave(Fmi2Slave):
         if (state.get("sim") is None) != (state["fmi_state"] in ("INSTANTIATED",
                                                                  "INITIALIZATION_MODE")):
             raise CallError("FMU state: its simulator does not match its FMI state")
-        if state.get("sim") is not None and self.sim is None:
+        sim = state.get("sim")
+        if sim is not None and self.sim is None:
             raise CallError("a state taken after initialization cannot be restored before "
                             "this instance has initialized")
+        if sim is not None and (not isinstance(sim, dict)
+                                or not isinstance(sim.get("pvec"), (list, np.ndarray))
+                                or len(sim["pvec"]) != len(self.sim.pvec)):
+            raise CallError("FMU state: its parameter vector is not this model's")
 
     def _apply_state(self, state):
         for name, value in state["variables"].items():
@@ -508,9 +513,24 @@ class ScenarioSlave(Fmi2Slave):
             self.ext.set_state(state["ext"])     # first: it may install what the state uses
         if state["sim"] is not None:
             self.sim.set_state(state["sim"])
-            if not np.isfinite(self.sim.mon).all() or not math.isfinite(self.sim.t):
-                raise EmbedError("the state's values are not finite")
+            self._check_simulator(state)
         self._publish()
+
+    def _check_simulator(self, state):
+        """The simulator as restored: its arrays of the lengths its mode needs, finite, and
+        its parameters those of the state's variables (checked when they were set)."""
+        sim = self.sim
+        if len(sim.x) != sim.cm.nx:
+            raise EmbedError(f"x has {len(sim.x)} entries; mode {sim.mode} needs {sim.cm.nx}")
+        if not (math.isfinite(sim.t) and np.isfinite(sim.x).all() and np.isfinite(sim.mon).all()
+                and np.isfinite(sim.pvec).all()):
+            raise EmbedError("the state's values are not finite")
+        if len(sim.cm.monitors(sim.t, sim.x, sim.pvec)) != len(sim.mon):
+            raise EmbedError(f"mon has {len(sim.mon)} entries, not those of mode {sim.mode}")
+        for v in self.sc.parameters:
+            if v.name in sim.pnames and sim.param(v.name) != float(state["variables"][v.name]):
+                raise EmbedError(f"its parameter vector says {v.name} = {sim.param(v.name)}, "
+                                 f"its variables {state['variables'][v.name]}")
 
     @classmethod
     def _fmu_state_to_bytes(cls, state):

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from fmpy.fmi1 import FMICallException
-from fmpy.fmi2 import fmi2Discard, fmi2Error, fmi2LastSuccessfulTime
+from fmpy.fmi2 import (fmi2Discard, fmi2Error, fmi2LastSuccessfulTime, fmi2String,
+                       fmi2ValueReference)
 
 from fmu_src.master import FmuRunner
 from fmu_src.status import STATUS
@@ -27,7 +28,7 @@ def refused(call, *args, status=fmi2Error):
     """Run an FMI call that must be refused with ``status``."""
     with pytest.raises(FMICallException) as info:
         call(*args)
-    assert info.value.status == status, f"{call.__name__} returned {info.value.status}"
+    assert info.value.status == status, f"{call} returned {info.value.status}"
 
 
 def error_logged(r, *words):
@@ -240,8 +241,8 @@ def test_fixed_parameters_cannot_change_after_initialization(pair):
     a, b = pair
     refused(a.fmu.setReal, [a.vr("m")], [5.0])
     error_logged(a, "m", "fixed parameter")
-    refused(a.fmu.setString, [a.vr("solver")], [b"adaptive"])
-    assert a.get("m", "solver") == {"m": 1.0, "solver": "rk4"}   # reads back the value in use
+    refused(a.fmu.setString, [a.vr("solver")], ["adaptive"])
+    assert a.get("m", "solver") == {"m": 1.0, "solver": b"rk4"}   # reads back the value in use
     same_future(a, b)
 
 
@@ -287,7 +288,7 @@ def test_parameters_out_of_range_are_refused_with_their_name(disk_fmu, name, val
 def test_unknown_solver_is_refused(disk_fmu):
     r = raw(disk_fmu)
     try:
-        refused(r.fmu.setString, [r.vr("solver")], [b"euler"])
+        refused(r.fmu.setString, [r.vr("solver")], ["euler"])
         error_logged(r, "solver", "'euler'")
     finally:
         r.close()
@@ -305,7 +306,9 @@ def test_restitution_beyond_one_is_refused(fmu_dir):
 def test_invalid_utf8_string_is_an_error(fmu_dir):
     r = FmuRunner(str(fmu_dir / "disk_fence.fmu"))
     try:
-        refused(r.fmu.setString, [r.vr("fence_curve")], [b"0.01*s**2\xff\xfe"])
+        fmu = r.fmu
+        refused(fmu.fmi2SetString, fmu.component, (fmi2ValueReference * 1)(r.vr("fence_curve")),
+                1, (fmi2String * 1)(b"0.01*s**2\xff\xfe"))
         text = error_logged(r, "UTF-8")
         assert "fence_curve" in text or str(r.vr("fence_curve")) in text
         r.step(0.01)
@@ -363,7 +366,7 @@ def test_corrupted_states_are_refused_and_the_instance_lives(pair):
             continue
         try:
             refused(a.fmu.setFMUstate, s)
-        except AssertionError:
+        except (AssertionError, pytest.fail.Exception):
             # a bit flip may leave a valid state (a digit of a float): then it is applied
             # whole, and restoring the good blob must bring the twin's state back
             assert label.startswith("bit flip"), label

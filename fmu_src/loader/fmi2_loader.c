@@ -474,8 +474,41 @@ EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[],
                                  const fmi2Integer v[]) { FORWARD(SetInteger, vr, n, v); }
 EXPORT fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n,
                                  const fmi2Boolean v[]) { FORWARD(SetBoolean, vr, n, v); }
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, no surrogates,
+ * at most U+10FFFF), or 0. */
+static int utf8_char(const unsigned char *p)
+{
+    if (p[0] < 0x80) return 1;
+    int n = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
+    if (!n || p[0] > 0xF4) return 0;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    if (n == 3 && ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] > 0x9F))) return 0;
+    if (n == 4 && ((p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] > 0x8F))) return 0;
+    return n;
+}
+
+/* pythonfmu builds Python str objects from the values before calling the slave; text that is
+ * not UTF-8 would fail there, which it reports as fmi2Fatal.  Refused here as fmi2Error. */
 EXPORT fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                                const fmi2String v[]) { FORWARD(SetString, vr, n, v); }
+                                const fmi2String v[])
+{
+    Inst *J = (Inst *)c;
+    if (!J) return fmi2Error;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *p = (const unsigned char *)(v ? v[i] : NULL);
+        int k = 1;
+        while (p && *p && (k = utf8_char(p)) > 0) p += k;
+        if (!p || k == 0) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "set_string: value reference %u: %s; nothing was set",
+                     vr ? vr[i] : 0u, p ? "the text is not valid UTF-8" : "NULL string");
+            filter_logger(J, J->name, fmi2Error, "logStatusError", msg);
+            return fmi2Error;
+        }
+    }
+    FORWARD(SetString, vr, n, v);
+}
 
 EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *s) { FORWARD(GetFMUstate, s); }
 EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate s) { FORWARD(SetFMUstate, s); }
