@@ -44,6 +44,7 @@ PROBE_G = 1e-9        # a condition this close to zero counts as at zero
 RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
                       # (10 cost accuracy near singular configurations of the slider-crank)
 EMBEDDINGS = ("symbolic", "numeric", "background")
+_WARMED = []          # the process-wide part of Simulator.warm_up is done
 
 
 def _max_abs(a):
@@ -358,9 +359,12 @@ class Simulator:
                 B = np.ones((m, size)) + np.eye(m, size)
                 partition(B)
                 kappa(B, tuple(range(m)))
-            import pickle
-            x = se.Symbol("x")       # unpickling symengine expressions and LLVM functions
-            pickle.loads(pickle.dumps([se.sin(x) + 1, lambdify([x], [se.sin(x)], "x", "llvm")]))
+            if not _WARMED:          # once a process: each LLVM compile keeps its memory
+                import pickle
+                x = se.Symbol("x")   # unpickling symengine expressions and LLVM functions
+                pickle.loads(pickle.dumps([se.sin(x) + 1,
+                                           lambdify([x], [se.sin(x)], "x", "llvm")]))
+                _WARMED.append(True)
             for cm in list(self.cache["mode"].values()) + list(self.cache["numeric"].values()):
                 try:
                     cm.rk4(self.t, 0.0, np.full(cm.nx, 0.5), self.pvec)

@@ -80,6 +80,15 @@ def _var(v, causality, getter=None, setter=None):
     return kind(v.name, **kw)
 
 
+def _forget_repeated_path(resources):
+    """pythonfmu's binary puts the resources folder in front of sys.path at every
+    fmi2Instantiate: without this, sys.path grows by one entry per instance."""
+    import sys
+    if resources and sys.path.count(resources) > 1:
+        first = sys.path.index(resources)
+        sys.path[first + 1:] = [p for p in sys.path[first + 1:] if p != resources]
+
+
 def _model_guid(resources):
     """The guid of this FMU's modelDescription.xml (None when not run from an FMU)."""
     try:
@@ -102,6 +111,7 @@ class ScenarioSlave(Fmi2Slave):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        _forget_repeated_path(self.resources)
         from embed import Var
         self.loader = Loader(self.resources, type(self).__name__)
         type(self)._class_loader = self.loader
@@ -203,8 +213,11 @@ class ScenarioSlave(Fmi2Slave):
         self.fmi_state = State.STEP_COMPLETE
         self.loader.successful_until(self.t_comm)
         # everything built so far (models, compiled modes) lives as long as the process: keep
-        # it out of the cyclic collector, whose full passes over it paused steps for ms
+        # it out of the cyclic collector, whose full passes over it paused steps for ms.  The
+        # instances freed since the last freeze (their variables' getters make cycles) are
+        # collected first, or each would stay frozen for good
         import gc
+        gc.unfreeze()
         gc.collect()
         gc.freeze()
 
