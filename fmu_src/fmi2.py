@@ -10,7 +10,6 @@ return the status the standard asks for, with the instance alive.
 from __future__ import annotations
 
 import ctypes
-import enum
 import functools
 import os
 import sys
@@ -18,14 +17,18 @@ import sys
 OK, WARNING, DISCARD, ERROR, FATAL = range(5)
 
 
-class State(enum.Flag):
-    """States of an FMI 2.0 co-simulation slave (Sec 4.2.4, Fig 10)."""
+class State:
+    """States of an FMI 2.0 co-simulation slave (Sec 4.2.4, Fig 10), as bits (plain ints:
+    the check runs on every call of a 1 kHz loop)."""
 
-    INSTANTIATED = enum.auto()
-    INITIALIZATION_MODE = enum.auto()
-    STEP_COMPLETE = enum.auto()
-    STEP_FAILED = enum.auto()     # after fmi2Discard: the last good state is kept
-    TERMINATED = enum.auto()
+    INSTANTIATED = 1
+    INITIALIZATION_MODE = 2
+    STEP_COMPLETE = 4
+    STEP_FAILED = 8          # after fmi2Discard: the last good state is kept
+    TERMINATED = 16
+    NAMES = {1: "INSTANTIATED", 2: "INITIALIZATION_MODE", 4: "STEP_COMPLETE", 8: "STEP_FAILED",
+             16: "TERMINATED"}
+    BY_NAME = {v: k for k, v in NAMES.items()}
 
 
 _ANY = (State.INSTANTIATED | State.INITIALIZATION_MODE | State.STEP_COMPLETE
@@ -81,6 +84,7 @@ class Loader:
             self._set_status(int(status))
 
     def successful_until(self, t):
+        """fmi2LastSuccessfulTime after a discarded step (the loader sets it after others)."""
         self.last_successful_time = float(t)
         if self._set_time is not None:
             self._set_time(float(t))
@@ -115,7 +119,7 @@ def fmi2_call(kind, default=None):
             try:
                 if not self.fmi_state & allowed:
                     raise CallError(f"{method.__name__} is not allowed in state "
-                                    f"{self.fmi_state.name} (FMI 2.0, Sec 4.2.4)")
+                                    f"{State.NAMES[self.fmi_state]} (FMI 2.0, Sec 4.2.4)")
                 return method(self, *args)
             except CallError as exc:
                 self.call_failed(exc.status, f"{method.__name__}: {exc}", exc.code)

@@ -211,7 +211,6 @@ class ScenarioSlave(Fmi2Slave):
                      " stepping on the numeric path until it is", Fmi2Status.warning)
         self.t_comm = self.start_time
         self.fmi_state = State.STEP_COMPLETE
-        self.loader.successful_until(self.t_comm)
         # everything built so far (models, compiled modes) lives as long as the process: keep
         # it out of the cyclic collector, whose full passes over it paused steps for ms.  The
         # instances freed since the last freeze (their variables' getters make cycles) are
@@ -284,7 +283,6 @@ class ScenarioSlave(Fmi2Slave):
         self._publish()
         self.t_comm = current_time + step_size
         self.fmi_state = State.STEP_COMPLETE
-        self.loader.successful_until(self.t_comm)
         return True
 
     def _check_step(self, current_time, step_size):
@@ -460,7 +458,7 @@ class ScenarioSlave(Fmi2Slave):
     def _state(self):
         """Everything that decides this instance's future, as plain values."""
         return {"format": STATE_FORMAT, "guid": self.model_guid,
-                "fmi_state": self.fmi_state.name, "t_comm": self.t_comm,
+                "fmi_state": State.NAMES[self.fmi_state], "t_comm": self.t_comm,
                 "start_time": self.start_time, "status": self.status,
                 "variables": {v.name: getattr(self, v.name) for v, causality
                               in self._specs.values() if causality != Fmi2Causality.output},
@@ -488,7 +486,7 @@ class ScenarioSlave(Fmi2Slave):
         if state.get("guid") != self.model_guid or state.get("format") != STATE_FORMAT:
             raise CallError(f"the FMU state belongs to another FMU or build (guid "
                             f"{state.get('guid')!r}, this FMU {self.model_guid!r})")
-        if state.get("fmi_state") not in State.__members__:
+        if state.get("fmi_state") not in State.BY_NAME:
             raise CallError(f"FMU state: unknown fmi_state {state.get('fmi_state')!r}")
         for key in ("t_comm", "start_time"):
             if not isinstance(state.get(key), (int, float)) or not math.isfinite(state[key]):
@@ -517,7 +515,7 @@ class ScenarioSlave(Fmi2Slave):
     def _apply_state(self, state):
         for name, value in state["variables"].items():
             setattr(self, name, value)
-        self.fmi_state = State[state["fmi_state"]]
+        self.fmi_state = State.BY_NAME[state["fmi_state"]]
         self.t_comm, self.start_time = float(state["t_comm"]), float(state["start_time"])
         self.status = int(state["status"])
         self._good_inputs = {k: float(v) for k, v in state["inputs"].items()}
