@@ -413,3 +413,22 @@ def test_readme_status_table_is_the_slaves():
     section = text[text.index("### status codes"):]
     rows = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", section, re.M))
     assert {int(k): v for k, v in rows.items()} == STATUS
+
+
+def test_initialization_that_cannot_start_is_an_error(disk_fmu):
+    """A mass of 1e308 is finite and positive, but the start state is not finite: the
+    instance reports it at fmi2ExitInitializationMode and stays there to be corrected."""
+    r = raw(disk_fmu)
+    try:
+        r.fmu.setupExperiment(startTime=0.0)
+        r.fmu.enterInitializationMode()
+        r.set(m=1e308, J=1e308)
+        refused(r.fmu.exitInitializationMode)
+        assert any(s == fmi2Error and "not finite" in m for s, m in r.messages), r.messages
+        refused(r.fmu.doStep, 0.0, 0.01)             # still in initialization mode
+        r.set(**{k: float(r.vars[k].start) for k in ("m", "J")})     # the defaults
+        r.fmu.exitInitializationMode()
+        r.step(0.5)
+        assert r.get("mode", "status") == {"mode": 2, "status": 0}
+    finally:
+        r.close()
