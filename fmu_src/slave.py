@@ -171,6 +171,15 @@ class ScenarioSlave(Fmi2Slave):
                            "refused call (README, status codes)", type="Integer"),
                        Fmi2Causality.output)
 
+    def to_xml(self, model_options=None):
+        """modelDescription.xml; pythonfmu reads the start values through the getters, which
+        FMI 2.0 allows only from initialization mode on, so it reads them as in that mode."""
+        saved, self.fmi_state = self.fmi_state, State.INITIALIZATION_MODE
+        try:
+            return super().to_xml(model_options or {})
+        finally:
+            self.fmi_state = saved
+
     def _register(self, v, causality, getter=None):
         """Register the interface variable ``v``; returns its value reference."""
         if causality != Fmi2Causality.output:

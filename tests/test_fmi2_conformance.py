@@ -432,3 +432,20 @@ def test_initialization_that_cannot_start_is_an_error(disk_fmu):
         assert r.get("mode", "status") == {"mode": 2, "status": 0}
     finally:
         r.close()
+
+
+@pytest.mark.parametrize("name", ["disk_ramp", "pendulum_belt", "disk_fence"])
+def test_model_description_start_values_are_the_scenarios(fmu_dir, name):
+    import scenarios
+    from fmpy import read_model_description
+    sc = scenarios.load(name).build()
+    md = {v.name: v for v in read_model_description(str(fmu_dir / f"{name}.fmu")).modelVariables}
+    ext = sc.extension
+    for v in sc.parameters + sc.inputs + (ext.inputs if ext else []):
+        start = md[v.name].start
+        if v.type == "Real":
+            assert float(start) == pytest.approx(float(v.start), rel=1e-15, abs=0), v.name
+        elif v.type == "Integer":
+            assert int(start) == int(v.start), v.name
+        else:
+            assert start == v.start, v.name
