@@ -36,8 +36,9 @@ def command(master, fmu, out, stop, step):
     """argv and extra environment of `master` simulating `fmu` to the CSV file `out`."""
     run = str(MASTERS / "run")
     if master == "oms":
+        mode = [] if fmu.endswith(".ssp") else ["--mode=cs"]
         return [run, "oms", fmu, f"--stopTime={stop}", f"--stepSize={step}",
-                f"--resultFile={out}", "--mode=cs"], {}
+                f"--resultFile={out}", *mode], {}
     if master == "fmusim":
         return [run, "fmusim", "--interface-type", "cs", "--stop-time", str(stop),
                 "--output-interval", str(step), "--output-file", str(out), fmu], {}
@@ -64,11 +65,13 @@ def simulate(master, fmu, workdir, stop=8.0, step=0.01, **extra_env):
     return proc, out
 
 
-def last_row(path):
-    """The last row of a master's CSV as {variable name: float}."""
+def last_row(path, qualified=False):
+    """The last row of a master's CSV as {variable name: float}; `qualified`: names as
+    "component.variable" (a system of FMUs)."""
     with open(path, newline="") as f:
         rows = [r for r in csv.reader(f, skipinitialspace=True) if r]
-    names = [re.sub(r"\[.*\]$", "", h.strip().split("::")[-1]) for h in rows[0]]
+    names = [re.sub(r"\[.*\]$", "", h.strip()).replace("::", ".") for h in rows[0]]
+    names = [".".join(n.split(".")[-2 if qualified else -1:]) for n in names]
     out = {}
     for name, value in zip(names, rows[-1]):
         try:
