@@ -66,6 +66,15 @@ def test_master_agrees_with_fmpy(master, name, fmu_dir, fmpy_final, tmp_path):
     assert {"mode", "event_count", "status"} <= got.keys() and compared >= 10
 
 
+@pytest.mark.parametrize("name", ["ball_bowl", "pendulum_chain", "pendulum_line", "slider_crank3",
+                                  "top", "pi_controller"])
+def test_checker_finds_nothing_in_the_other_fmus(name, fmu_dir, tmp_path):
+    proc, _ = masters.simulate("fmucheck", fmu_dir / f"{name}.fmu", tmp_path, stop=1.0)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text[-2000:]
+    assert "\t0 Warning(s)" in text and "\t0 Error(s)" in text, text[-2000:]
+
+
 @pytest.fixture(scope="module")
 def bare_python(tmp_path_factory):
     """An interpreter without the FMU's requirements (a venv without packages)."""
