@@ -81,7 +81,7 @@ def _var(v, causality, getter=None, setter=None):
         kw["variability"] = Fmi2Variability.continuous if v.type == "Real" else Fmi2Variability.discrete
         kw["initial"] = Fmi2Initial.exact
     var = kind(v.name, **kw)
-    if v.type == "Real":        # the unit reaches modelDescription.xml (UnitDefinitions: build_fmu.py)
+    if v.type == "Real":        # its unit in modelDescription.xml (UnitDefinitions: build_fmu.py)
         xml = var.to_xml
         var.to_xml = lambda: (e := xml(), e.find("Real").set("unit", v.unit or "1"), e)[0]
     return var

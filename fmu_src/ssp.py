@@ -47,8 +47,8 @@ SSD = """<?xml version="1.0" encoding="UTF-8"?>
 def ssd() -> str:
     comps = []
     for name, (fmu, ports) in COMPONENTS.items():
-        conns = "\n".join(f'          <ssd:Connector name="{p}" kind="{k}"><ssc:Real/></ssd:Connector>'
-                          for p, k in ports.items())
+        conns = "\n".join(f'          <ssd:Connector name="{p}" kind="{k}"><ssc:Real/>'
+                          '</ssd:Connector>' for p, k in ports.items())
         comps.append(f'      <ssd:Component name="{name}" type="application/x-fmu-sharedlibrary" '
                      f'source="resources/{fmu}.fmu">\n        <ssd:Connectors>\n{conns}\n'
                      f'        </ssd:Connectors>\n      </ssd:Component>')

@@ -435,7 +435,8 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean tol_defined, 
     return finish(B.SetupExperiment(I->inner, tol_defined, tol, start, stop_defined, stop));
 }
 
-EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { FORWARD0(EnterInitializationMode); }
+EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c)
+{ FORWARD0(EnterInitializationMode); }
 EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) { FORWARD0(ExitInitializationMode); }
 EXPORT fmi2Status fmi2Terminate(fmi2Component c) { FORWARD0(Terminate); }
 EXPORT fmi2Status fmi2Reset(fmi2Component c) { FORWARD0(Reset); }
@@ -465,7 +466,8 @@ EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate s, si
 EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte b[], size_t n)
 { FORWARD(SerializeFMUstate, s, b, n); }
 EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte b[], size_t n,
-                                          fmi2FMUstate *s) { FORWARD(DeSerializeFMUstate, b, n, s); }
+                                          fmi2FMUstate *s)
+{ FORWARD(DeSerializeFMUstate, b, n, s); }
 
 EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference u[],
                                                size_t nu, const fmi2ValueReference z[], size_t nz,
