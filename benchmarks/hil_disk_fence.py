@@ -135,5 +135,3 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
-    from fmu_src.master import exit_now
-    exit_now(0)

@@ -60,5 +60,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    from fmu_src.master import exit_now
-    exit_now(main())
+    raise SystemExit(main())

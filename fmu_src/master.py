@@ -151,21 +151,4 @@ def run(fmu_path, t_end, dt, params=None, strings=None, schedule=None):
     return rows
 
 
-__all__ = ["FmuRunner", "run", "exit_now"]
-
-
-def exit_now(code=0):
-    """Flush and leave the process without running C-level exit handlers.
-
-    pythonfmu 0.7.0's binary keeps a destructor (finalizePythonInterpreter) that runs
-    at process exit, after the interpreter has finalized, and reads an instance that
-    fmi2FreeInstance already freed: valgrind shows the invalid read, and about one
-    run in five then aborts with "corrupted double-linked list" although every FMI
-    call succeeded.  A master process that loaded such an FMU ends with this instead
-    of a normal exit; its results are all written by then.
-    """
-    import os
-    import sys
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(int(code))
+__all__ = ["FmuRunner", "run"]

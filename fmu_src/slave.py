@@ -77,7 +77,11 @@ def _var(v, causality, getter=None, setter=None):
     else:
         kw["variability"] = Fmi2Variability.continuous if v.type == "Real" else Fmi2Variability.discrete
         kw["initial"] = Fmi2Initial.exact
-    return kind(v.name, **kw)
+    var = kind(v.name, **kw)
+    if v.type == "Real":        # its unit in modelDescription.xml (UnitDefinitions: build_fmu.py)
+        xml = var.to_xml
+        var.to_xml = lambda: (e := xml(), e.find("Real").set("unit", v.unit or "1"), e)[0]
+    return var
 
 
 def _forget_repeated_path(resources):

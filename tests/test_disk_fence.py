@@ -474,7 +474,7 @@ def test_a_serialized_state_on_a_free_form_fence_restores_in_another_process(fmu
     code = f"""
 import json, sys
 sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
-from fmu_src.master import FmuRunner, exit_now
+from fmu_src.master import FmuRunner
 a = FmuRunner({fmu!r}, strings={{"embedding": "symbolic"}}, instance="saver")
 for k in range(7800):
     if k == 7000:
@@ -487,7 +487,6 @@ for k in range(1000):
     a.step(1e-3)
     out.append(a.get("q1", "q2", "q4", "mode", "event_count"))
 print(json.dumps({{"blob": blob.hex(), "t": t, "out": out}}))
-exit_now(0)
 """
     saved = json.loads(subprocess.run([sys.executable, "-c", code], check=True,
                                       capture_output=True, text=True).stdout.splitlines()[-1])

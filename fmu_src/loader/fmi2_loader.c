@@ -24,6 +24,9 @@
 #ifndef EMBED_BUILD_PYTHON
 #define EMBED_BUILD_PYTHON ""
 #endif
+#ifndef EMBED_GUID                 /* the modelDescription's guid, given by build_fmu.py */
+#error "compile with -DEMBED_GUID=\"<guid of modelDescription.xml>\""
+#endif
 #define EXPORT __attribute__((visibility("default")))
 
 extern char **environ;
@@ -325,28 +328,6 @@ static void uri_to_path(const char *uri, char *out, size_t n)
     while (j > 1 && out[j - 1] == '/') out[--j] = 0;
 }
 
-/* The guid attribute of <resources>/../modelDescription.xml, or "" */
-static void read_guid(const char *resources, char *guid, size_t n)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/../modelDescription.xml", resources);
-    guid[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    static char buf[1 << 16];
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = 0;
-    char *g = strstr(buf, " guid=\"");
-    if (!g) return;
-    g += 7;
-    char *e = strchr(g, '"');
-    if (!e) return;
-    size_t m = (size_t)(e - g) < n - 1 ? (size_t)(e - g) : n - 1;
-    memcpy(guid, g, m);
-    guid[m] = 0;
-}
-
 EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid,
                                      fmi2String resource_uri,
                                      const fmi2CallbackFunctions *functions, fmi2Boolean visible,
@@ -362,15 +343,14 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String 
         say(functions, name, fmi2Error, "fmi2Instantiate: no fmuResourceLocation given");
         return NULL;
     }
-    char resources[PATH_MAX], expected[256];
-    uri_to_path(resource_uri, resources, sizeof resources);
-    read_guid(resources, expected, sizeof expected);
-    if (!guid || strcmp(guid, expected)) {
+    if (!guid || strcmp(guid, EMBED_GUID)) {
         say(functions, name, fmi2Error, "fmi2Instantiate: GUID '%s' does not match this FMU's "
             "modelDescription.xml (guid '%s'): a different FMU or version", guid ? guid : "(null)",
-            expected);
+            EMBED_GUID);
         return NULL;
     }
+    char resources[PATH_MAX];
+    uri_to_path(resource_uri, resources, sizeof resources);
     char requirements[PATH_MAX + 32];
     snprintf(requirements, sizeof requirements, "%s/requirements.txt", resources);
     pthread_mutex_lock(&lock);
@@ -455,7 +435,8 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean tol_defined, 
     return finish(B.SetupExperiment(I->inner, tol_defined, tol, start, stop_defined, stop));
 }
 
-EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { FORWARD0(EnterInitializationMode); }
+EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c)
+{ FORWARD0(EnterInitializationMode); }
 EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) { FORWARD0(ExitInitializationMode); }
 EXPORT fmi2Status fmi2Terminate(fmi2Component c) { FORWARD0(Terminate); }
 EXPORT fmi2Status fmi2Reset(fmi2Component c) { FORWARD0(Reset); }
@@ -518,7 +499,8 @@ EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate s, si
 EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte b[], size_t n)
 { FORWARD(SerializeFMUstate, s, b, n); }
 EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte b[], size_t n,
-                                          fmi2FMUstate *s) { FORWARD(DeSerializeFMUstate, b, n, s); }
+                                          fmi2FMUstate *s)
+{ FORWARD(DeSerializeFMUstate, b, n, s); }
 
 EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference u[],
                                                size_t nu, const fmi2ValueReference z[], size_t nz,
