@@ -44,8 +44,8 @@ def describe(xml: bytes, status_codes: dict) -> bytes:
         root.insert(list(root).index(after) + 1 if after is not None else 0, defs)
     for v in root.iter("ScalarVariable"):
         if v.get("name") == "status" and v.find("Integer") is not None:
-            v.set("description", "state of the last doStep: " +
+            v.set("description", "code of the last doStep, initialization or refused call: " +
                   "; ".join(f"{k} {text.replace(';', ',')}"
-                                                     for k, text in sorted(status_codes.items())))
+                            for k, text in sorted(status_codes.items())))
     ET.indent(root, "\t")
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8")

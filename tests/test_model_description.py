@@ -9,6 +9,7 @@ import pytest
 import build_fmu
 import scenarios
 from fmu_src.describe import base_units
+from fmu_src.status import STATUS
 
 NAMES = list(scenarios.NAMES) + list(build_fmu.OTHERS)
 
@@ -26,7 +27,8 @@ def test_model_description_shows_units_and_experiment(fmu_dir, name):
     assert root.get("version") and len(root.get("description")) > 20
     status = [v for v in root.iter("ScalarVariable") if v.get("name") == "status"]
     if name in scenarios.NAMES:
-        assert "9 an input or parameter was rejected" in status[0].get("description")
+        for code, meaning in STATUS.items():
+            assert f"{code} {meaning.replace(';', ',')}" in status[0].get("description")
 
 
 def test_base_units():
