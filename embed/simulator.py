@@ -41,6 +41,9 @@ IMPACT_LOG = 50       # impacts kept in Simulator.impacts (t, guard, q, u before
 PHI_TOL = 1e-12       # configuration constraints are held to this by Newton iteration
 PROBE = 1e-7          # s: how far ahead a condition left at zero is looked at (_arm)
 PROBE_G = 1e-9        # a condition this close to zero counts as at zero
+UNARMED, ARMED, HELD = 0, 1, 2   # how a switching condition is watched (_arm): not until it
+                      # is positive; fires at 0; held at zero, fires below -PROBE_G
+_LEVEL = {ARMED: 0.0, HELD: -PROBE_G}
 RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
                       # (10 cost accuracy near singular configurations of the slider-crank)
 EMBEDDINGS = ("symbolic", "numeric", "background")
@@ -169,6 +172,7 @@ class Simulator:
         self.embed_times = []     # wall seconds of each cold embedding + compile
         self.cm = None
         self._dirty = True        # inputs or state changed since the monitors were computed
+        self._rearm = False       # an input changed its value since the last advance
         self._cp = None
 
     # ---------------------------------------------------------------- state views
@@ -195,6 +199,8 @@ class Simulator:
                 v = float(values[str(s)])
                 if not math.isfinite(v):
                     raise InputError(f"input {s} = {v} is not finite; keeping its previous value")
+                if v != self.pvec[self.np_ + i]:
+                    self._rearm = True
                 self.pvec[self.np_ + i] = v
         self._dirty = True
 
@@ -576,20 +582,40 @@ class Simulator:
         self.enabled = tuple(g.enabled is None or bool(g.enabled(self.discrete)) for g in mode.guards)
         self.armed = self._arm()
         self._rehearsed = None
-        self._dirty = False
+        self._dirty = self._rearm = False
 
     def _arm(self):
-        """Armed switching conditions at entry: positive now, or, for one a reset map left
-        next to zero, positive an instant later (a rebound whose next flight may be shorter
-        than a step).  A condition exactly zero (switched off by an input) stays unarmed."""
+        """How each switching condition is watched at entry (``UNARMED``, ``ARMED``, ``HELD``).
+
+        Positive now: armed (fires when it falls to 0).  At zero or just below (-PROBE_G, 0],
+        as a located event leaves the condition that fired, often at exactly 0.0: looked at an
+        instant later; positive there (a rebound whose next flight may be shorter than a step)
+        it is armed, else it is held at zero: it fires if it falls below -PROBE_G, so a
+        condition identically zero (switched off by an input) stays silent, but one that runs
+        on through its surface is never missed.  Below -PROBE_G: unarmed until positive."""
         g = self.mon[self.cm.sl_guards].tolist()
-        near = [-PROBE_G < v < 0.0 for v in g]
+        near = [-PROBE_G < v <= 0.0 for v in g]
         if not any(near):
-            return tuple(v > 0 for v in g)
+            return tuple(ARMED if v > 0 else UNARMED for v in g)
         tau = min(PROBE, self.integrator.h_max / 100)
         later = self.integrator.partial(self.cm, self.t, self.x, self.pvec, tau)
         g2 = later[self.cm.nx + self.cm.sl_guards.start:self.cm.nx + self.cm.sl_guards.stop]
-        return tuple(bool(a > 0 or (n and b > 0)) for a, b, n in zip(g, g2, near))
+        return tuple(ARMED if a > 0 or (n and b > 0) else HELD if n else UNARMED
+                     for a, b, n in zip(g, g2.tolist(), near))
+
+    def _rearm_after_input(self):
+        """How each switching condition is watched once an input changed its value: an armed
+        one driven below -PROBE_G fires at once (the change made it true); one the input
+        brought to zero (a latch opened) is held there, and one held at zero that the input
+        drives negative (a latch closed with the tip past it) waits until it is positive."""
+        self._rearm = False
+        g = self.mon[self.cm.sl_guards].tolist()
+        self.armed = tuple(
+            ARMED if v > 0 else
+            UNARMED if a == UNARMED else
+            HELD if v > -PROBE_G else
+            a if a == ARMED else UNARMED
+            for a, v in zip(self.armed, g))
 
     def _handle(self, gi):
         """Apply the reset map of switching condition gi; count events and watch for Zeno
@@ -635,9 +661,10 @@ class Simulator:
         self.events.append((float(self.t), label, before, self.mode))
 
     def _due(self, g, level=0.0):
-        """Index of the first armed, enabled switching condition at or below ``level`` in g."""
+        """Index of the first watched, enabled switching condition at or below its firing
+        level (0 armed, -PROBE_G held; never above ``level``) in g."""
         for i, (v, a, e) in enumerate(zip(g, self.armed, self.enabled)):
-            if a and e and v <= level:
+            if a and e and v <= min(_LEVEL[a], level):
                 return i
         return None
 
@@ -645,7 +672,8 @@ class Simulator:
         """The armed, enabled switching condition that, falling as it fell over the last
         step, crosses zero within the next one (not one already rehearsed), else None."""
         for i, (a, b, armed, on) in enumerate(zip(g_prev, g_end, self.armed, self.enabled)):
-            if armed and on and 0.0 < b < a and b <= a - b and self._rehearsed != (self.mode, i):
+            if armed == ARMED and on and 0.0 < b < a and b <= a - b \
+                    and self._rehearsed != (self.mode, i):
                 return i
         return None
 
@@ -673,13 +701,15 @@ class Simulator:
         return True
 
     def _locate(self, gi, x0, p, h, gb):
-        """Earliest tau in (0, h] where guard gi falls to <= 0 (gb = its value at h), bracketed
-        to EVENT_TOL (Illinois)."""
+        """Earliest tau in (0, h] where guard gi falls to <= its firing level (0, or -PROBE_G
+        when held at zero, see _arm; gb = its value at h), bracketed to EVENT_TOL (Illinois)."""
         integ, cm, t0 = self.integrator, self.cm, self.t
         o = cm.nx + cm.sl_guards.start + gi
-        g = lambda tau: integ.partial(cm, t0, x0, p, tau)[o]  # noqa: E731
+        level = _LEVEL[self.armed[gi]]
+        g = lambda tau: integ.partial(cm, t0, x0, p, tau)[o] - level  # noqa: E731
+        gb -= level
         a, b = 0.0, h
-        ga = self.mon[cm.sl_guards][gi]
+        ga = self.mon[cm.sl_guards][gi] - level
         if ga <= 0:         # armed at zero by a reset map (see _arm): start an instant later
             a = min(PROBE, h / 100)
             ga = g(a)
@@ -845,6 +875,8 @@ class Simulator:
         if self._dirty:     # inputs changed at this communication point: a condition may be due now
             self.mon = self.cm.monitors(self.t, self.x, self.pvec)
             self._dirty = False
+            if self._rearm:
+                self._rearm_after_input()
             while (gi := self._due(self.mon[self.cm.sl_guards], -PROBE_G)) is not None:
                 self._handle(gi)
         integ, p = self.integrator, self.pvec
@@ -861,11 +893,12 @@ class Simulator:
                     self._after_step()
                 if (gi := self._approaching(g_prev, g_end)) is not None:
                     self._rehearse(gi)
-                if not all(self.armed):
-                    self.armed = tuple(a or bool(v > 0) for a, v in zip(self.armed, self.mon[cm.sl_guards]))
+                if not all(a == ARMED for a in self.armed):
+                    self.armed = tuple(ARMED if v > 0 else a for a, v in
+                                       zip(self.armed, self.mon[cm.sl_guards].tolist()))
                 continue
             hits = [i for i, (v, a, e) in enumerate(zip(g_end, self.armed, self.enabled))
-                    if a and e and v <= 0]
+                    if a and e and v <= _LEVEL[a]]
             tau, gi = min((self._locate(i, x0, p, h, g_end[i]), i) for i in hits)
             self._accept(integ.partial(cm, self.t, x0, p, tau))
             self.t += tau
@@ -909,7 +942,7 @@ class Simulator:
             self.cm = self.cache["numeric"][self.cm.key]   # replay on the path it ran on
         self.x = np.array(s["x"], dtype=float)
         self.mon = np.array(s["mon"], dtype=float)
-        self.armed = tuple(bool(a) for a in s["armed"])
+        self.armed = tuple(int(a) for a in s["armed"])
         self.enabled = tuple(bool(a) for a in s["enabled"])
         self.event_count = int(s["event_count"])
         self.last_event_time = float(s["last_event_time"])
@@ -918,4 +951,4 @@ class Simulator:
         self.pvec = np.array(s["pvec"], dtype=float)
         self.integrator.set_state(s["integrator"])
         self._cp = None
-        self._dirty = False
+        self._dirty = self._rearm = False
