@@ -194,14 +194,29 @@ class Simulator:
             raise ModelDefinitionError(f"no parameter {name!r}") from None
 
     def set_inputs(self, values: dict):
+        """Take the inputs in ``values`` (by name), all or none: a non-finite value, or one
+        outside the automaton's allowed values for that input, raises InputError naming it
+        and nothing is changed."""
+        new = {}
         for i, s in enumerate(self.model.inputs):
-            if str(s) in values:
-                v = float(values[str(s)])
+            name = str(s)
+            if name in values:
+                try:
+                    v = float(values[name])
+                except (TypeError, ValueError):
+                    raise InputError(f"input {name} = {values[name]!r} is not a number; keeping "
+                                     f"{self.pvec[self.np_ + i]!r}") from None
                 if not math.isfinite(v):
-                    raise InputError(f"input {s} = {v} is not finite; keeping its previous value")
-                if v != self.pvec[self.np_ + i]:
-                    self._rearm = True
-                self.pvec[self.np_ + i] = v
+                    raise InputError(f"input {name} = {v} is not finite; keeping its previous value")
+                allowed = self.aut.allowed.get(name)
+                if allowed is not None and v not in allowed:
+                    raise InputError(f"input {name} = {values[name]!r} is not one of the allowed "
+                                     f"values {list(allowed)}; keeping {self.pvec[self.np_ + i]:g}")
+                new[self.np_ + i] = v
+        for k, v in new.items():
+            if v != self.pvec[k]:
+                self._rearm = True
+            self.pvec[k] = v
         self._dirty = True
 
     def start(self, t0, q0, u0):
