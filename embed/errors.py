@@ -35,6 +35,13 @@ class IntegrationError(EmbedError):
     status = 5
 
 
+class StepBudgetError(IntegrationError):
+    """One advance would take (or took) more internal steps than its budget (h_max too small
+    for the communication step, or an adaptive step that collapsed); the state is kept."""
+
+    status = 5
+
+
 class EventLocationError(EmbedError):
     """A switching condition could not be located inside a step."""
 

@@ -28,8 +28,8 @@ from .automaton import Automaton, Jump
 from .compile import lambdify, make_mode, mode_parts, norm1
 from .constraints import ConstraintSet, velocity
 from .embedding import EXPLICIT_OPS_OFFLINE, ModeEquations, embed, kappa, partition
-from .errors import (ConstraintRankError, EventLocationError, InputError, IntegrationError,
-                     ModelDefinitionError, ZenoError)
+from .errors import (ConstraintRankError, EmbedError, EventLocationError, InputError,
+                     IntegrationError, ModelDefinitionError, StepBudgetError, ZenoError)
 from .integrators import make_integrator
 from .model import TIME
 from .numeric import ConstraintTerms, EntryTerms, NumericMode, NumericTerms, lam_symbol
@@ -47,6 +47,8 @@ _LEVEL = {ARMED: 0.0, HELD: -PROBE_G}
 RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
                       # (10 cost accuracy near singular configurations of the slider-crank)
 EMBEDDINGS = ("symbolic", "numeric", "background")
+MAX_STEPS = 2_000_000  # internal steps one advance may take (slider_crank3 in 100 s
+                       # communication steps at h_max = 1 ms takes 1e5); beyond: StepBudgetError
 
 
 def _max_abs(a):
@@ -598,6 +600,7 @@ class Simulator:
         self.armed = self._arm()
         self._rehearsed = None
         self._dirty = self._rearm = False
+        self.integrator.restart(self.t)     # the fixed-step grid starts at the entry
 
     def _arm(self):
         """How each switching condition is watched at entry (``UNARMED``, ``ARMED``, ``HELD``).
@@ -854,11 +857,26 @@ class Simulator:
 
     def _accept(self, y):
         cm = self.cm
-        if not math.isfinite(y[-1]):
-            raise IntegrationError(f"non-finite state at t = {self.t:.9g} s in mode {cm.key}; "
-                                   "check inputs and parameters")
+        self._check_finite(y, "state")
         self.x = y[:cm.nx]
         self.mon = y[cm.nx:-1]
+
+    def _check_finite(self, y, what):
+        """IntegrationError unless every entry of y (state and monitors: outputs, forces,
+        conditions) is finite: nothing non-finite is ever accepted, so none reaches outputs."""
+        v = sum(y.tolist())            # nan or inf where any entry is (or the sum overflows)
+        if not math.isfinite(v) and not all(map(math.isfinite, y.tolist())):
+            cm = self.cm
+            names = ([str(c) for c in self.model.q] + [str(self.model.u[i]) for i in cm.ind]
+                     if len(y) > len(self.mon) else [])
+            names += ([str(u) for u in self.model.u] + [str(f) for f in self.model.forces]
+                      + list(self.outputs))
+            bad = [names[i] if i < len(names) else f"monitor {i}"
+                   for i, e in enumerate(y.tolist()) if not math.isfinite(e)]
+            raise IntegrationError(
+                f"non-finite {what} at t = {self.t:.9g} s in mode {cm.key} ({', '.join(bad[:5])}"
+                f"{', ...' if len(bad) > 5 else ''}); check inputs and parameters; the last "
+                "good state is kept")
 
     # ---------------------------------------------------------------- advance
     def _checkpoint(self):
@@ -870,7 +888,9 @@ class Simulator:
                     self.zeno_count, self._impact_gaps, self._last_impact)
 
     def rollback(self):
-        """Back to the state at the start of the last ``advance`` (the last good state)."""
+        """Back to the state at the start of the last ``advance`` if it failed (the last good
+        state; ``advance`` does this itself before it raises); after a successful one, or
+        before any, nothing to do: the current state is the last good one."""
         if self._cp is None:
             return
         (self.t, self.x, self.mon, self.mode, self.discrete, self.dep, self.armed, self.enabled,
@@ -883,19 +903,48 @@ class Simulator:
         self._dirty = True
 
     def advance(self, t_end):
-        """Integrate to t_end, handling every event on the way, in time order."""
+        """Integrate to t_end, handling every event on the way, in time order.  Any EmbedError
+        on the way rolls back to the state at the call (the last good state) and is raised."""
+        t_end = float(t_end)
+        if not (math.isfinite(t_end) and t_end >= self.t - EVENT_TOL):
+            raise InputError(f"advance to t_end = {t_end!r} from t = {self.t!r} s: the end "
+                             "must be finite and not before the current time")
+        n = self.integrator.steps_needed(self.t, t_end)
+        if n > MAX_STEPS:
+            raise StepBudgetError(
+                f"advancing {t_end - self.t:.6g} s from t = {self.t:.9g} s needs at least {n:.3g}"
+                f" steps of h_max = {self.integrator.h_max:g} s, more than the budget of "
+                f"{MAX_STEPS:.0e} steps per call; take shorter communication steps or a larger "
+                "h_max (the state is kept)")
         self._checkpoint()
+        try:
+            self._advance(t_end)
+        except EmbedError:
+            self.rollback()
+            raise
+        self._cp = None          # the last good state is this one
+
+    def _advance(self, t_end):
         if self.compiler is not None:
             self.poll_background()
         if self._dirty:     # inputs changed at this communication point: a condition may be due now
             self.mon = self.cm.monitors(self.t, self.x, self.pvec)
+            self._check_finite(self.mon, "monitors")
             self._dirty = False
             if self._rearm:
                 self._rearm_after_input()
             while (gi := self._due(self.mon[self.cm.sl_guards], -PROBE_G)) is not None:
                 self._handle(gi)
         integ, p = self.integrator, self.pvec
+        budget = MAX_STEPS
         while t_end - self.t > EVENT_TOL:
+            budget -= 1
+            if budget < 0:
+                raise StepBudgetError(
+                    f"{MAX_STEPS:.0e} steps (h_max = {integ.h_max:g} s) did not reach t = "
+                    f"{t_end:.9g} s from t = {self._cp[0]:.9g} s: the adaptive step fell to "
+                    f"{integ.t_next - self.t if integ.t_next > self.t else 0.0:.3g} s at t = "
+                    f"{self.t:.9g} s; check inputs and rtol (the state is kept)")
             cm, x0 = self.cm, self.x
             h, y = integ.step(cm, self.t, x0, p, t_end - self.t)
             gs = cm.nx + cm.sl_guards.start
@@ -903,7 +952,7 @@ class Simulator:
             if self._due(g_end) is None:
                 g_prev = self.mon[cm.sl_guards].tolist()
                 self._accept(y)
-                self.t += h
+                self.t = integ.t_next
                 if self._hol or self._watch:
                     self._after_step()
                 if (gi := self._approaching(g_prev, g_end)) is not None:
