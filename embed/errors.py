@@ -64,3 +64,10 @@ class InputError(EmbedError):
     """A parameter or input value from outside is invalid (NaN, wrong sign, unknown name)."""
 
     status = 9
+
+
+class StateError(InputError):
+    """A state handed to Simulator.set_state is incomplete, of another model or corrupt;
+    nothing of it is applied."""
+
+    status = 9

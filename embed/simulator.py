@@ -29,7 +29,8 @@ from .compile import lambdify, make_mode, mode_parts, norm1
 from .constraints import ConstraintSet, velocity
 from .embedding import EXPLICIT_OPS_OFFLINE, ModeEquations, embed, kappa, partition
 from .errors import (ConstraintRankError, EmbedError, EventLocationError, InputError,
-                     IntegrationError, ModelDefinitionError, StepBudgetError, ZenoError)
+                     IntegrationError, ModelDefinitionError, StateError, StepBudgetError,
+                     ZenoError)
 from .integrators import make_integrator
 from .model import TIME
 from .numeric import ConstraintTerms, EntryTerms, NumericMode, NumericTerms, lam_symbol
@@ -47,6 +48,9 @@ _LEVEL = {ARMED: 0.0, HELD: -PROBE_G}
 RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
                       # (10 cost accuracy near singular configurations of the slider-crank)
 EMBEDDINGS = ("symbolic", "numeric", "background")
+STATE_FIELDS = ("t", "x", "mon", "mode", "discrete", "dep", "armed", "enabled", "event_count",
+                "last_event_time", "events", "same_instant", "pvec", "integrator", "active",
+                "chart", "kappa0", "counters", "impacts")
 MAX_STEPS = 2_000_000  # internal steps one advance may take (slider_crank3 in 100 s
                        # communication steps at h_max = 1 ms takes 1e5); beyond: StepBudgetError
 
@@ -987,7 +991,10 @@ class Simulator:
         })
 
     def set_state(self, s):
-        s = copy.deepcopy(s)
+        """Restore a state of ``get_state``: checked whole first (``check_state``), so a
+        state that does not fit this simulator raises StateError naming the field and
+        changes nothing."""
+        s, cm = self.check_state(s)
         self.t = float(s["t"])
         self.mode = int(s["mode"])
         self.discrete = {k: float(v) for k, v in s["discrete"].items()}
@@ -999,11 +1006,11 @@ class Simulator:
                                                            for a in s["chart"])
         self.kappa0 = float(s["kappa0"])
         self.reselections, self.recharts = (int(v) for v in s["counters"])
-        self.impact_count, self.zeno_count, gaps, self._last_impact = s["impacts"]
+        self.impact_count, self.zeno_count, gaps, last = s["impacts"]
+        self.impact_count, self.zeno_count = int(self.impact_count), int(self.zeno_count)
         self._impact_gaps = [float(g) for g in gaps]
-        self.cm = self.compiled(self.mode, self.dep, self.active)
-        if s.get("path") == "numeric" and self.cm.path != "numeric":
-            self.cm = self.cache["numeric"][self.cm.key]   # replay on the path it ran on
+        self._last_impact = None if last is None else float(last)
+        self.cm = cm
         self.x = np.array(s["x"], dtype=float)
         self.mon = np.array(s["mon"], dtype=float)
         self.armed = tuple(int(a) for a in s["armed"])
@@ -1016,3 +1023,141 @@ class Simulator:
         self.integrator.set_state(s["integrator"])
         self._cp = None
         self._dirty = self._rearm = False
+
+    def check_state(self, s):
+        """StateError unless ``s`` is a whole, consistent state of this simulator's automaton:
+        every field present and of its type, the mode and constraints known, the dependent
+        speeds a valid choice for the active constraints, x, mon, pvec, armed and enabled of
+        the lengths that mode needs, every number finite.  Returns a copy of s and the compiled
+        mode it runs in; nothing of the simulator changes."""
+        s = copy.deepcopy(s)
+
+        def bad(field, why):
+            return StateError(f"state field {field!r} {why}; the state is refused and the "
+                              "simulator keeps its own")
+
+        if not isinstance(s, dict):
+            raise StateError(f"a state is a dict of fields, not {type(s).__name__}")
+        for k in STATE_FIELDS:
+            if k not in s:
+                raise bad(k, "is missing")
+
+        def number(field, v, lo=-math.inf, integer=False):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise bad(field, f"= {v!r} is not a number")
+            if not (math.isfinite(float(v)) and v >= lo):
+                raise bad(field, f"= {v!r} is not finite" + (f" and >= {lo}" if lo > -math.inf
+                                                              else ""))
+            if integer and float(v) != int(v):
+                raise bad(field, f"= {v!r} is not an integer")
+            return v
+
+        def vector(field, v, n):
+            try:
+                a = np.array(v, dtype=float)
+            except (TypeError, ValueError):
+                raise bad(field, "is not a vector of numbers") from None
+            if a.ndim != 1 or len(a) != n:
+                raise bad(field, f"has shape {a.shape}; this simulator needs ({n},)")
+            if not np.all(np.isfinite(a)):
+                raise bad(field, "holds non-finite numbers")
+            return a
+
+        n = self.model.n
+        number("t", s["t"])
+        number("last_event_time", s["last_event_time"])
+        number("kappa0", s["kappa0"], 0.0)
+        for f in ("event_count", "same_instant"):
+            number(f, s[f], 0, integer=True)
+        mode = s["mode"]
+        if isinstance(mode, bool) or not isinstance(mode, (int, np.integer)) \
+                or int(mode) not in self.aut.modes:
+            raise bad("mode", f"= {mode!r} is not a mode of this automaton "
+                              f"({sorted(self.aut.modes)})")
+        guards = self.aut.modes[int(mode)].guards
+        disc = s["discrete"]
+        if not isinstance(disc, dict) or sorted(disc) != sorted(self.dnames):
+            raise bad("discrete", f"must have exactly the discrete variables {self.dnames}")
+        for k, v in disc.items():
+            number(f"discrete[{k}]", v)
+        active = s["active"]
+        if not isinstance(active, (list, tuple)) or not all(isinstance(c, str) for c in active):
+            raise bad("active", "is not a list of constraint names")
+        unknown = [c for c in active if c not in self.aut.constraints]
+        if unknown or len(set(active)) != len(active) or list(active) != sorted(active):
+            raise bad("active", f"= {list(active)} is not a sorted set of this automaton's "
+                                f"constraints ({sorted(self.aut.constraints)})")
+        dep = s["dep"]
+        if not isinstance(dep, (list, tuple)) or not all(
+                isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in dep) \
+                or len(dep) != len(active) or len(set(dep)) != len(dep) \
+                or not all(0 <= i < n for i in dep):
+            raise bad("dep", f"= {dep!r} is not one distinct speed index in 0..{n - 1} per "
+                             f"constraint of the field 'active' ({list(active)})")
+        pvec = vector("pvec", s["pvec"], len(self.psyms))
+        o = self.np_ + self.ni
+        if [float(disc[k]) for k in self.dnames] != pvec[o:o + len(self.dnames)].tolist():
+            raise bad("pvec", "disagrees with the field 'discrete'")
+        for f in ("armed", "enabled"):
+            v = s[f]
+            if not isinstance(v, (list, tuple)) or len(v) != len(guards):
+                raise bad(f, f"must hold one entry per switching condition of mode {mode} "
+                             f"({len(guards)})")
+        if not all(a in (UNARMED, ARMED, HELD) and not isinstance(a, float) for a in s["armed"]):
+            raise bad("armed", f"= {s['armed']!r} holds other than {UNARMED}, {ARMED}, {HELD}")
+        if not all(isinstance(a, (bool, np.bool_)) for a in s["enabled"]):
+            raise bad("enabled", f"= {s['enabled']!r} holds other than booleans")
+        ev = s["events"]
+        if not isinstance(ev, (list, tuple)) or not all(
+                isinstance(e, (list, tuple)) and len(e) == 4 and isinstance(e[1], str) for e in ev):
+            raise bad("events", "is not a list of (t, label, from mode, to mode)")
+        for e in ev:
+            number("events", e[0])
+        integ = s["integrator"]
+        if not isinstance(integ, dict):
+            raise bad("integrator", "is not a dict")
+        for k, v in integ.items():
+            number(f"integrator[{k}]", v, 0.0 if k == "h" else -math.inf)
+        if "h" in integ and not integ["h"] > 0:
+            raise bad("integrator[h]", "must be > 0")
+        cnt = s["counters"]
+        if not isinstance(cnt, (list, tuple)) or len(cnt) != 2:
+            raise bad("counters", "is not [reselections, recharts]")
+        for v in cnt:
+            number("counters", v, 0, integer=True)
+        imp = s["impacts"]
+        if not isinstance(imp, (list, tuple)) or len(imp) != 4 \
+                or not isinstance(imp[2], (list, tuple)):
+            raise bad("impacts", "is not [impact count, Zeno count, gaps, last impact time]")
+        number("impacts", imp[0], 0, integer=True)
+        number("impacts", imp[1], 0, integer=True)
+        for g in imp[2]:         # the gap before a first impact is inf
+            if not (isinstance(g, (int, float, np.floating)) and g >= 0 and not math.isnan(g)):
+                raise bad("impacts", f"holds a gap {g!r}")
+        if imp[3] is not None:
+            number("impacts", imp[3])
+        hol = [c for c in active if self.aut.constraints[c].holonomic]
+        chart = s["chart"]
+        if chart is not None:
+            if not isinstance(chart, (list, tuple)) or len(chart) != 2:
+                raise bad("chart", "is not None or (U, B)")
+            try:
+                U, Bh = (np.array(a, dtype=float) for a in chart)
+            except (TypeError, ValueError):
+                raise bad("chart", "is not a pair of matrices") from None
+            if U.shape != (n, len(hol)) or Bh.shape != (len(hol), len(hol)) \
+                    or not (np.all(np.isfinite(U)) and np.all(np.isfinite(Bh))):
+                raise bad("chart", f"must be finite matrices of shapes ({n}, {len(hol)}) and "
+                                   f"({len(hol)}, {len(hol)})")
+        if not isinstance(s.get("path"), (str, type(None))):
+            raise bad("path", f"= {s.get('path')!r} is not a path name")
+        try:
+            cm = self.compiled(int(mode), tuple(int(i) for i in dep), tuple(active))
+            if s.get("path") == "numeric" and cm.path != "numeric":
+                cm = self.cache["numeric"][cm.key]   # replay on the path it ran on
+        except (EmbedError, KeyError) as exc:
+            raise bad("dep", f"= {list(dep)} cannot be embedded for {list(active)}: {exc}") \
+                from None
+        x = vector("x", s["x"], cm.nx)
+        vector("mon", s["mon"], len(cm.monitors(float(s["t"]), x, pvec)))
+        return s, cm
