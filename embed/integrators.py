@@ -22,11 +22,11 @@ GRID_TOL = 1e-12   # s: an end of step this close to a grid point is the grid po
 class RK4:
     """Classical fourth-order Runge-Kutta with fixed steps of at most h_max (the real-time choice).
 
-    The steps end on the grid t0 + k h_max, t0 the last mode entry (``restart``), each grid
+    The steps end on the grid t0 + k h_max, t0 the start of the run (``restart``), each grid
     point formed by one multiplication, not by adding steps up: where the master's
     communication points fall on the grid, the steps (and so the answer) do not depend on
-    how the master slices the run; one off the grid ends a step there and the next step
-    returns to the grid."""
+    how the master slices the run; a communication point or an event off the grid ends a
+    step there and the next step returns to the grid."""
 
     name = "rk4"
     uses_rhs = False      # steps through the compiled mode's composed RK4 step
@@ -37,7 +37,7 @@ class RK4:
         self.t_next = 0.0  # where the last step ended (exactly a grid point when it is one)
 
     def restart(self, t):
-        """A new grid from t (a mode entered, the run started)."""
+        """A new grid from t (the run starts)."""
         self.t0 = float(t)
 
     def steps_needed(self, t, t_end):

@@ -229,6 +229,7 @@ class Simulator:
         """Initial reset map (eq 20): choose the first mode and embed it.  With more than one
         mode the unconstrained terms are compiled now too (reset maps need M)."""
         self.t = float(t0)
+        self.integrator.restart(self.t)     # the fixed-step grid starts here
         self.x = np.array(q0, dtype=float)
         self.mon = np.array(u0, dtype=float)
         self._sync_discrete()
@@ -604,7 +605,6 @@ class Simulator:
         self.armed = self._arm()
         self._rehearsed = None
         self._dirty = self._rearm = False
-        self.integrator.restart(self.t)     # the fixed-step grid starts at the entry
 
     def _arm(self):
         """How each switching condition is watched at entry (``UNARMED``, ``ARMED``, ``HELD``).
@@ -868,8 +868,8 @@ class Simulator:
     def _check_finite(self, y, what):
         """IntegrationError unless every entry of y (state and monitors: outputs, forces,
         conditions) is finite: nothing non-finite is ever accepted, so none reaches outputs."""
-        v = sum(y.tolist())            # nan or inf where any entry is (or the sum overflows)
-        if not math.isfinite(v) and not all(map(math.isfinite, y.tolist())):
+        # the sum is nan or inf where any entry is (or where it overflows: then look closer)
+        if not math.isfinite(sum(y.tolist())) and not all(map(math.isfinite, y.tolist())):
             cm = self.cm
             names = ([str(c) for c in self.model.q] + [str(self.model.u[i]) for i in cm.ind]
                      if len(y) > len(self.mon) else [])
