@@ -946,9 +946,9 @@ class Simulator:
             if budget < 0:
                 raise StepBudgetError(
                     f"{MAX_STEPS:.0e} steps (h_max = {integ.h_max:g} s) did not reach t = "
-                    f"{t_end:.9g} s from t = {self._cp[0]:.9g} s: the adaptive step fell to "
-                    f"{integ.t_next - self.t if integ.t_next > self.t else 0.0:.3g} s at t = "
-                    f"{self.t:.9g} s; check inputs and rtol (the state is kept)")
+                    f"{t_end:.9g} s from t = {self._cp[0]:.9g} s: they averaged "
+                    f"{(self.t - self._cp[0]) / MAX_STEPS:.3g} s up to t = {self.t:.9g} s; "
+                    "check the inputs and rtol (the state is kept)")
             cm, x0 = self.cm, self.x
             h, y = integ.step(cm, self.t, x0, p, t_end - self.t)
             gs = cm.nx + cm.sl_guards.start
