@@ -925,6 +925,7 @@ class Simulator:
             self._advance(t_end)
         except EmbedError:
             self.rollback()
+            self._cp = None      # rolled back: the current state is the last good one
             raise
         self._cp = None          # the last good state is this one
 
