@@ -8,7 +8,8 @@ from .automaton import Automaton, Guard, Jump, Mode
 from .constraints import Constraint, ConstraintSet, holonomic, motion
 from .embedding import ModeEquations, embed, partition
 from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
-                     ImpactError, InputError, IntegrationError, ModelDefinitionError, ZenoError)
+                     ImpactError, InputError, IntegrationError, ModelDefinitionError,
+                     StateError, StepBudgetError, ZenoError)
 from .model import Model
 from .scenario import Scenario, Var, engine_outputs
 from .simulator import Simulator
@@ -17,5 +18,6 @@ __all__ = [
     "Automaton", "Guard", "Jump", "Mode", "Constraint", "ConstraintSet", "holonomic", "motion",
     "ModeEquations", "embed", "partition", "EmbedError", "CompilationError",
     "ConstraintRankError", "EventLocationError", "ImpactError", "InputError", "IntegrationError",
-    "ModelDefinitionError", "ZenoError", "Model", "Scenario", "Var", "engine_outputs", "Simulator",
+    "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError", "Model", "Scenario",
+    "Var", "engine_outputs", "Simulator",
 ]

@@ -65,3 +65,5 @@ class Automaton:
     transition: Callable           # (ctx, guard_name) -> Jump
     initial: Callable              # (ctx) -> Jump
     zeno: Optional[Callable] = None  # (ctx, guard_name) -> Jump into the persistent mode
+    allowed: dict = field(default_factory=dict)  # input name -> its allowed values (a latch
+                                                 # pin, a selector); other inputs: any finite

@@ -35,6 +35,13 @@ class IntegrationError(EmbedError):
     status = 5
 
 
+class StepBudgetError(IntegrationError):
+    """One advance would take (or took) more internal steps than its budget (h_max too small
+    for the communication step, or an adaptive step that collapsed); the state is kept."""
+
+    status = 5
+
+
 class EventLocationError(EmbedError):
     """A switching condition could not be located inside a step."""
 
@@ -55,5 +62,12 @@ class ImpactError(EmbedError):
 
 class InputError(EmbedError):
     """A parameter or input value from outside is invalid (NaN, wrong sign, unknown name)."""
+
+    status = 9
+
+
+class StateError(InputError):
+    """A state handed to Simulator.set_state is incomplete, of another model or corrupt;
+    nothing of it is applied."""
 
     status = 9

@@ -9,32 +9,60 @@ output on which switching conditions are located.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import InputError, IntegrationError
 
 
+GRID_TOL = 1e-12   # s: an end of step this close to a grid point is the grid point
+
+
 class RK4:
-    """Classical fourth-order Runge-Kutta with fixed steps of at most h_max (the real-time choice)."""
+    """Classical fourth-order Runge-Kutta with fixed steps of at most h_max (the real-time choice).
+
+    The steps end on the grid t0 + k h_max, t0 the start of the run (``restart``), each grid
+    point formed by one multiplication, not by adding steps up: where the master's
+    communication points fall on the grid, the steps (and so the answer) do not depend on
+    how the master slices the run; a communication point or an event off the grid ends a
+    step there and the next step returns to the grid."""
 
     name = "rk4"
     uses_rhs = False      # steps through the compiled mode's composed RK4 step
 
     def __init__(self, h_max=1e-3):
         self.h_max = float(h_max)
+        self.t0 = 0.0
+        self.t_next = 0.0  # where the last step ended (exactly a grid point when it is one)
+
+    def restart(self, t):
+        """A new grid from t (the run starts)."""
+        self.t0 = float(t)
+
+    def steps_needed(self, t, t_end):
+        return math.ceil((t_end - t) / self.h_max - 1e-9)
 
     def step(self, cm, t, x, p, h_avail):
-        h = self.h_max if self.h_max < h_avail else h_avail
+        t_end, hm, t0 = t + h_avail, self.h_max, self.t0
+        k = math.floor((t - t0) / hm + 1e-9) + 1     # the first grid point after t ...
+        t_next = t0 + k * hm
+        if t_next - t <= GRID_TOL:                  # ... not t itself
+            t_next = t0 + (k + 1) * hm
+        if t_end < t_next - GRID_TOL:               # a communication point off the grid
+            t_next = t_end
+        h = t_next - t
+        self.t_next = t_next
         return h, cm.rk4(t, h, x, p)
 
     def partial(self, cm, t, x, p, tau):
         return cm.rk4(t, tau, x, p)
 
     def get_state(self):
-        return {}
+        return {"t0": self.t0}
 
     def set_state(self, s):
-        pass
+        self.t0 = float(s.get("t0", 0.0))
 
 
 # Dormand-Prince 5(4) tableau (Hairer, Norsett, Wanner, Table II.5.2)
@@ -61,6 +89,7 @@ class DormandPrince:
         self.rtol = float(rtol)
         self.atol = float(atol if atol is not None else rtol * 1e-2)
         self.h = self.h_max
+        self.t_next = 0.0  # where the last step ended
 
     def _dp(self, cm, t, x, p, h):
         k = np.empty((7, x.size))
@@ -72,8 +101,16 @@ class DormandPrince:
         err = h * ((_B5 - _B4) @ k)
         return x5, err
 
+    def restart(self, t):
+        pass
+
+    def steps_needed(self, t, t_end):
+        """A lower bound: no step is longer than h_max."""
+        return math.ceil((t_end - t) / self.h_max - 1e-9)
+
     def step(self, cm, t, x, p, h_avail):
         h = min(self.h, self.h_max, h_avail)
+        cut = h == h_avail < min(self.h, self.h_max)   # cut short by a communication point
         for _ in range(60):
             x5, err = self._dp(cm, t, x, p, h)
             scale = self.atol + self.rtol * np.maximum(np.abs(x), np.abs(x5))
@@ -82,8 +119,11 @@ class DormandPrince:
                 en = 1e10
             if en <= 1.0:
                 fac = 5.0 if en == 0 else min(5.0, 0.9 * en ** -0.2)
-                self.h = min(self.h_max, h * fac)
+                if not cut:     # a step cut short says nothing about the step size to take
+                    self.h = min(self.h_max, h * fac)
+                self.t_next = t + h
                 return h, cm.rk4(t + h, 0.0, x5, p)
+            cut = False
             h *= max(0.1, 0.9 * en ** -0.2)
             if h < 1e-14:
                 break
@@ -103,6 +143,11 @@ class DormandPrince:
 
 
 def make_integrator(solver: str, h_max: float, rtol: float):
+    h_max, rtol = float(h_max), float(rtol)
+    if not (math.isfinite(h_max) and h_max > 0):
+        raise InputError(f"h_max = {h_max!r} must be a finite step length > 0 s")
+    if not (math.isfinite(rtol) and rtol > 0):
+        raise InputError(f"rtol = {rtol!r} must be finite and > 0")
     if solver == "rk4":
         return RK4(h_max)
     if solver == "adaptive":

@@ -28,8 +28,9 @@ from .automaton import Automaton, Jump
 from .compile import lambdify, make_mode, mode_parts, norm1
 from .constraints import ConstraintSet, velocity
 from .embedding import EXPLICIT_OPS_OFFLINE, ModeEquations, embed, kappa, partition
-from .errors import (ConstraintRankError, EventLocationError, InputError, IntegrationError,
-                     ModelDefinitionError, ZenoError)
+from .errors import (ConstraintRankError, EmbedError, EventLocationError, InputError,
+                     IntegrationError, ModelDefinitionError, StateError, StepBudgetError,
+                     ZenoError)
 from .integrators import make_integrator
 from .model import TIME
 from .numeric import ConstraintTerms, EntryTerms, NumericMode, NumericTerms, lam_symbol
@@ -41,10 +42,18 @@ IMPACT_LOG = 50       # impacts kept in Simulator.impacts (t, guard, q, u before
 PHI_TOL = 1e-12       # configuration constraints are held to this by Newton iteration
 PROBE = 1e-7          # s: how far ahead a condition left at zero is looked at (_arm)
 PROBE_G = 1e-9        # a condition this close to zero counts as at zero
+UNARMED, ARMED, HELD = 0, 1, 2   # how a switching condition is watched (_arm): not until it
+                      # is positive; fires at 0; held at zero, fires below -PROBE_G
+_LEVEL = {ARMED: 0.0, HELD: -PROBE_G}
 RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
                       # (10 cost accuracy near singular configurations of the slider-crank)
 EMBEDDINGS = ("symbolic", "numeric", "background")
 _WARMED = []          # the process-wide part of Simulator.warm_up is done
+STATE_FIELDS = ("t", "x", "mon", "mode", "discrete", "dep", "armed", "enabled", "event_count",
+                "last_event_time", "events", "same_instant", "pvec", "integrator", "active",
+                "chart", "kappa0", "counters", "impacts")
+MAX_STEPS = 2_000_000  # internal steps one advance may take (slider_crank3 in 100 s
+                       # communication steps at h_max = 1 ms takes 1e5); beyond: StepBudgetError
 
 
 def _max_abs(a):
@@ -170,6 +179,7 @@ class Simulator:
         self.embed_times = []     # wall seconds of each cold embedding + compile
         self.cm = None
         self._dirty = True        # inputs or state changed since the monitors were computed
+        self._rearm = False       # an input changed its value since the last advance
         self._cp = None
 
     # ---------------------------------------------------------------- state views
@@ -191,18 +201,36 @@ class Simulator:
             raise ModelDefinitionError(f"no parameter {name!r}") from None
 
     def set_inputs(self, values: dict):
+        """Take the inputs in ``values`` (by name), all or none: a non-finite value, or one
+        outside the automaton's allowed values for that input, raises InputError naming it
+        and nothing is changed."""
+        new = {}
         for i, s in enumerate(self.model.inputs):
-            if str(s) in values:
-                v = float(values[str(s)])
+            name = str(s)
+            if name in values:
+                try:
+                    v = float(values[name])
+                except (TypeError, ValueError):
+                    raise InputError(f"input {name} = {values[name]!r} is not a number; keeping "
+                                     f"{self.pvec[self.np_ + i]!r}") from None
                 if not math.isfinite(v):
-                    raise InputError(f"input {s} = {v} is not finite; keeping its previous value")
-                self.pvec[self.np_ + i] = v
+                    raise InputError(f"input {name} = {v} is not finite; keeping its previous value")
+                allowed = self.aut.allowed.get(name)
+                if allowed is not None and v not in allowed:
+                    raise InputError(f"input {name} = {values[name]!r} is not one of the allowed "
+                                     f"values {list(allowed)}; keeping {self.pvec[self.np_ + i]:g}")
+                new[self.np_ + i] = v
+        for k, v in new.items():
+            if v != self.pvec[k]:
+                self._rearm = True
+            self.pvec[k] = v
         self._dirty = True
 
     def start(self, t0, q0, u0):
         """Initial reset map (eq 20): choose the first mode and embed it.  With more than one
         mode the unconstrained terms are compiled now too (reset maps need M)."""
         self.t = float(t0)
+        self.integrator.restart(self.t)     # the fixed-step grid starts here
         self.x = np.array(q0, dtype=float)
         self.mon = np.array(u0, dtype=float)
         self._sync_discrete()
@@ -580,20 +608,40 @@ class Simulator:
         self.enabled = tuple(g.enabled is None or bool(g.enabled(self.discrete)) for g in mode.guards)
         self.armed = self._arm()
         self._rehearsed = None
-        self._dirty = False
+        self._dirty = self._rearm = False
 
     def _arm(self):
-        """Armed switching conditions at entry: positive now, or, for one a reset map left
-        next to zero, positive an instant later (a rebound whose next flight may be shorter
-        than a step).  A condition exactly zero (switched off by an input) stays unarmed."""
+        """How each switching condition is watched at entry (``UNARMED``, ``ARMED``, ``HELD``).
+
+        Positive now: armed (fires when it falls to 0).  At zero or just below (-PROBE_G, 0],
+        as a located event leaves the condition that fired, often at exactly 0.0: looked at an
+        instant later; positive there (a rebound whose next flight may be shorter than a step)
+        it is armed, else it is held at zero: it fires if it falls below -PROBE_G, so a
+        condition identically zero (switched off by an input) stays silent, but one that runs
+        on through its surface is never missed.  Below -PROBE_G: unarmed until positive."""
         g = self.mon[self.cm.sl_guards].tolist()
-        near = [-PROBE_G < v < 0.0 for v in g]
+        near = [-PROBE_G < v <= 0.0 for v in g]
         if not any(near):
-            return tuple(v > 0 for v in g)
+            return tuple(ARMED if v > 0 else UNARMED for v in g)
         tau = min(PROBE, self.integrator.h_max / 100)
         later = self.integrator.partial(self.cm, self.t, self.x, self.pvec, tau)
         g2 = later[self.cm.nx + self.cm.sl_guards.start:self.cm.nx + self.cm.sl_guards.stop]
-        return tuple(bool(a > 0 or (n and b > 0)) for a, b, n in zip(g, g2, near))
+        return tuple(ARMED if a > 0 or (n and b > 0) else HELD if n else UNARMED
+                     for a, b, n in zip(g, g2.tolist(), near))
+
+    def _rearm_after_input(self):
+        """How each switching condition is watched once an input changed its value: an armed
+        one driven below -PROBE_G fires at once (the change made it true); one the input
+        brought to zero (a latch opened) is held there, and one held at zero that the input
+        drives negative (a latch closed with the tip past it) waits until it is positive."""
+        self._rearm = False
+        g = self.mon[self.cm.sl_guards].tolist()
+        self.armed = tuple(
+            ARMED if v > 0 else
+            UNARMED if a == UNARMED else
+            HELD if v > -PROBE_G else
+            a if a == ARMED else UNARMED
+            for a, v in zip(self.armed, g))
 
     def _handle(self, gi):
         """Apply the reset map of switching condition gi; count events and watch for Zeno
@@ -639,9 +687,10 @@ class Simulator:
         self.events.append((float(self.t), label, before, self.mode))
 
     def _due(self, g, level=0.0):
-        """Index of the first armed, enabled switching condition at or below ``level`` in g."""
+        """Index of the first watched, enabled switching condition at or below its firing
+        level (0 armed, -PROBE_G held; never above ``level``) in g."""
         for i, (v, a, e) in enumerate(zip(g, self.armed, self.enabled)):
-            if a and e and v <= level:
+            if a and e and v <= min(_LEVEL[a], level):
                 return i
         return None
 
@@ -649,7 +698,8 @@ class Simulator:
         """The armed, enabled switching condition that, falling as it fell over the last
         step, crosses zero within the next one (not one already rehearsed), else None."""
         for i, (a, b, armed, on) in enumerate(zip(g_prev, g_end, self.armed, self.enabled)):
-            if armed and on and 0.0 < b < a and b <= a - b and self._rehearsed != (self.mode, i):
+            if armed == ARMED and on and 0.0 < b < a and b <= a - b \
+                    and self._rehearsed != (self.mode, i):
                 return i
         return None
 
@@ -677,13 +727,15 @@ class Simulator:
         return True
 
     def _locate(self, gi, x0, p, h, gb):
-        """Earliest tau in (0, h] where guard gi falls to <= 0 (gb = its value at h), bracketed
-        to EVENT_TOL (Illinois)."""
+        """Earliest tau in (0, h] where guard gi falls to <= its firing level (0, or -PROBE_G
+        when held at zero, see _arm; gb = its value at h), bracketed to EVENT_TOL (Illinois)."""
         integ, cm, t0 = self.integrator, self.cm, self.t
         o = cm.nx + cm.sl_guards.start + gi
-        g = lambda tau: integ.partial(cm, t0, x0, p, tau)[o]  # noqa: E731
+        level = _LEVEL[self.armed[gi]]
+        g = lambda tau: integ.partial(cm, t0, x0, p, tau)[o] - level  # noqa: E731
+        gb -= level
         a, b = 0.0, h
-        ga = self.mon[cm.sl_guards][gi]
+        ga = self.mon[cm.sl_guards][gi] - level
         if ga <= 0:         # armed at zero by a reset map (see _arm): start an instant later
             a = min(PROBE, h / 100)
             ga = g(a)
@@ -813,11 +865,26 @@ class Simulator:
 
     def _accept(self, y):
         cm = self.cm
-        if not math.isfinite(y[-1]):
-            raise IntegrationError(f"non-finite state at t = {self.t:.9g} s in mode {cm.key}; "
-                                   "check inputs and parameters")
+        self._check_finite(y, "state")
         self.x = y[:cm.nx]
         self.mon = y[cm.nx:-1]
+
+    def _check_finite(self, y, what):
+        """IntegrationError unless every entry of y (state and monitors: outputs, forces,
+        conditions) is finite: nothing non-finite is ever accepted, so none reaches outputs."""
+        # the sum is nan or inf where any entry is (or where it overflows: then look closer)
+        if not math.isfinite(sum(y.tolist())) and not all(map(math.isfinite, y.tolist())):
+            cm = self.cm
+            names = ([str(c) for c in self.model.q] + [str(self.model.u[i]) for i in cm.ind]
+                     if len(y) > len(self.mon) else [])
+            names += ([str(u) for u in self.model.u] + [str(f) for f in self.model.forces]
+                      + list(self.outputs))
+            bad = [names[i] if i < len(names) else f"monitor {i}"
+                   for i, e in enumerate(y.tolist()) if not math.isfinite(e)]
+            raise IntegrationError(
+                f"non-finite {what} at t = {self.t:.9g} s in mode {cm.key} ({', '.join(bad[:5])}"
+                f"{', ...' if len(bad) > 5 else ''}); check inputs and parameters; the last "
+                "good state is kept")
 
     # ---------------------------------------------------------------- advance
     def _checkpoint(self):
@@ -829,7 +896,9 @@ class Simulator:
                     self.zeno_count, self._impact_gaps, self._last_impact)
 
     def rollback(self):
-        """Back to the state at the start of the last ``advance`` (the last good state)."""
+        """Back to the state at the start of the last ``advance`` if it failed (the last good
+        state; ``advance`` does this itself before it raises); after a successful one, or
+        before any, nothing to do: the current state is the last good one."""
         if self._cp is None:
             return
         (self.t, self.x, self.mon, self.mode, self.discrete, self.dep, self.armed, self.enabled,
@@ -842,17 +911,49 @@ class Simulator:
         self._dirty = True
 
     def advance(self, t_end):
-        """Integrate to t_end, handling every event on the way, in time order."""
+        """Integrate to t_end, handling every event on the way, in time order.  Any EmbedError
+        on the way rolls back to the state at the call (the last good state) and is raised."""
+        t_end = float(t_end)
+        if not (math.isfinite(t_end) and t_end >= self.t - EVENT_TOL):
+            raise InputError(f"advance to t_end = {t_end!r} from t = {self.t!r} s: the end "
+                             "must be finite and not before the current time")
+        n = self.integrator.steps_needed(self.t, t_end)
+        if n > MAX_STEPS:
+            raise StepBudgetError(
+                f"advancing {t_end - self.t:.6g} s from t = {self.t:.9g} s needs at least {n:.3g}"
+                f" steps of h_max = {self.integrator.h_max:g} s, more than the budget of "
+                f"{MAX_STEPS:.0e} steps per call; take shorter communication steps or a larger "
+                "h_max (the state is kept)")
         self._checkpoint()
+        try:
+            self._advance(t_end)
+        except EmbedError:
+            self.rollback()
+            self._cp = None      # rolled back: the current state is the last good one
+            raise
+        self._cp = None          # the last good state is this one
+
+    def _advance(self, t_end):
         if self.compiler is not None:
             self.poll_background()
         if self._dirty:     # inputs changed at this communication point: a condition may be due now
             self.mon = self.cm.monitors(self.t, self.x, self.pvec)
+            self._check_finite(self.mon, "monitors")
             self._dirty = False
+            if self._rearm:
+                self._rearm_after_input()
             while (gi := self._due(self.mon[self.cm.sl_guards], -PROBE_G)) is not None:
                 self._handle(gi)
         integ, p = self.integrator, self.pvec
+        budget = MAX_STEPS
         while t_end - self.t > EVENT_TOL:
+            budget -= 1
+            if budget < 0:
+                raise StepBudgetError(
+                    f"{MAX_STEPS:.0e} steps (h_max = {integ.h_max:g} s) did not reach t = "
+                    f"{t_end:.9g} s from t = {self._cp[0]:.9g} s: they averaged "
+                    f"{(self.t - self._cp[0]) / MAX_STEPS:.3g} s up to t = {self.t:.9g} s; "
+                    "check the inputs and rtol (the state is kept)")
             cm, x0 = self.cm, self.x
             h, y = integ.step(cm, self.t, x0, p, t_end - self.t)
             gs = cm.nx + cm.sl_guards.start
@@ -860,16 +961,17 @@ class Simulator:
             if self._due(g_end) is None:
                 g_prev = self.mon[cm.sl_guards].tolist()
                 self._accept(y)
-                self.t += h
+                self.t = integ.t_next
                 if self._hol or self._watch:
                     self._after_step()
                 if (gi := self._approaching(g_prev, g_end)) is not None:
                     self._rehearse(gi)
-                if not all(self.armed):
-                    self.armed = tuple(a or bool(v > 0) for a, v in zip(self.armed, self.mon[cm.sl_guards]))
+                if not all(a == ARMED for a in self.armed):
+                    self.armed = tuple(ARMED if v > 0 else a for a, v in
+                                       zip(self.armed, self.mon[cm.sl_guards].tolist()))
                 continue
             hits = [i for i, (v, a, e) in enumerate(zip(g_end, self.armed, self.enabled))
-                    if a and e and v <= 0]
+                    if a and e and v <= _LEVEL[a]]
             tau, gi = min((self._locate(i, x0, p, h, g_end[i]), i) for i in hits)
             self._accept(integ.partial(cm, self.t, x0, p, tau))
             self.t += tau
@@ -894,7 +996,10 @@ class Simulator:
         })
 
     def set_state(self, s):
-        s = copy.deepcopy(s)
+        """Restore a state of ``get_state``: checked whole first (``check_state``), so a
+        state that does not fit this simulator raises StateError naming the field and
+        changes nothing."""
+        s, cm = self.check_state(s)
         self.t = float(s["t"])
         self.mode = int(s["mode"])
         self.discrete = {k: float(v) for k, v in s["discrete"].items()}
@@ -906,14 +1011,14 @@ class Simulator:
                                                            for a in s["chart"])
         self.kappa0 = float(s["kappa0"])
         self.reselections, self.recharts = (int(v) for v in s["counters"])
-        self.impact_count, self.zeno_count, gaps, self._last_impact = s["impacts"]
+        self.impact_count, self.zeno_count, gaps, last = s["impacts"]
+        self.impact_count, self.zeno_count = int(self.impact_count), int(self.zeno_count)
         self._impact_gaps = [float(g) for g in gaps]
-        self.cm = self.compiled(self.mode, self.dep, self.active)
-        if s.get("path") == "numeric" and self.cm.path != "numeric":
-            self.cm = self.cache["numeric"][self.cm.key]   # replay on the path it ran on
+        self._last_impact = None if last is None else float(last)
+        self.cm = cm
         self.x = np.array(s["x"], dtype=float)
         self.mon = np.array(s["mon"], dtype=float)
-        self.armed = tuple(bool(a) for a in s["armed"])
+        self.armed = tuple(int(a) for a in s["armed"])
         self.enabled = tuple(bool(a) for a in s["enabled"])
         self.event_count = int(s["event_count"])
         self.last_event_time = float(s["last_event_time"])
@@ -922,4 +1027,142 @@ class Simulator:
         self.pvec = np.array(s["pvec"], dtype=float)
         self.integrator.set_state(s["integrator"])
         self._cp = None
-        self._dirty = False
+        self._dirty = self._rearm = False
+
+    def check_state(self, s):
+        """StateError unless ``s`` is a whole, consistent state of this simulator's automaton:
+        every field present and of its type, the mode and constraints known, the dependent
+        speeds a valid choice for the active constraints, x, mon, pvec, armed and enabled of
+        the lengths that mode needs, every number finite.  Returns a copy of s and the compiled
+        mode it runs in; nothing of the simulator changes."""
+        s = copy.deepcopy(s)
+
+        def bad(field, why):
+            return StateError(f"state field {field!r} {why}; the state is refused and the "
+                              "simulator keeps its own")
+
+        if not isinstance(s, dict):
+            raise StateError(f"a state is a dict of fields, not {type(s).__name__}")
+        for k in STATE_FIELDS:
+            if k not in s:
+                raise bad(k, "is missing")
+
+        def number(field, v, lo=-math.inf, integer=False):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise bad(field, f"= {v!r} is not a number")
+            if not (math.isfinite(float(v)) and v >= lo):
+                raise bad(field, f"= {v!r} is not finite" + (f" and >= {lo}" if lo > -math.inf
+                                                              else ""))
+            if integer and float(v) != int(v):
+                raise bad(field, f"= {v!r} is not an integer")
+            return v
+
+        def vector(field, v, n):
+            try:
+                a = np.array(v, dtype=float)
+            except (TypeError, ValueError):
+                raise bad(field, "is not a vector of numbers") from None
+            if a.ndim != 1 or len(a) != n:
+                raise bad(field, f"has shape {a.shape}; this simulator needs ({n},)")
+            if not np.all(np.isfinite(a)):
+                raise bad(field, "holds non-finite numbers")
+            return a
+
+        n = self.model.n
+        number("t", s["t"])
+        number("last_event_time", s["last_event_time"])
+        number("kappa0", s["kappa0"], 0.0)
+        for f in ("event_count", "same_instant"):
+            number(f, s[f], 0, integer=True)
+        mode = s["mode"]
+        if isinstance(mode, bool) or not isinstance(mode, (int, np.integer)) \
+                or int(mode) not in self.aut.modes:
+            raise bad("mode", f"= {mode!r} is not a mode of this automaton "
+                              f"({sorted(self.aut.modes)})")
+        guards = self.aut.modes[int(mode)].guards
+        disc = s["discrete"]
+        if not isinstance(disc, dict) or sorted(disc) != sorted(self.dnames):
+            raise bad("discrete", f"must have exactly the discrete variables {self.dnames}")
+        for k, v in disc.items():
+            number(f"discrete[{k}]", v)
+        active = s["active"]
+        if not isinstance(active, (list, tuple)) or not all(isinstance(c, str) for c in active):
+            raise bad("active", "is not a list of constraint names")
+        unknown = [c for c in active if c not in self.aut.constraints]
+        if unknown or len(set(active)) != len(active) or list(active) != sorted(active):
+            raise bad("active", f"= {list(active)} is not a sorted set of this automaton's "
+                                f"constraints ({sorted(self.aut.constraints)})")
+        dep = s["dep"]
+        if not isinstance(dep, (list, tuple)) or not all(
+                isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in dep) \
+                or len(dep) != len(active) or len(set(dep)) != len(dep) \
+                or not all(0 <= i < n for i in dep):
+            raise bad("dep", f"= {dep!r} is not one distinct speed index in 0..{n - 1} per "
+                             f"constraint of the field 'active' ({list(active)})")
+        pvec = vector("pvec", s["pvec"], len(self.psyms))
+        o = self.np_ + self.ni
+        if [float(disc[k]) for k in self.dnames] != pvec[o:o + len(self.dnames)].tolist():
+            raise bad("pvec", "disagrees with the field 'discrete'")
+        for f in ("armed", "enabled"):
+            v = s[f]
+            if not isinstance(v, (list, tuple)) or len(v) != len(guards):
+                raise bad(f, f"must hold one entry per switching condition of mode {mode} "
+                             f"({len(guards)})")
+        if not all(a in (UNARMED, ARMED, HELD) and not isinstance(a, float) for a in s["armed"]):
+            raise bad("armed", f"= {s['armed']!r} holds other than {UNARMED}, {ARMED}, {HELD}")
+        if not all(isinstance(a, (bool, np.bool_)) for a in s["enabled"]):
+            raise bad("enabled", f"= {s['enabled']!r} holds other than booleans")
+        ev = s["events"]
+        if not isinstance(ev, (list, tuple)) or not all(
+                isinstance(e, (list, tuple)) and len(e) == 4 and isinstance(e[1], str) for e in ev):
+            raise bad("events", "is not a list of (t, label, from mode, to mode)")
+        for e in ev:
+            number("events", e[0])
+        integ = s["integrator"]
+        if not isinstance(integ, dict):
+            raise bad("integrator", "is not a dict")
+        for k, v in integ.items():
+            number(f"integrator[{k}]", v, 0.0 if k == "h" else -math.inf)
+        if "h" in integ and not integ["h"] > 0:
+            raise bad("integrator[h]", "must be > 0")
+        cnt = s["counters"]
+        if not isinstance(cnt, (list, tuple)) or len(cnt) != 2:
+            raise bad("counters", "is not [reselections, recharts]")
+        for v in cnt:
+            number("counters", v, 0, integer=True)
+        imp = s["impacts"]
+        if not isinstance(imp, (list, tuple)) or len(imp) != 4 \
+                or not isinstance(imp[2], (list, tuple)):
+            raise bad("impacts", "is not [impact count, Zeno count, gaps, last impact time]")
+        number("impacts", imp[0], 0, integer=True)
+        number("impacts", imp[1], 0, integer=True)
+        for g in imp[2]:         # the gap before a first impact is inf
+            if not (isinstance(g, (int, float, np.floating)) and g >= 0 and not math.isnan(g)):
+                raise bad("impacts", f"holds a gap {g!r}")
+        if imp[3] is not None:
+            number("impacts", imp[3])
+        hol = [c for c in active if self.aut.constraints[c].holonomic]
+        chart = s["chart"]
+        if chart is not None:
+            if not isinstance(chart, (list, tuple)) or len(chart) != 2:
+                raise bad("chart", "is not None or (U, B)")
+            try:
+                U, Bh = (np.array(a, dtype=float) for a in chart)
+            except (TypeError, ValueError):
+                raise bad("chart", "is not a pair of matrices") from None
+            if U.shape != (n, len(hol)) or Bh.shape != (len(hol), len(hol)) \
+                    or not (np.all(np.isfinite(U)) and np.all(np.isfinite(Bh))):
+                raise bad("chart", f"must be finite matrices of shapes ({n}, {len(hol)}) and "
+                                   f"({len(hol)}, {len(hol)})")
+        if not isinstance(s.get("path"), (str, type(None))):
+            raise bad("path", f"= {s.get('path')!r} is not a path name")
+        try:
+            cm = self.compiled(int(mode), tuple(int(i) for i in dep), tuple(active))
+            if s.get("path") == "numeric" and cm.path != "numeric":
+                cm = self.cache["numeric"][cm.key]   # replay on the path it ran on
+        except (EmbedError, KeyError) as exc:
+            raise bad("dep", f"= {list(dep)} cannot be embedded for {list(active)}: {exc}") \
+                from None
+        x = vector("x", s["x"], cm.nx)
+        vector("mon", s["mon"], len(cm.monitors(float(s["t"]), x, pvec)))
+        return s, cm

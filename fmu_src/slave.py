@@ -22,14 +22,13 @@ from pythonfmu.enums import Fmi2Status
 from pythonfmu import Integer, Real, String
 
 from embed import EmbedError
-from embed.simulator import EMBEDDINGS
+from embed.simulator import EMBEDDINGS, MAX_STEPS
 from fmu_src.fmi2 import DISCARD, ERROR, CallError, Loader, State, fmi2_call
 from fmu_src.status import INPUT_REJECTED, REFUSED, STATUS, status_of
 
 __all__ = ["ScenarioSlave", "STATUS"]
 
 WORKER_START_TIMEOUT = 60.0   # s that initialization waits for the background worker's start
-MAX_INTERNAL_STEPS = 2_000_000   # fixed-step RK4 steps one doStep may take (h / h_max)
 STATE_FORMAT = 2                 # version of the FMU state's layout
 _SCENARIOS = {}   # (name, options) -> Scenario, built once per process (pythonfmu re-runs __init__)
 _COMPILERS = {}   # (name, options) -> background embedding worker, one per process
@@ -309,10 +308,10 @@ class ScenarioSlave(Fmi2Slave):
             raise CallError(f"currentCommunicationPoint = {current_time!r} is not the end of the "
                             f"previous step, t = {t!r} (FMI 2.0 Sec 4.2.3: steps follow each "
                             "other; restore a saved FMU state to go back)")
-        if self.solver == "rk4" and step_size / self.h_max > MAX_INTERNAL_STEPS:
+        if self.solver == "rk4" and step_size / self.h_max > MAX_STEPS:
             raise CallError(f"communicationStepSize = {step_size!r} s would take "
                             f"{step_size / self.h_max:.3g} internal steps of h_max = "
-                            f"{self.h_max} s (at most {MAX_INTERNAL_STEPS:.3g}); use shorter "
+                            f"{self.h_max} s (at most {MAX_STEPS:.3g}); use shorter "
                             "communication steps or a larger h_max")
         if self.sim is None:
             raise CallError("the instance did not initialize (see the log)")
@@ -326,16 +325,20 @@ class ScenarioSlave(Fmi2Slave):
         return path if path and os.path.isdir(os.path.join(path, "embed")) else None
 
     def _read_inputs(self):
-        """Inputs the master changed (each was checked when set) go to the simulator."""
+        """Inputs the master changed (each was checked when set) go to the simulator, all or
+        none: one the engine refuses is set back to its last good value."""
         good = self._good_inputs
-        changed = False
-        for name in self._input_names:
-            v = float(getattr(self, name))
-            if v != good[name]:
-                good[name] = v
-                changed = True
-        if changed and self.sim is not None:
-            self.sim.set_inputs(good)
+        new = {name: float(getattr(self, name)) for name in self._input_names}
+        if new == good:
+            return
+        if self.sim is not None:
+            try:
+                self.sim.set_inputs(new)
+            except Exception:
+                for name, value in good.items():
+                    setattr(self, name, value)
+                raise
+        good.update(new)
 
     def call_failed(self, status, message, code=None):
         """A call refused or failed: log it with its category, make the call return

@@ -85,7 +85,8 @@ def build(N=10) -> Scenario:
         pe = pe + m * g * pts[i][1]
     outputs = {**{f"q{i + 1}": q[i] for i in range(N)}, **{f"u{i + 1}": u[i] for i in range(N)},
                "tip_x": xt, "tip_y": yt, "tip_vx": vx, "kinetic_energy": ke, "potential_energy": pe}
-    aut = Automaton(model, constraints, modes, {}, outputs, transition, initial)
+    aut = Automaton(model, constraints, modes, {}, outputs, transition, initial,
+                    allowed={"pin": (1, 2)})
     parameters = [
         Var("l", 0.2, "length of every link", "m"), Var("m", 0.1, "mass at the end of every link", "kg"),
         Var("d", 0.2 * N * 0.8, "depth of the line below the pivot", "m"),

@@ -1,0 +1,128 @@
+"""A cart on a rail whose pendulum bob strikes a wall: a user's model, public API only.
+
+Cart (mass M, position x) on a horizontal rail, pushed toward the wall by the input F;
+pendulum (massless rod l, bob m, angle th from the downward vertical) hinged on it.  The
+bob is at (x + l sin th, -l cos th); the wall is the plane X = w, and the gap
+gap = w - x - l sin th >= 0 is a unilateral constraint.
+
+- mode 1, free (2 dof): the gap falling to zero is an impact, Newton restitution e on the
+  frictionless wall (``embed.impact.resolve``, gillespie2005 Sec 5.3); with a rebound
+  (Jn u+ > 0) the bob flies free again, else it stays on the wall.
+- mode 2, on the wall (1 dof): gap = 0 embedded; the wall's push N (along -X on the bob) is
+  the constraint force; the bob leaves when N falls through zero.
+
+Pushed toward the wall the rebounds accumulate (a Zeno sequence) and the automaton hands
+over to mode 2 with a plastic impact (mueller eq 7, the activation jump).
+
+``free_rhs`` is the free-flight ODE written out by hand (Lagrange, not Kane, not the
+engine): the independent reference of the property tests.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
+
+from embed import Automaton, Guard, Jump, Mode, Model, Simulator, holonomic
+from embed.impact import resolve
+
+FREE, WALL = 1, 2
+
+
+def automaton():
+    x, th = dynamicsymbols("x th")
+    v, w_ = dynamicsymbols("v w")
+    M, m, l, g, wall = sp.symbols("M m l g wall")
+    N, F = sp.symbols("N F")
+    frame = ReferenceFrame("N")
+    O = Point("O")
+    O.set_vel(frame, 0)
+    C = O.locatenew("C", x * frame.x)
+    C.set_vel(frame, v * frame.x)
+    P = C.locatenew("P", l * (sp.sin(th) * frame.x - sp.cos(th) * frame.y))
+    P.set_vel(frame, (v + l * sp.cos(th) * w_) * frame.x + l * sp.sin(th) * w_ * frame.y)
+    loads = [(C, F * frame.x), (P, -m * g * frame.y - N * frame.x)]
+    model = Model(frame, [x, th], [v, w_], [x.diff() - v, th.diff() - w_],
+                  [Particle("cart", C, M), Particle("bob", P, m)], loads, forces=[N],
+                  params=[M, m, l, g, wall], inputs=[F], name="cart_wall")
+    gap = wall - x - l * sp.sin(th)
+    constraints = {"wall": holonomic(model, "wall", gap)}
+    modes = {FREE: Mode(FREE, "free", (), ((N, 0),), (Guard("strike", gap, -1),)),
+             WALL: Mode(WALL, "on_wall", ("wall",), (), (Guard("release", N, -1),))}
+
+    def transition(ctx, guard):
+        if guard == "release":
+            return Jump(FREE)
+        Jn, _ = ctx.row("wall")
+        r = resolve(ctx.mass_matrix(), Jn, np.array([0.0, 1.0]), ctx.u, law="newton",
+                    e=ctx.param("e"), mu_s=0.0, mu_d=0.0)
+        if float(Jn @ r.u_plus) > 0:
+            return Jump(FREE, u=r.u_plus, impact=True)
+        return Jump(WALL, u=r.u_plus, impact=True)
+
+    def zeno(ctx, guard):
+        return Jump(WALL)             # plastic: the activation jump of mueller eq 7
+
+    outputs = {"gap": gap, "bob_x": x + l * sp.sin(th), "normal_force": N}
+    return Automaton(model, constraints, modes, {}, outputs, transition,
+                     lambda ctx: Jump(FREE), zeno)
+
+
+PARAMS = {"M": 2.0, "m": 0.5, "l": 0.8, "g": 9.81, "wall": 0.5}
+_AUT = None
+
+
+def simulator(e, F, q0=(0.0, 0.0), u0=(0.0, 0.0), *, solver="rk4", h_max=1e-3, **params):
+    """A started simulator of the cart and wall (the automaton is built once per process)."""
+    global _AUT
+    if _AUT is None:
+        _AUT = automaton()
+    sim = Simulator(_AUT, {**PARAMS, **params, "e": e}, solver=solver, h_max=h_max,
+                    cache=_CACHE.setdefault(solver, {}))
+    sim.set_inputs({"F": F})
+    sim.start(0.0, list(q0), list(u0))
+    return sim
+
+
+_CACHE = {}
+
+
+def mass(th, p=PARAMS):
+    """Mass matrix of (x, th) (Lagrange): [[M+m, m l cos th], [m l cos th, m l^2]]."""
+    M, m, l = p["M"], p["m"], p["l"]
+    c = math.cos(th)
+    return np.array([[M + m, m * l * c], [m * l * c, m * l * l]])
+
+
+def free_rhs(F, p=PARAMS):
+    """d/dt (x, th, v, w) in free flight, from the Lagrangian
+    L = (M+m) v^2/2 + m l cos(th) v w + m l^2 w^2/2 + m g l cos(th)."""
+    m, l, g = p["m"], p["l"], p["g"]
+
+    def f(t, y):
+        x, th, v, w = y
+        rhs = np.array([F + m * l * math.sin(th) * w * w, -m * g * l * math.sin(th)])
+        a = np.linalg.solve(mass(th, p), rhs)
+        return [v, w, a[0], a[1]]
+    return f
+
+
+def gap(y, p=PARAMS):
+    return p["wall"] - y[0] - p["l"] * math.sin(y[1])
+
+
+def jn(th, p=PARAMS):
+    """d gap / d(v, w): the wall's normal row (separating speed Jn u)."""
+    return np.array([-1.0, -p["l"] * math.cos(th)])
+
+
+def newton_impact(y, e, p=PARAMS):
+    """Newton restitution on the frictionless wall by hand: u+ = u- - (1+e) vn M^-1 Jn^T / (Jn M^-1 Jn^T)."""
+    th, u = y[1], np.array(y[2:])
+    J = jn(th, p)
+    Minv_J = np.linalg.solve(mass(th, p), J)
+    vn = J @ u
+    return np.concatenate((y[:2], u - (1 + e) * vn * Minv_J / (J @ Minv_J)))
