@@ -1,0 +1,99 @@
+"""Free-form fences announced to disk_fence.fmu in quick succession, stepped at a paced 1 kHz.
+
+Run by the tests as a subprocess (``python tests/fence_storm.py FMU OPTIONS_JSON``) so that a
+step that never returns ends in the test's own timeout (the test fails, it does not hang):
+the master here is fmpy's FMU2Slave (``fmu_src.master.FmuRunner``), several instances of
+the FMU in this one process, each announcing fences of its own.  Prints one JSON line: per
+instance the largest step (wall s) and when it happened, the last fence it announced, its
+final outputs and its warnings.
+
+Options: instances, duration (s of simulated and wall time, paced), every (s between two
+announcements of one instance), first/last (the number of sine factors of the first and of
+the largest fence: each announcement one more, wrapping round), quiet (s at the end
+without announcements), start (s before the first announcement), near_fence (start the
+disk slowly rolling so that it meets the fence at the end of the run), amplitudes (the
+fences' overall factor, one per instance), count (announcements per instance at most).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fmu_src.master import FmuRunner, exit_now  # noqa: E402
+
+G = 9.81
+PHI_SLOW = -math.radians(0.01)     # a nearly level ramp: the disk creeps towards the fence
+OUTPUTS = ("mode", "status", "q1", "q2", "q3", "q4", "constraint_residual",
+           "geometry_version_active", "geometry_status", "embed_pending")
+
+
+def curve(amplitude, n, j):
+    """A valid fence (tangent at P, smooth, gently curved over 6.7 m): amplitude s^2 times n
+    factors (1 + 0.01 sin(k s + j)), k cycling over 1..12; j makes each text its own fence."""
+    factors = "*".join(f"(1+0.01*sin({1 + m % 12}*s+{j % 97}))" for m in range(n))
+    return f"{amplitude}*s**2*{factors}"
+
+
+def main(fmu, opts):
+    n_inst = int(opts.get("instances", 2))
+    duration = float(opts.get("duration", 60.0))
+    every = float(opts.get("every", 0.01))
+    first, last = int(opts.get("first", 10)), int(opts.get("last", 24))
+    quiet = float(opts.get("quiet", 3.0))
+    start = float(opts.get("start", 0.5))
+    count = int(opts.get("count", 1 << 30))
+    amps = opts.get("amplitudes", [0.002, 0.004, 0.003, 0.005][:n_inst])
+    params = {}
+    if opts.get("near_fence"):
+        # rolling from rest on the ramp: a = g sin|phi| m / (m + J / r^2) with the defaults
+        a = G * math.sin(-PHI_SLOW) / 1.5
+        reach = duration - 2.0
+        params = {"phi": PHI_SLOW, "q4_start": 25.3 - 0.5 * a * reach ** 2}
+    runs = [FmuRunner(fmu, params=params, strings={"embedding": "background"},
+                      instance=f"storm{i}") for i in range(n_inst)]
+    info = [{"max_step": 0.0, "at": None, "version": 0, "text": "", "n": 0,
+             "steps_over_10ms": 0} for _ in runs]
+    h = 1e-3
+    n_steps = int(round(duration / h))
+    next_at = [start + i * every / n_inst for i in range(n_inst)]
+    t0 = time.monotonic()
+    for k in range(n_steps):
+        t = k * h
+        for i, r in enumerate(runs):
+            d = info[i]
+            if t >= next_at[i] and t < duration - quiet and d["n"] < count:
+                next_at[i] += every
+                size = first + d["n"] % (last - first + 1)
+                d["n"] += 1
+                d["version"] += 1
+                d["text"] = curve(amps[i], size, d["version"] + 31 * i)
+                r.fmu.setString([r.vr("fence_curve")], [d["text"]])
+                r.set(fence_version=d["version"])
+            a = time.perf_counter()
+            r.step(h)
+            dt = time.perf_counter() - a
+            if dt > d["max_step"]:
+                d["max_step"], d["at"] = dt, t
+            d["steps_over_10ms"] += dt > 0.01
+        lag = t0 + (k + 1) * h - time.monotonic()
+        if lag > 0:
+            time.sleep(lag)
+    out = []
+    for d, r in zip(info, runs):
+        d["outputs"] = r.get(*OUTPUTS)
+        d["warnings"] = [m for _, m in r.messages]
+        d["params"] = params
+        out.append(d)
+    print(json.dumps(out))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
+    exit_now(0)
