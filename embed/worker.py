@@ -22,8 +22,9 @@ request, slot), the client being the instance that asked (its answers carry its 
 
 Every "mode" and "call" request is followed, once answered, by a ("done",) frame, so
 that the stepping process polls only while something is outstanding.  A request with a
-slot is skipped (answered only by its "done") when a later one of the same client and slot
-is already waiting: a burst of announcements costs one answer, the latest.
+slot is answered only by its "done" when a later one of the same client and slot is
+already waiting, which is served in its place: a burst of announcements costs one answer,
+the latest, and a client announcing faster than it is answered starves no other.
 
 Requests are read by a thread per input (the stepping process's pipe, and the fast
 worker's for the slow one), so that whoever writes to this worker never waits for it to
@@ -45,6 +46,9 @@ import struct
 import sys
 import threading
 import traceback
+
+
+ANSWERED = ("mode", "call")      # the requests answered (by a "done" at least)
 
 
 def read_frame(stream):
@@ -95,9 +99,24 @@ class _Inbox:
                 self.cond.wait()
             return self.items.popleft()
 
-    def superseded(self, cid, slot):
+    def latest(self, cid, slot):
+        """The latest waiting request of client ``cid`` with ``slot``, taken out of the inbox in
+        place of an earlier one (so a client announcing faster than it is answered is not
+        starved by another), with the earlier ones it replaces and the announcements waiting
+        ahead of it (cheap, taken first: they may be what it needs).  None if there is none."""
         with self.cond:
-            return any(it[0] == cid and it[3] == slot for it in self.items)
+            same = [i for i, it in enumerate(self.items)
+                    if it[0] == cid and it[3] == slot and it[2][0] in ANSWERED]
+            if not same:
+                return None
+            last = same[-1]
+            items = list(self.items)
+            ahead = [it for it in items[:last] if it[2][0] in ("constraint", "modedef")]
+            skipped = [items[i] for i in same[:-1]]
+            taken = set(same) | {i for i in range(last) if items[i][2][0] in ("constraint",
+                                                                              "modedef")}
+            self.items = collections.deque(it for i, it in enumerate(items) if i not in taken)
+            return ahead, skipped, items[last]
 
 
 class _PeerWriter:
@@ -168,10 +187,18 @@ def main(argv=None):
         warm(sim)
     write(None, None, ("ready",))
     entries = set()          # constraint sets whose entry terms were sent
+    todo = collections.deque()
     while True:
-        cid, rid, req, slot = inbox.get()
+        cid, rid, req, slot = todo.popleft() if todo else inbox.get()
         if req[0] == "stop":
             return 0
+        if (slot is not None and req[0] in ANSWERED
+                and (later := inbox.latest(cid, slot)) is not None):
+            ahead, skipped, chosen = later       # a later request of this client replaces it
+            for _, r, _, _ in [(cid, rid, req, slot)] + skipped:
+                write(cid, r, ("done",))
+            todo.extendleft(reversed(ahead + [chosen]))
+            continue
         if req[0] in ("constraint", "modedef"):
             try:
                 if req[0] == "constraint":
@@ -184,9 +211,6 @@ def main(argv=None):
                 write(cid, None, ("error", req[0], f"{type(exc).__name__}: {exc}",
                                   traceback.format_exc()))
             continue
-        if slot is not None and inbox.superseded(cid, slot):
-            write(cid, rid, ("done",))      # a later request of this client replaces it
-            continue
         if req[0] == "call":
             fname, args = req[1], req[2]
             module = scenarios.load(name)
@@ -197,12 +221,13 @@ def main(argv=None):
             try:
                 for part in getattr(module, fname)(sim, *args):
                     if isinstance(part, Relay):
-                        n = sum(r[0] in ("mode", "call") for r in part.requests)
+                        n = sum(r[0] in ANSWERED for r in part.requests)
                         if peer is None:
                             raise RuntimeError("a Relay needs the slow worker (--peer-out)")
                         # told before the slow worker can answer, so its count is right
                         write(cid, rid, ("relayed", n))
-                        peer.put(b"".join(frame((cid, rid, r, slot)) for r in part.requests))
+                        peer.put(b"".join(frame((cid, rid, r, slot if r[0] in ANSWERED
+                                                       else None)) for r in part.requests))
                         part = part.part
                         if part is None:
                             continue

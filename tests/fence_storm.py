@@ -4,7 +4,9 @@ Run by the tests as a subprocess (``python tests/fence_storm.py FMU OPTIONS_JSON
 step that never returns ends in the test's own timeout (the test fails, it does not hang):
 the master here is fmpy's FMU2Slave (``fmu_src.master.FmuRunner``), several instances of
 the FMU in this one process, each announcing fences of its own.  Prints one JSON line: per
-instance the largest step (wall s) and when it happened, the last fence it announced, its
+instance the largest step (wall s) and when it happened, the largest CPU time of a step and
+the longest time a step slept (blocked in a system call; from Linux's schedstat, which also
+tells the time the step waited for a core on a loaded machine), the last fence it announced, its
 final outputs and its warnings.
 
 Options: instances, duration (s of simulated and wall time, paced), every (s between two
@@ -33,6 +35,16 @@ OUTPUTS = ("mode", "status", "q1", "q2", "q3", "q4", "constraint_residual",
            "geometry_version_active", "geometry_status", "embed_pending")
 
 
+def _sched():
+    """(cpu s, s waiting for a core) of this thread so far (Linux schedstat), or None."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            cpu, wait = f.read().split()[:2]
+        return int(cpu) * 1e-9, int(wait) * 1e-9
+    except OSError:
+        return None
+
+
 def curve(amplitude, n, j):
     """A valid fence (tangent at P, smooth, gently curved over 6.7 m): amplitude s^2 times n
     factors (1 + 0.01 sin(k s + j)), k cycling over 1..12; j makes each text its own fence."""
@@ -58,11 +70,12 @@ def main(fmu, opts):
     runs = [FmuRunner(fmu, params=params, strings={"embedding": "background"},
                       instance=f"storm{i}") for i in range(n_inst)]
     info = [{"max_step": 0.0, "at": None, "version": 0, "text": "", "n": 0,
-             "steps_over_10ms": 0} for _ in runs]
+             "steps_over_10ms": 0, "max_cpu": 0.0, "cpu_at": None, "max_blocked": 0.0,
+             "blocked_at": None, "max_own": 0.0, "own_at": None, "schedstat": _sched() is not None} for _ in runs]
     h = 1e-3
     n_steps = int(round(duration / h))
     next_at = [start + i * every / n_inst for i in range(n_inst)]
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), time.process_time()
     for k in range(n_steps):
         t = k * h
         for i, r in enumerate(runs):
@@ -75,17 +88,31 @@ def main(fmu, opts):
                 d["text"] = curve(amps[i], size, d["version"] + 31 * i)
                 r.fmu.setString([r.vr("fence_curve")], [d["text"]])
                 r.set(fence_version=d["version"])
+            s0 = _sched()
             a = time.perf_counter()
             r.step(h)
             dt = time.perf_counter() - a
+            s1 = _sched()
             if dt > d["max_step"]:
                 d["max_step"], d["at"] = dt, t
+            if s0 is not None:
+                # the step's wall time is its CPU time, the time it waited for a core (a
+                # shared machine) and the time it slept (blocked in a system call: a pipe)
+                cpu, wait = s1[0] - s0[0], s1[1] - s0[1]
+                if cpu > d["max_cpu"]:
+                    d["max_cpu"], d["cpu_at"] = cpu, t
+                if dt - cpu - wait > d["max_blocked"]:
+                    d["max_blocked"], d["blocked_at"] = dt - cpu - wait, t
+                if dt - wait > d["max_own"]:       # what the step itself took
+                    d["max_own"], d["own_at"] = dt - wait, t
             d["steps_over_10ms"] += dt > 0.01
         lag = t0 + (k + 1) * h - time.monotonic()
         if lag > 0:
             time.sleep(lag)
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
     out = []
     for d, r in zip(info, runs):
+        d["cpu_per_step"], d["wall"] = cpu / n_steps / n_inst, wall
         d["outputs"] = r.get(*OUTPUTS)
         d["warnings"] = [m for _, m in r.messages]
         d["params"] = params
