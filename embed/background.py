@@ -197,8 +197,8 @@ class _Workers:
         # the folder holding embed/ and scenarios/: an FMU's resources (a master may delete
         # the folder an earlier instance was imported from), else this package's parent
         self.root = str(root or Path(__file__).resolve().parents[1])
+        self.roots = [self.root]  # of the clients, newest last: a restart uses one that exists
         self.env = dict(os.environ)
-        self.env["PYTHONPATH"] = self.root + os.pathsep + self.env.get("PYTHONPATH", "")
         self.cmd = [python or python_executable(), "-m", "embed.worker", scenario,
                     json.dumps(options or {})]
         self.clients = weakref.WeakValueDictionary()
@@ -212,11 +212,18 @@ class _Workers:
         self._start()
 
     def _start(self):
+        # the newest folder holding embed/ that still exists (a master may delete the one an
+        # earlier instance was extracted to), else this package's parent
+        here = str(Path(__file__).resolve().parents[1])
+        root = next((d for d in reversed(self.roots)
+                     if os.path.isdir(os.path.join(d, "embed"))), here)
+        env = dict(self.env)
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         r, w = os.pipe()          # fast -> slow, for what the fast worker prepares (Relay)
         try:
-            self.fast = _Pipe("fast", self.cmd + ["--peer-out", str(w)], self.env, self.root,
+            self.fast = _Pipe("fast", self.cmd + ["--peer-out", str(w)], env, root,
                               pass_fds=(w,))
-            self.slow = _Pipe("slow", self.cmd + ["--peer-in", str(r)], self.env, self.root,
+            self.slow = _Pipe("slow", self.cmd + ["--peer-in", str(r)], env, root,
                               pass_fds=(r,))
         finally:
             os.close(r)
@@ -345,7 +352,15 @@ class _Workers:
             if rec.deaths >= MAX_DEATHS:
                 del self.pending[rid]
                 dropped.append(rec)
-        self._start()
+        try:
+            self._start()
+        except Exception as exc:  # noqa: BLE001 - never into the step: say so, go on without
+            self.closed = True
+            for client in list(self.clients.values()):
+                client.errors.append(("background workers", f"could not start them again "
+                                      f"({type(exc).__name__}: {exc}); stepping on without "
+                                      "them", ""))
+            return
         for data in self.history:
             for p in self.pipes:
                 p.send(data)
@@ -398,8 +413,11 @@ class BackgroundCompiler:
         self._rest = False
         self._closed = False
 
-    def client(self):
-        """Another client of this pair of workers (an FMU instance of its own)."""
+    def client(self, root=None):
+        """Another client of this pair of workers (an FMU instance of its own); ``root``: its
+        folder holding embed/ (an FMU's resources), used if the workers are started again."""
+        if root:
+            self._w.roots.append(str(root))
         return BackgroundCompiler(None, _workers=self._w)
 
     @property
