@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fmu_src.master import FmuRunner, exit_now  # noqa: E402
 
 G = 9.81
-PHI_SLOW = -math.radians(0.01)     # a nearly level ramp: the disk creeps towards the fence
+PHI_SLOW = -math.radians(0.01)     # a nearly level ramp: the disk creeps to the fence
 OUTPUTS = ("mode", "status", "q1", "q2", "q3", "q4", "constraint_residual",
            "geometry_version_active", "geometry_status", "embed_pending")
 
@@ -63,8 +63,8 @@ def main(fmu, opts):
     amps = opts.get("amplitudes", [0.002, 0.004, 0.003, 0.005][:n_inst])
     params = {}
     if opts.get("near_fence"):
-        # rolling from rest on the ramp: a = g sin|phi| m / (m + J / r^2) with the defaults
-        a = G * math.sin(-PHI_SLOW) / 1.5
+        # from rest down the (frictionless: the disk slides) ramp: a = g sin|phi|
+        a = G * math.sin(-PHI_SLOW)
         reach = duration - 2.0
         params = {"phi": PHI_SLOW, "q4_start": 25.3 - 0.5 * a * reach ** 2}
     runs = [FmuRunner(fmu, params=params, strings={"embedding": "background"},
@@ -110,9 +110,18 @@ def main(fmu, opts):
         if lag > 0:
             time.sleep(lag)
     cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
+    # the last announcements answered: on a loaded machine the workers may lag behind the
+    # paced run; 10 us steps (the disk barely moves) until none is pending, a minute at most
+    t1 = time.monotonic()
+    while (any(r.get("embed_pending")["embed_pending"] for r in runs)
+           and time.monotonic() - t1 < 60.0):
+        for r in runs:
+            r.step(1e-5)
+        time.sleep(1e-3)
     out = []
     for d, r in zip(info, runs):
         d["cpu_per_step"], d["wall"] = cpu / n_steps / n_inst, wall
+        d["settle"] = time.monotonic() - t1
         d["outputs"] = r.get(*OUTPUTS)
         d["warnings"] = [m for _, m in r.messages]
         d["params"] = params

@@ -96,8 +96,9 @@ def test_soak_two_instances_announcing_fences_every_few_ms(fmu_dir):
         o = d["outputs"]
         within_budget(d)
         assert not d["warnings"], d["warnings"]
-        assert o["status"] == 0 and o["geometry_status"] == 0
-        assert o["geometry_version_active"] == d["version"] and o["embed_pending"] == 0
+        assert o["status"] == 0 and o["geometry_status"] == 0, o
+        assert o["geometry_version_active"] == d["version"] and o["embed_pending"] == 0, (
+            o, d["settle"])
         assert d["n"] > 100
         assert o["mode"] == 3 and o["constraint_residual"] <= 1e-9
         s, miss = on_its_own_fence(d)
