@@ -3,14 +3,31 @@
 Two worker processes: a *fast* one answers a scenario's own calls (a geometry announced at
 run time: parse, check, form its constraints; a few ms), a *slow* one embeds and compiles
 modes with LLVM (tens to hundreds of ms each).  A second announcement therefore never
-waits behind the compile of the first.  ``submit`` and ``call`` write a small request and
-return at once; ``results`` and ``call_results`` take whatever has arrived, without
-waiting (select with zero timeout), and cost nothing at all (no system call) while no
-request is outstanding.  The stepping loop keeps integrating on the numeric path meanwhile.
+waits behind the compile of the first.
+
+The stepping process never blocks on a pipe, and a step's cost does not depend on the size
+of what a worker is sent:
+
+- its writes are non-blocking: a request goes into an outgoing queue, of which each poll
+  writes what the pipe takes, at most ``WRITE_BUDGET`` bytes;
+- what the fast worker prepares for the slow one (the constraints, mode and mode request
+  of a new geometry, which may be large) goes from worker to worker through a pipe of
+  their own (``Relay``): the stepping process is only told how many answers to expect;
+- each poll reads at most ``READ_BUDGET`` bytes and decodes at most ``max_frames``
+  answers, and costs no system call at all while nothing is outstanding.
+
+One pair of workers serves every instance of a scenario in a process: each instance talks
+to it through a client of its own (``BackgroundCompiler.client``), whose requests carry its
+number and whose answers only it receives.  A worker that dies is replaced (both are
+started again: they share a pipe), every announcement is sent again and every request not
+answered yet re-sent; the clients are told through ``errors`` (the FMU logs them).  A
+request outstanding at two deaths is dropped with an error rather than sent a third time.
 """
 
 from __future__ import annotations
 
+import collections
+import itertools
 import json
 import os
 import pickle
@@ -20,9 +37,13 @@ import struct
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 
-from .errors import CompilationError
+WRITE_BUDGET = 1 << 16     # bytes a poll writes to a worker at most (one pipe buffer)
+READ_BUDGET = 1 << 18      # bytes a poll reads from a worker at most
+MAX_DEATHS = 2             # a request outstanding when the workers died this often is dropped
+_HEAD = struct.Struct("<I")
 
 
 def python_executable():
@@ -39,148 +60,264 @@ def python_executable():
 def frame(obj):
     """One request or answer: a length-prefixed pickle."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return struct.pack("<I", len(data)) + data
+    return _HEAD.pack(len(data)) + data
+
+
+class Relay:
+    """A part a worker call yields for the *slow* worker: ``requests`` (("constraint", c),
+    ("modedef", mode), ("mode", key, options), ...) go to it directly, worker to worker, and
+    ``part`` (if not None) to the caller as an ordinary part."""
+
+    __slots__ = ("requests", "part")
+
+    def __init__(self, requests, part=None):
+        self.requests, self.part = list(requests), part
 
 
 class _Pipe:
-    """One worker process and the frames read from it."""
+    """One worker process: its outgoing queue (non-blocking writes) and the bytes read from it."""
 
-    def __init__(self, cmd, env, cwd):
+    def __init__(self, name, cmd, env, cwd, pass_fds=()):
+        self.name = name
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=env, cwd=cwd)
-        self.buf = b""
+                                     env=env, cwd=cwd, pass_fds=pass_fds)
+        self.fd_w = self.proc.stdin.fileno()
+        self.fd_r = self.proc.stdout.fileno()
+        os.set_blocking(self.fd_w, False)
+        self.out = collections.deque()
+        self.off = 0                  # bytes of out[0] written already
+        self.buf = bytearray()
+        self.pos = 0                  # bytes of buf decoded already
         self.ready = False
-        self.outstanding = 1      # requests not answered yet: the first is the worker's start
+        self.dead = False
 
-    def send(self, data, requests=0):
-        try:
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise CompilationError(f"background embedding worker is gone: {exc}") from exc
-        self.outstanding += requests
+    def send(self, data):
+        self.out.append(data)
+        self.flush()
 
-    def frames(self, max_frames):
-        """At most ``max_frames`` decoded answers, never waiting."""
-        if not self.outstanding and not self.buf:
-            return []
-        fd = self.proc.stdout.fileno()
-        while select.select([fd], [], [], 0)[0]:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            self.buf += chunk
-        out = []
-        while len(out) < max_frames and len(self.buf) >= 4:
-            (size,) = struct.unpack("<I", self.buf[:4])
-            if len(self.buf) < 4 + size:
-                break
-            msg = pickle.loads(self.buf[4:4 + size])
-            self.buf = self.buf[4 + size:]
-            if msg[0] == "ready":
-                self.ready = True
-                self.outstanding -= 1
-            elif msg[0] == "done":
-                self.outstanding -= 1
-            else:
-                out.append(msg)
-        return out
-
-    def close(self):
-        if self.proc.poll() is None:
+    def flush(self, budget=WRITE_BUDGET):
+        """Write what the pipe takes of the queue, at most ``budget`` bytes, never waiting."""
+        while self.out and budget > 0 and not self.dead:
+            head = self.out[0]
             try:
-                self.send(frame(("stop",)))
-                self.proc.stdin.close()
+                n = os.write(self.fd_w, memoryview(head)[self.off:self.off + budget])
+            except BlockingIOError:
+                return
+            except OSError:           # EPIPE: the worker is gone
+                self.dead = True
+                return
+            budget -= n
+            self.off += n
+            if self.off >= len(head):
+                self.out.popleft()
+                self.off = 0
+
+    def read(self, budget=READ_BUDGET):
+        """What has arrived, at most ``budget`` bytes, never waiting."""
+        fd = self.fd_r
+        while budget > 0 and select.select([fd], [], [], 0)[0]:
+            try:
+                chunk = os.read(fd, min(budget, 1 << 16))
+            except OSError:
+                chunk = b""
+            if not chunk:             # EOF: the worker is gone
+                self.dead = True
+                return
+            self.buf += chunk
+            budget -= len(chunk)
+
+    def has_frame(self):
+        n = len(self.buf) - self.pos
+        return n >= 4 and n - 4 >= _HEAD.unpack_from(self.buf, self.pos)[0]
+
+    def next_frame(self):
+        """The next complete answer decoded, or None."""
+        if not self.has_frame():
+            return None
+        (size,) = _HEAD.unpack_from(self.buf, self.pos)
+        start = self.pos + 4
+        view = memoryview(self.buf)
+        part = view[start:start + size]
+        try:
+            msg = pickle.loads(part)
+        finally:
+            part.release()
+            view.release()
+        self.pos = start + size
+        if self.pos == len(self.buf):
+            self.buf.clear()
+            self.pos = 0
+        elif self.pos > (1 << 16):
+            del self.buf[:self.pos]
+            self.pos = 0
+        return msg
+
+    @property
+    def busy(self):
+        return bool(self.out) or len(self.buf) > self.pos
+
+    def close(self, stop=True):
+        if self.proc.poll() is None and stop:
+            try:
+                os.set_blocking(self.fd_w, True)
+                self.proc.stdin.close()      # EOF: the worker leaves after what it is doing
                 self.proc.wait(timeout=2)
             except Exception:  # noqa: BLE001
-                self.proc.kill()
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except Exception:  # noqa: BLE001
+                pass
 
 
-class BackgroundCompiler:
-    def __init__(self, scenario, options=None, python=None, root=None):
+class _Request:
+    __slots__ = ("rid", "client", "pipe", "data", "origin_done", "relayed", "relay_done",
+                 "parts", "skip", "deaths", "what")
+
+    def __init__(self, rid, client, pipe, data, what):
+        self.rid, self.client, self.pipe, self.data, self.what = rid, client, pipe, data, what
+        self.origin_done = False
+        self.relayed = self.relay_done = 0
+        self.parts = self.skip = self.deaths = 0
+
+    @property
+    def answered(self):
+        return self.origin_done and self.relay_done >= self.relayed
+
+
+class _Workers:
+    """The two worker processes of one scenario and options, shared by the clients of a
+    process: requests numbered, answers routed to the client that asked."""
+
+    def __init__(self, scenario, options, python, root):
         # the folder holding embed/ and scenarios/: an FMU's resources (a master may delete
         # the folder an earlier instance was imported from), else this package's parent
-        root = str(root or Path(__file__).resolve().parents[1])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-        cmd = [python or python_executable(), "-m", "embed.worker", scenario,
-               json.dumps(options or {})]
-        self.fast = _Pipe(cmd, env, root)
-        self.slow = _Pipe(cmd, env, root)
-        self.errors = []
-        self._modes = []
-        self._calls = []
-        self._extras = []
-        self._rest = False
+        self.root = str(root or Path(__file__).resolve().parents[1])
+        self.roots = [self.root]  # of the clients, newest last: a restart uses one that exists
+        self.env = dict(os.environ)
+        self.cmd = [python or python_executable(), "-m", "embed.worker", scenario,
+                    json.dumps(options or {})]
+        self.clients = weakref.WeakValueDictionary()
+        self._client_ids = itertools.count(1)
+        self._rids = itertools.count(1)
+        self.history = []         # announcements (frames), sent again to new workers
+        self.pending = {}         # request number -> _Request not answered yet
         self._partial = {}        # modes of which functions are still to come
+        self.restarts = 0
+        self.closed = False
+        self._start()
+
+    def _start(self):
+        # the newest folder holding embed/ that still exists (a master may delete the one an
+        # earlier instance was extracted to), else this package's parent
+        here = str(Path(__file__).resolve().parents[1])
+        root = next((d for d in reversed(self.roots)
+                     if os.path.isdir(os.path.join(d, "embed"))), here)
+        env = dict(self.env)
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        r, w = os.pipe()          # fast -> slow, for what the fast worker prepares (Relay)
+        try:
+            self.fast = _Pipe("fast", self.cmd + ["--peer-out", str(w)], env, root,
+                              pass_fds=(w,))
+            self.slow = _Pipe("slow", self.cmd + ["--peer-in", str(r)], env, root,
+                              pass_fds=(r,))
+        finally:
+            os.close(r)
+            os.close(w)
+        self.pipes = (self.fast, self.slow)
+
+    # ----------------------------------------------------------------- clients
+    def register(self, client):
+        cid = next(self._client_ids)
+        self.clients[cid] = client
+        return cid
 
     @property
     def ready(self):
         return self.fast.ready and self.slow.ready
 
-    @property
-    def outstanding(self):
-        return self.fast.outstanding + self.slow.outstanding
+    def outstanding(self, cid):
+        return sum(1 for r in self.pending.values() if r.client == cid)
 
-    def alive(self):
-        return self.fast.proc.poll() is None and self.slow.proc.poll() is None
+    def request(self, cid, pipe, req, slot=None, what=None):
+        rid = next(self._rids)
+        data = frame((cid, rid, req, slot))
+        rec = self.pending[rid] = _Request(rid, cid, pipe, data, what)
+        getattr(self, pipe).send(data)
+        return rec
 
-    def wait_ready(self, timeout):
-        """Block until both workers have built their model (at most ``timeout`` s): called at
-        set-up, so that their start-up (imports, model: 1-3 s of CPU) is over before the
-        first real-time step.  Returns whether they are ready."""
-        deadline = time.monotonic() + timeout
-        while not self.ready and self.alive() and time.monotonic() < deadline:
-            fds = [p.proc.stdout.fileno() for p in (self.fast, self.slow) if not p.ready]
-            if select.select(fds, [], [], 0.05)[0]:
-                self.poll(max_frames=100)
-        return self.ready
+    def announce(self, cid, req):
+        data = frame((cid, None, req, None))
+        self.history.append(data)
+        for p in self.pipes:
+            p.send(data)
 
-    def submit(self, key, rhs=False):
-        """Ask for mode ``key`` (mode id, active constraints, dependent speeds) compiled, with
-        the right-hand side alone too if ``rhs`` (the adaptive solver)."""
-        self.slow.send(frame(("mode", key, {"rhs": rhs})), requests=1)
-
-    def announce(self, constraint):
-        """A constraint defined at run time, for the modes submitted later (both workers)."""
-        data = frame(("constraint", constraint))
-        self.fast.send(data)
-        self.slow.send(data)
-
-    def announce_mode(self, mode):
-        data = frame(("modedef", mode))
-        self.fast.send(data)
-        self.slow.send(data)
-
-    def relay(self, data, requests):
-        """Frames the fast worker prepared for the slow one (constraints, modes and mode
-        requests of a new geometry), passed on without decoding them here."""
-        self.slow.send(data, requests)
-
-    def call(self, fname, *args):
-        """Run the scenario module's worker function ``fname`` (listed in its WORKER_CALLS)
-        in the fast worker; its results arrive, part by part, through ``call_results``."""
-        self.fast.send(frame(("call", fname, args)), requests=1)
-
-    def poll(self, max_frames=1):
-        """Decode at most ``max_frames`` finished answers in all, the fast worker's first:
-        loading a compiled function costs 0.1-0.4 ms in a step that finds the caches cold,
-        so a step decodes one (``rest`` skips the next poll: a step that installed one)."""
-        if self._rest:
-            self._rest = False
+    # ----------------------------------------------------------------- polling
+    def poll(self, max_frames):
+        """Write what is queued, read what has arrived, decode at most ``max_frames`` answers
+        (control frames not counted) and route them; restart dead workers."""
+        if self.closed:
             return
+        if not self.pending and self.ready and not (self.fast.busy or self.slow.busy):
+            return                # nothing outstanding: no system call
+        for p in self.pipes:
+            p.flush()
+            if not p.dead:
+                p.read()
         n = 0
-        for pipe in (self.fast, self.slow):
-            for msg in pipe.frames(max_frames - n):
-                n += 1
-                if msg[0] in ("mode", "mode_fn"):
-                    self._mode_part(msg)
-                elif msg[0] in ("entry", "rhs"):
-                    self._extras.append(msg)
-                elif msg[0] == "call":
-                    self._calls.append(msg[1:])
-                elif msg[0] == "error":
-                    self.errors.append(msg[1:])
+        for p in self.pipes:
+            while n < max_frames:
+                msg = p.next_frame()
+                if msg is None:
+                    break
+                n += self._route(p, msg)
+        if self.fast.dead or self.slow.dead:
+            self._restart()
+
+    def _route(self, pipe, msg):
+        """Handle one answer; returns 1 if it was data (counted against max_frames)."""
+        cid, rid, body = msg
+        kind = body[0]
+        rec = self.pending.get(rid) if rid is not None else None
+        client = self.clients.get(cid) if cid is not None else None
+        if kind == "ready":
+            pipe.ready = True
+            return 0
+        if kind == "done":
+            if rec is not None:
+                if pipe.name == rec.pipe:
+                    rec.origin_done = True
+                else:
+                    rec.relay_done += 1
+                if rec.answered:
+                    del self.pending[rid]
+            return 0
+        if kind == "relayed":
+            if rec is not None:
+                rec.relayed += body[1]
+            return 0
+        if kind == "call" and rec is not None:
+            rec.parts += 1
+            if rec.skip:              # re-sent after a restart: delivered already
+                rec.skip -= 1
+                return 1
+        if kind in ("mode", "mode_fn"):
+            done = self._mode_part(body)
+            if done is not None and client is not None:
+                client._modes.append(done)
+        elif client is None:
+            pass                      # its instance is gone
+        elif kind in ("entry", "rhs"):
+            client._extras.append(body)
+        elif kind == "call":
+            client._calls.append(body[1:])
+        elif kind == "error":
+            client.errors.append(body[1:])
+        return 1
 
     def _mode_part(self, msg):
         """A mode arrives as its first function, then each other one (``embed.worker``)."""
@@ -191,12 +328,152 @@ class BackgroundCompiler:
                                   meta.get("frames", 1) - 1]
         else:
             _, key, i, fn = msg
+            if key not in self._partial:
+                return None
             self._partial[key][1][i] = fn
             self._partial[key][2] -= 1
         meta, fns, to_come = self._partial[key]
         if to_come == 0:
             del self._partial[key]
-            self._modes.append((key, tuple(fns), meta))
+            return (key, tuple(fns), meta)
+        return None
+
+    def _restart(self):
+        """Both workers again (they share a pipe), every announcement and every request not
+        answered yet re-sent; each client is told."""
+        codes = {p.name: p.proc.poll() for p in self.pipes}
+        for p in self.pipes:
+            p.close(stop=False)
+        self.restarts += 1
+        self._partial.clear()
+        dropped = []
+        for rid, rec in list(self.pending.items()):
+            rec.deaths += 1
+            if rec.deaths >= MAX_DEATHS:
+                del self.pending[rid]
+                dropped.append(rec)
+        try:
+            self._start()
+        except Exception as exc:  # noqa: BLE001 - never into the step: say so, go on without
+            self.closed = True
+            for client in list(self.clients.values()):
+                client.errors.append(("background workers", f"could not start them again "
+                                      f"({type(exc).__name__}: {exc}); stepping on without "
+                                      "them", ""))
+            return
+        for data in self.history:
+            for p in self.pipes:
+                p.send(data)
+        for rid in sorted(self.pending):
+            rec = self.pending[rid]
+            rec.origin_done, rec.relayed, rec.relay_done = False, 0, 0
+            rec.skip, rec.parts = rec.parts, 0
+            getattr(self, rec.pipe).send(rec.data)
+        gone = ", ".join(f"the {k} worker (exit status {v})" for k, v in codes.items()
+                         if v is not None) or "a worker (its pipe closed)"
+        msg = (f"{gone} ended; started both workers again (restart {self.restarts}) and re-sent "
+               f"{len(self.pending)} outstanding requests")
+        for client in list(self.clients.values()):
+            client.errors.append(("background workers", msg, ""))
+        for rec in dropped:
+            client = self.clients.get(rec.client)
+            if client is not None:
+                client.errors.append((rec.what, "dropped: it was outstanding when the workers "
+                                      f"ended {rec.deaths} times", ""))
+
+    def wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while not self.ready and not self.closed and time.monotonic() < deadline:
+            fds = [p.fd_r for p in self.pipes if not p.ready]
+            select.select(fds, [], [], 0.05)
+            self.poll(max_frames=100)
+        return self.ready
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            for p in self.pipes:
+                p.close()
+
+
+class BackgroundCompiler:
+    """One client of a pair of background workers: its requests, and the answers to them.
+
+    ``BackgroundCompiler(scenario, options)`` starts a pair of workers; ``client()`` gives
+    another client of the same pair (one per FMU instance: its answers are its own)."""
+
+    def __init__(self, scenario, options=None, python=None, root=None, *, _workers=None):
+        self._w = _workers if _workers is not None else _Workers(scenario, options, python,
+                                                                   root)
+        self.id = self._w.register(self)
+        self.errors = []
+        self._modes = []
+        self._calls = []
+        self._extras = []
+        self._rest = False
+        self._closed = False
+
+    def client(self, root=None):
+        """Another client of this pair of workers (an FMU instance of its own); ``root``: its
+        folder holding embed/ (an FMU's resources), used if the workers are started again."""
+        if root:
+            self._w.roots.append(str(root))
+        return BackgroundCompiler(None, _workers=self._w)
+
+    @property
+    def ready(self):
+        return self._w.ready
+
+    @property
+    def outstanding(self):
+        """This client's requests not answered yet (and 1 while the workers start)."""
+        return self._w.outstanding(self.id) + (not self._w.ready)
+
+    @property
+    def restarts(self):
+        return self._w.restarts
+
+    def worker_pids(self):
+        return [p.proc.pid for p in self._w.pipes]
+
+    def alive(self):
+        """Usable: not closed (a worker that died is started again at the next poll)."""
+        return not self._w.closed
+
+    def wait_ready(self, timeout):
+        """Block until both workers have built their model (at most ``timeout`` s): called at
+        set-up, so that their start-up (imports, model: 1-3 s of CPU) is over before the
+        first real-time step.  Returns whether they are ready."""
+        return self._w.wait_ready(timeout)
+
+    def submit(self, key, rhs=False):
+        """Ask for mode ``key`` (mode id, active constraints, dependent speeds) compiled, with
+        the right-hand side alone too if ``rhs`` (the adaptive solver)."""
+        self._w.request(self.id, "slow", ("mode", key, {"rhs": rhs}), what=key)
+
+    def announce(self, constraint):
+        """A constraint defined at run time, for the modes submitted later (both workers)."""
+        self._w.announce(self.id, ("constraint", constraint))
+
+    def announce_mode(self, mode):
+        self._w.announce(self.id, ("modedef", mode))
+
+    def call(self, fname, *args, supersede=None):
+        """Run the scenario module's worker function ``fname`` (listed in its WORKER_CALLS)
+        in the fast worker; its results arrive, part by part, through ``call_results``.  With
+        ``supersede`` (a name), a call of this client with the same name made later and
+        waiting in the worker replaces this one, which then answers nothing (nor does the
+        slow worker's part of it)."""
+        self._w.request(self.id, "fast", ("call", fname, args), slot=supersede, what=fname)
+
+    def poll(self, max_frames=1):
+        """Decode at most ``max_frames`` finished answers in all, the fast worker's first:
+        loading a compiled function costs 0.1-0.4 ms in a step that finds the caches cold,
+        so a step decodes one (``rest`` skips the next poll: a step that installed one)."""
+        if self._rest:
+            self._rest = False
+            return
+        self._w.poll(max_frames)
 
     def rest(self):
         """Decode nothing at the next ``poll``: this step has done its share."""
@@ -220,5 +497,12 @@ class BackgroundCompiler:
         return out
 
     def close(self):
-        self.fast.close()
-        self.slow.close()
+        """This client leaves; the workers stop with the last one."""
+        if not self._closed:
+            self._closed = True
+            self._w.clients.pop(self.id, None)
+            if not self._w.clients:
+                self._w.close()
+
+    def stop_workers(self):
+        self._w.close()

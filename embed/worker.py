@@ -1,9 +1,11 @@
-"""Background embedding worker: ``python -m embed.worker SCENARIO OPTIONS_JSON``.
+"""Background embedding worker: ``python -m embed.worker SCENARIO OPTIONS_JSON [--peer-in FD |
+--peer-out FD]``.
 
 gillespie2005 Sec 6.2 (Fig 11): symbolic embedding runs in parallel with numerical
 integration.  A thread of the stepping interpreter would hold its GIL through every
 compile (DESIGN.md: 2-20 ms stalls), so this runs as its own process.  It builds the
-scenario once, then answers requests read from stdin, each a length-prefixed pickle:
+scenario once, then answers requests, each a length-prefixed pickle (client, number,
+request, slot), the client being the instance that asked (its answers carry its number):
 
 - ("mode", key[, options]): embed the mode (eq 11-16) and compile it with LLVM; the answer
   is ("mode", key, meta, (first function,)) and ("mode_fn", key, i, function) for its other
@@ -13,12 +15,22 @@ scenario once, then answers requests read from stdin, each a length-prefixed pic
   how large monitors may be to go into the composed RK4 step (one function, one load);
 - ("constraint", constraint) and ("modedef", mode): announced at run time, for later modes;
 - ("call", fname, args): a scenario's own background work (its module's WORKER_CALLS),
-  answered part by part, one frame each;
+  answered part by part, one frame each; a part that is a ``Relay`` goes to the slow worker
+  directly (--peer-out), the stepping process being told only how many answers it will
+  send (("relayed", n));
 - ("stop",): exit.
 
 Every "mode" and "call" request is followed, once answered, by a ("done",) frame, so
-that the stepping process polls only while something is outstanding.  The worker runs
-at a lower priority (nice 10) than the stepping process.
+that the stepping process polls only while something is outstanding.  A request with a
+slot is answered only by its "done" when a later one of the same client and slot is
+already waiting, which is served in its place: a burst of announcements costs one answer,
+the latest, and a client announcing faster than it is answered starves no other.
+
+Requests are read by a thread per input (the stepping process's pipe, and the fast
+worker's for the slow one), so that whoever writes to this worker never waits for it to
+finish a compile; what the fast worker relays is written by a thread of its own, so that it
+never waits for the slow one.  The worker runs at a lower priority (nice 10) than the
+stepping process, and leaves when its input closes (the stepping process has gone).
 
 It is started as its own module (not multiprocessing), so a user's script without a
 ``__main__`` guard is never imported again here.
@@ -26,12 +38,17 @@ It is started as its own module (not multiprocessing), so a user's script withou
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import pickle
 import struct
 import sys
+import threading
 import traceback
+
+
+ANSWERED = ("mode", "call")      # the requests answered (by a "done" at least)
 
 
 def read_frame(stream):
@@ -39,20 +56,122 @@ def read_frame(stream):
     if len(head) < 4:
         return None
     (size,) = struct.unpack("<I", head)
-    return pickle.loads(stream.read(size))
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    return pickle.loads(data)
 
 
-def write_frame(stream, obj):
-    from embed.background import frame
-    stream.write(frame(obj))
-    stream.flush()
+class _Inbox:
+    """Requests from every input, in arrival order, with a look ahead for later ones."""
+
+    def __init__(self):
+        self.items = collections.deque()
+        self.cond = threading.Condition()
+        self.open = 0
+
+    def reader(self, stream, main):
+        self.open += 1
+
+        def run():
+            try:
+                while True:
+                    try:
+                        req = read_frame(stream)
+                    except Exception:  # noqa: BLE001 - a torn frame: the writer has gone
+                        req = None
+                    if req is None:
+                        break
+                    with self.cond:
+                        self.items.append(req)
+                        self.cond.notify()
+            finally:
+                with self.cond:
+                    if main:          # the stepping process has gone: so do we
+                        self.items.append((None, None, ("stop",), None))
+                    self.cond.notify()
+
+        threading.Thread(target=run, daemon=True).start()
+
+    def get(self):
+        with self.cond:
+            while not self.items:
+                self.cond.wait()
+            return self.items.popleft()
+
+    def latest(self, cid, slot):
+        """The latest waiting request of client ``cid`` with ``slot``, taken out of the inbox in
+        place of an earlier one (so a client announcing faster than it is answered is not
+        starved by another), with the earlier ones it replaces and the announcements waiting
+        ahead of it (cheap, taken first: they may be what it needs).  None if there is none."""
+        with self.cond:
+            same = [i for i, it in enumerate(self.items)
+                    if it[0] == cid and it[3] == slot and it[2][0] in ANSWERED]
+            if not same:
+                return None
+            last = same[-1]
+            items = list(self.items)
+            ahead = [it for it in items[:last] if it[2][0] in ("constraint", "modedef")]
+            skipped = [items[i] for i in same[:-1]]
+            taken = set(same) | {i for i in range(last) if items[i][2][0] in ("constraint",
+                                                                              "modedef")}
+            self.items = collections.deque(it for i, it in enumerate(items) if i not in taken)
+            return ahead, skipped, items[last]
+
+
+class _PeerWriter:
+    """Frames for the slow worker, written by a thread of their own."""
+
+    def __init__(self, fd):
+        self.stream = os.fdopen(fd, "wb")
+        self.queue = collections.deque()
+        self.cond = threading.Condition()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def put(self, data):
+        with self.cond:
+            self.queue.append(data)
+            self.cond.notify()
+
+    def _run(self):
+        while True:
+            with self.cond:
+                while not self.queue:
+                    self.cond.wait()
+                data = self.queue.popleft()
+            try:
+                self.stream.write(data)
+                self.stream.flush()
+            except OSError:               # the slow worker has gone (it is started again)
+                return
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if hasattr(os, "nice"):
         os.nice(10)           # if the cores are contended, the stepping process goes first
+    peer_in = peer_out = None
+    if "--peer-in" in argv:
+        i = argv.index("--peer-in")
+        peer_in = int(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
+    if "--peer-out" in argv:
+        i = argv.index("--peer-out")
+        peer_out = int(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
     name, options = argv[0], json.loads(argv[1]) if len(argv) > 1 else {}
+    from embed.background import Relay, frame
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    inbox = _Inbox()
+    inbox.reader(stdin, main=True)       # requests wait here while the model is built
+    if peer_in is not None:
+        inbox.reader(os.fdopen(peer_in, "rb"), main=False)
+    peer = _PeerWriter(peer_out) if peer_out is not None else None
+
+    def write(cid, rid, obj):
+        stdout.write(frame((cid, rid, obj)))
+        stdout.flush()
+
     from embed import geometry
     geometry.CHECK_TIME_LIMIT = float(os.environ.get("EMBED_CHECK_TIME_LIMIT", "2.0"))
     import scenarios
@@ -66,33 +185,57 @@ def main(argv=None):
     warm = getattr(scenarios.load(name), "warm_worker", None)
     if warm is not None:     # first-call costs (parsers, LLVM) paid before the first request
         warm(sim)
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    write_frame(stdout, ("ready",))
+    write(None, None, ("ready",))
     entries = set()          # constraint sets whose entry terms were sent
+    todo = collections.deque()
     while True:
-        req = read_frame(stdin)
-        if req is None or req[0] == "stop":
+        cid, rid, req, slot = todo.popleft() if todo else inbox.get()
+        if req[0] == "stop":
             return 0
-        if req[0] == "constraint":
-            sim.add_constraint(req[1])
+        if (slot is not None and req[0] in ANSWERED
+                and (later := inbox.latest(cid, slot)) is not None):
+            ahead, skipped, chosen = later       # a later request of this client replaces it
+            for _, r, _, _ in [(cid, rid, req, slot)] + skipped:
+                write(cid, r, ("done",))
+            todo.extendleft(reversed(ahead + [chosen]))
             continue
-        if req[0] == "modedef":
-            sim.add_mode(req[1])
+        if req[0] in ("constraint", "modedef"):
+            try:
+                if req[0] == "constraint":
+                    if sim.aut.constraints.get(req[1].name) is not None:
+                        continue        # announced already (by another client, or again)
+                    sim.add_constraint(req[1])
+                elif req[1].id not in sim.aut.modes:
+                    sim.add_mode(req[1])
+            except Exception as exc:  # noqa: BLE001 - report, keep serving
+                write(cid, None, ("error", req[0], f"{type(exc).__name__}: {exc}",
+                                  traceback.format_exc()))
             continue
         if req[0] == "call":
             fname, args = req[1], req[2]
             module = scenarios.load(name)
             if fname not in getattr(module, "WORKER_CALLS", ()):
-                write_frame(stdout, ("error", fname, "not a worker call of " + name, ""))
-                write_frame(stdout, ("done",))
+                write(cid, rid, ("error", fname, "not a worker call of " + name, ""))
+                write(cid, rid, ("done",))
                 continue
             try:
                 for part in getattr(module, fname)(sim, *args):
-                    write_frame(stdout, ("call", fname, part))
+                    if isinstance(part, Relay):
+                        n = sum(r[0] in ANSWERED for r in part.requests)
+                        if peer is None:
+                            raise RuntimeError("a Relay needs the slow worker (--peer-out)")
+                        # told before the slow worker can answer, so its count is right
+                        write(cid, rid, ("relayed", n))
+                        peer.put(b"".join(frame((cid, rid, r, slot if r[0] in ANSWERED
+                                                       else None)) for r in part.requests))
+                        part = part.part
+                        if part is None:
+                            continue
+                    write(cid, rid, ("call", fname, part))
             except Exception as exc:  # noqa: BLE001 - report, keep serving
-                write_frame(stdout, ("error", fname, f"{type(exc).__name__}: {exc}",
-                                     traceback.format_exc()))
-            write_frame(stdout, ("done",))
+                write(cid, rid, ("error", fname, f"{type(exc).__name__}: {exc}",
+                                 traceback.format_exc()))
+            write(cid, rid, ("done",))
             continue
         key, opts = req[1], (req[2] if len(req) > 2 else {})
         try:
@@ -106,22 +249,22 @@ def main(argv=None):
                 meta.update(nz=len(parts["z"]), n_ud=parts["n_ud"])
             # one compiled function a frame: loading one costs the stepping process 0.1-0.4 ms
             # in a step that finds the caches cold, and it decodes one frame a step
-            write_frame(stdout, ("mode", key, meta, fns[:1]))
+            write(cid, rid, ("mode", key, meta, fns[:1]))
             for i, fn in enumerate(fns[1:], start=1):
                 if fn is not None:
-                    write_frame(stdout, ("mode_fn", key, i, fn))
+                    write(cid, rid, ("mode_fn", key, i, fn))
             active = key[1]
             if active and active not in entries and opts.get("entry", True):
                 entries.add(active)
-                write_frame(stdout, ("entry", active, EntryTerms(
+                write(cid, rid, ("entry", active, EntryTerms(
                     sim.model, sim.constraint_set(active), sim.psyms, "llvm")))
             if opts.get("rhs") and parts["kind"] == "explicit":    # the adaptive solver's
-                write_frame(stdout, ("rhs", key, lambdify(parts["args"], parts["f"],
-                                                          f"rhs of {key}", "llvm")))
+                write(cid, rid, ("rhs", key, lambdify(parts["args"], parts["f"],
+                                                      f"rhs of {key}", "llvm")))
         except Exception as exc:  # noqa: BLE001 - report, keep serving
-            write_frame(stdout, ("error", key, f"{type(exc).__name__}: {exc}",
-                                 traceback.format_exc()))
-        write_frame(stdout, ("done",))
+            write(cid, rid, ("error", key, f"{type(exc).__name__}: {exc}",
+                             traceback.format_exc()))
+        write(cid, rid, ("done",))
 
 
 if __name__ == "__main__":

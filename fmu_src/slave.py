@@ -60,7 +60,7 @@ def compiler(name, options, resources):
     if bc is None or not bc.alive():
         from embed.background import BackgroundCompiler
         bc = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources)
-    return bc
+    return bc.client(resources)     # the instance's own requests and answers
 
 
 def _var(v, causality, getter=None, setter=None):

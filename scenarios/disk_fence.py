@@ -42,7 +42,7 @@ import symengine as se
 
 from embed import (Automaton, Constraint, ConstraintSet, Guard, Jump, Mode, Model, Scenario,
                    Var, engine_outputs, holonomic, motion)
-from embed.background import frame
+from embed.background import Relay
 from embed.compile import Layout, Tape, lambdify
 from embed.embedding import EXPLICIT_OPS_OFFLINE
 from embed.errors import ModelDefinitionError
@@ -587,7 +587,7 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
     stage), at the partition expected where the fence begins ("embed"; with its right-hand
     side alone if ``rhs``: the adaptive solver).  ``uid``
     numbers the fence (the stepping process's, whose caches outlive a worker).  Yields the
-    answers, each sent as one frame."""
+    answers, each sent as one frame (the slow worker's requests as a ``Relay``)."""
     try:
         with time_limit():               # in the worker: GEOMETRY_TIMEOUT after 2 s
             check_length(spec[2])
@@ -610,17 +610,16 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
         sim.add_constraint(holonomic(sim.model, name, phi))
     sim.add_mode(mode)
     # the symbolic embedding, for the partition at the start of the fence, is the slow
-    # worker's: the stepping process relays these frames to it without decoding them
+    # worker's: these requests go to it directly, never through the stepping process
     sim.pvec[:] = pvec
     L, ph, r = (float(pvec[sim.pnames.index(k)]) for k in ("L", "phi", "r"))
     q = np.array([L * math.cos(ph) - r * math.sin(ph), L * math.sin(ph) + r * math.cos(ph), 0, L])
     active = tuple(sorted(mode.constraints))
     key = (mode.id, active, sim._partition(active, 0.0, q))
-    relay = b"".join([frame(("constraint", sim.aut.constraints[c])) for c in cons]
-                     + [frame(("modedef", mode)),
-                        frame(("mode", key, {"entry": False, "compose_ops": COMPOSE_OPS,
-                                             "rhs": rhs}))])
-    yield ("embed", version, key, relay)
+    yield Relay([("constraint", sim.aut.constraints[c]) for c in cons]
+                + [("modedef", mode),
+                   ("mode", key, {"entry": False, "compose_ops": COMPOSE_OPS, "rhs": rhs})],
+                ("embed", version, key))
 
 
 # a fence's monitors go into its composed RK4 step, whatever their size: one LLVM function
@@ -667,8 +666,10 @@ class FenceGeometry:
         self.sim, self.compiler, self.log = sim, compiler, log
         self.values = {"geometry_status": 0, "embed_pending": 0.0, "embed_latency": 0.0,
                        "geometry_version_active": 0}
-        self.requested = 0
-        self.t_request = None
+        self.requested = 0        # the newest version announced
+        self.resolved = 0         # the newest version accepted or rejected: older answers
+        #                           arriving later are dropped (never replace a newer fence)
+        self.t_request = {}       # version -> when it was announced (perf_counter)
         self.texts = {}           # version -> fence_curve of announcements under way
         self.fences = []          # [uid, text, L_f] of the free-form fences installed
         # compiled now (LLVM, ~20 + 3 x 40 ms), not in a step, and each called once: the
@@ -684,6 +685,7 @@ class FenceGeometry:
 
     def state(self):
         return {"values": dict(self.values), "requested": self.requested,
+                "resolved": self.resolved,
                 "fences": [list(f) for f in self.fences]}
 
     def set_state(self, s):
@@ -697,6 +699,8 @@ class FenceGeometry:
                 self.fences.append([int(uid), text, float(L_f)])
         self.values.update(s["values"])
         self.requested = s["requested"]
+        self.resolved = s.get("resolved", self.requested)
+        self.values["embed_pending"] = float(self.requested > self.resolved)
 
     def before_step(self, inputs):
         """Announce a new version; install what the worker has finished."""
@@ -706,27 +710,26 @@ class FenceGeometry:
             text = str(inputs["fence_curve"]).strip()
             spec = (("curve", text, float(inputs["fence_length"])) if text else
                     ("arc", float(inputs["fence_radius"]), float(inputs["fence_length"])))
-            self.t_request = time.perf_counter()
+            self.t_request[v] = time.perf_counter()
+            self.values["embed_pending"] = 1.0
             try:
                 check_length(spec[2])
                 if spec[0] == "arc":        # the compiled arc family: ready at once
                     announce_arc(self.sim, spec[1], spec[2])
-                    self.values.update(embed_latency=time.perf_counter() - self.t_request,
-                                       embed_pending=0.0, geometry_status=0,
-                                       geometry_version_active=v)
+                    self._install(("ready", v, ARC, {}), arc=True)
                     return
                 if self.compiler is None:
                     profile_of(spec)                # parse here (a whitelist, no eval); with a
                     # worker the parse and every check run there, off the stepping path
             except GeometryError as exc:
-                self._reject(v, exc.code, str(exc))
+                self._install(("rejected", v, exc.code, str(exc)))
                 return
-            self.values["embed_pending"] = 1.0
             self.texts[v] = text
             uid = fence_uid(text, spec[2])
             if self.compiler is not None:
+                # a later announcement waiting in the worker replaces this one there
                 self.compiler.call("prepare_fence", v, spec, np.array(self.sim.pvec),
-                                   self.sim.integrator.uses_rhs, uid)
+                                   self.sim.integrator.uses_rhs, uid, supersede="fence")
             else:
                 # the first answer only: in this process the family's embedding serves the
                 # fence; its own symbolic embedding (the rest) is for the slow worker
@@ -744,30 +747,38 @@ class FenceGeometry:
         _, version, uid, L_f, jet = part
         mode_id = install_profile(self.sim, uid, L_f, jet)
         if not any(f[0] == uid for f in self.fences):
-            self.fences.append([uid, self.texts.pop(version, ""), L_f])
+            self.fences.append([uid, self.texts.get(version, ""), L_f])
         self._install(("ready", version, mode_id))
 
-    def _reject(self, version, code, message):
-        self.values["geometry_status"] = int(code)
-        self.values["embed_pending"] = 0.0
-        self.log(f"fence version {version} rejected, keeping version "
-                 f"{self.values['geometry_version_active']}: {message}")
+    def _resolve(self, version):
+        """Version ``version`` is decided now; older ones still under way never will be."""
+        self.resolved = version
+        self.values["embed_pending"] = float(self.requested > version)
+        self.values["embed_latency"] = time.perf_counter() - self.t_request.get(
+            version, time.perf_counter())
+        for old in [k for k in self.t_request if k <= version]:
+            self.t_request.pop(old)
+            self.texts.pop(old, None)
 
-    def _install(self, part):
+    def _install(self, part, arc=False):
         sim, kind, version = self.sim, part[0], part[1]
+        if kind in ("rejected", "terms", "ready") and version <= self.resolved:
+            return      # an older announcement than one decided already: never replaces it
         if kind == "rejected":
-            self._reject(version, part[2], part[3])
+            self._resolve(version)
+            self.values["geometry_status"] = int(part[2])
+            self.log(f"fence version {version} rejected, keeping version "
+                     f"{self.values['geometry_version_active']}: {part[3]}")
         elif kind == "terms":
             self._install_terms(part)
         elif kind == "ready":
-            self.values["embed_latency"] = time.perf_counter() - self.t_request
-            self.values["embed_pending"] = 0.0
+            self._resolve(version)
             self.values["geometry_status"] = 0
             self.values["geometry_version_active"] = version
-            activate(sim, part[2], **(part[3] if len(part) > 3 else {}))
+            if not arc:                    # announce_arc has activated it
+                activate(sim, part[2], **(part[3] if len(part) > 3 else {}))
         elif kind == "embed" and self.compiler is not None:
-            # one mode request among the relayed frames; its answer reaches the simulator's
-            # poll_background like any other submission, and replaces the family's mode
-            sim.cache["submitted"][part[2]] = time.perf_counter()
-            self.compiler.relay(part[3], requests=1)
-
+            # the slow worker embeds the fence on its own (the fast worker sent it the
+            # requests); its answer reaches the simulator's poll_background like any other
+            # submission, and replaces the family's mode
+            sim.cache["submitted"].setdefault(part[2], time.perf_counter())

@@ -1,0 +1,135 @@
+"""Free-form fences announced to disk_fence.fmu in quick succession, stepped at a paced 1 kHz.
+
+Run by the tests as a subprocess (``python tests/fence_storm.py FMU OPTIONS_JSON``) so that a
+step that never returns ends in the test's own timeout (the test fails, it does not hang):
+the master here is fmpy's FMU2Slave (``fmu_src.master.FmuRunner``), several instances of
+the FMU in this one process, each announcing fences of its own.  Prints one JSON line: per
+instance the largest step (wall s) and when it happened, the largest CPU time of a step and
+the longest time a step slept (blocked in a system call; from Linux's schedstat, which also
+tells the time the step waited for a core on a loaded machine), the last fence it announced, its
+final outputs and its warnings.
+
+Options: instances, duration (s of simulated and wall time, paced), every (s between two
+announcements of one instance), first/last (the number of sine factors of the first and of
+the largest fence: each announcement one more, wrapping round), quiet (s at the end
+without announcements), start (s before the first announcement), near_fence (start the
+disk slowly rolling so that it meets the fence at the end of the run), amplitudes (the
+fences' overall factor, one per instance), count (announcements per instance at most).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fmu_src.master import FmuRunner, exit_now  # noqa: E402
+
+G = 9.81
+PHI_SLOW = -math.radians(0.01)     # a nearly level ramp: the disk creeps to the fence
+OUTPUTS = ("mode", "status", "q1", "q2", "q3", "q4", "constraint_residual",
+           "geometry_version_active", "geometry_status", "embed_pending")
+
+
+def _sched():
+    """(cpu s, s waiting for a core) of this thread so far (Linux schedstat), or None."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            cpu, wait = f.read().split()[:2]
+        return int(cpu) * 1e-9, int(wait) * 1e-9
+    except OSError:
+        return None
+
+
+def curve(amplitude, n, j):
+    """A valid fence (tangent at P, smooth, gently curved over 6.7 m): amplitude s^2 times n
+    factors (1 + 0.01 sin(k s + j)), k cycling over 1..12; j makes each text its own fence."""
+    factors = "*".join(f"(1+0.01*sin({1 + m % 12}*s+{j % 97}))" for m in range(n))
+    return f"{amplitude}*s**2*{factors}"
+
+
+def main(fmu, opts):
+    n_inst = int(opts.get("instances", 2))
+    duration = float(opts.get("duration", 60.0))
+    every = float(opts.get("every", 0.01))
+    first, last = int(opts.get("first", 10)), int(opts.get("last", 24))
+    quiet = float(opts.get("quiet", 3.0))
+    start = float(opts.get("start", 0.5))
+    count = int(opts.get("count", 1 << 30))
+    amps = opts.get("amplitudes", [0.002, 0.004, 0.003, 0.005][:n_inst])
+    params = {}
+    if opts.get("near_fence"):
+        # from rest down the (frictionless: the disk slides) ramp: a = g sin|phi|
+        a = G * math.sin(-PHI_SLOW)
+        reach = duration - 2.0
+        params = {"phi": PHI_SLOW, "q4_start": 25.3 - 0.5 * a * reach ** 2}
+    runs = [FmuRunner(fmu, params=params, strings={"embedding": "background"},
+                      instance=f"storm{i}") for i in range(n_inst)]
+    info = [{"max_step": 0.0, "at": None, "version": 0, "text": "", "n": 0,
+             "steps_over_10ms": 0, "max_cpu": 0.0, "cpu_at": None, "max_blocked": 0.0,
+             "blocked_at": None, "max_own": 0.0, "own_at": None, "schedstat": _sched() is not None} for _ in runs]
+    h = 1e-3
+    n_steps = int(round(duration / h))
+    next_at = [start + i * every / n_inst for i in range(n_inst)]
+    t0, cpu0 = time.monotonic(), time.process_time()
+    for k in range(n_steps):
+        t = k * h
+        for i, r in enumerate(runs):
+            d = info[i]
+            if t >= next_at[i] and t < duration - quiet and d["n"] < count:
+                next_at[i] += every
+                size = first + d["n"] % (last - first + 1)
+                d["n"] += 1
+                d["version"] += 1
+                d["text"] = curve(amps[i], size, d["version"] + 31 * i)
+                r.fmu.setString([r.vr("fence_curve")], [d["text"]])
+                r.set(fence_version=d["version"])
+            s0 = _sched()
+            a = time.perf_counter()
+            r.step(h)
+            dt = time.perf_counter() - a
+            s1 = _sched()
+            if dt > d["max_step"]:
+                d["max_step"], d["at"] = dt, t
+            if s0 is not None:
+                # the step's wall time is its CPU time, the time it waited for a core (a
+                # shared machine) and the time it slept (blocked in a system call: a pipe)
+                cpu, wait = s1[0] - s0[0], s1[1] - s0[1]
+                if cpu > d["max_cpu"]:
+                    d["max_cpu"], d["cpu_at"] = cpu, t
+                if dt - cpu - wait > d["max_blocked"]:
+                    d["max_blocked"], d["blocked_at"] = dt - cpu - wait, t
+                if dt - wait > d["max_own"]:       # what the step itself took
+                    d["max_own"], d["own_at"] = dt - wait, t
+            d["steps_over_10ms"] += dt > 0.01
+        lag = t0 + (k + 1) * h - time.monotonic()
+        if lag > 0:
+            time.sleep(lag)
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
+    # the last announcements answered: on a loaded machine the workers may lag behind the
+    # paced run; 10 us steps (the disk barely moves) until none is pending, a minute at most
+    t1 = time.monotonic()
+    while (any(r.get("embed_pending")["embed_pending"] for r in runs)
+           and time.monotonic() - t1 < 60.0):
+        for r in runs:
+            r.step(1e-5)
+        time.sleep(1e-3)
+    out = []
+    for d, r in zip(info, runs):
+        d["cpu_per_step"], d["wall"] = cpu / n_steps / n_inst, wall
+        d["settle"] = time.monotonic() - t1
+        d["outputs"] = r.get(*OUTPUTS)
+        d["warnings"] = [m for _, m in r.messages]
+        d["params"] = params
+        out.append(d)
+    print(json.dumps(out))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
+    exit_now(0)

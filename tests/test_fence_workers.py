@@ -1,0 +1,183 @@
+"""disk_fence.fmu on its background workers (issue 10): two instances in one process each
+get their own answers, an older announcement never replaces a newer one, and a worker that
+dies is started again with what was outstanding (said in the log)."""
+
+import math
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from fmu_src.master import FmuRunner
+from test_fence_storm import on_its_own_fence
+
+PHI, L, R_DISK = -math.radians(5.0), 25.3, 0.5
+NEAR = {"q4_start": 24.0}          # the ramp's end 1.3 m ahead: the fence is met at about 2.1 s
+CURVE = "0.05*s**2*(1+0.01*sin(3*s))"
+
+
+def runner(fmu_dir, name):
+    return FmuRunner(str(fmu_dir / "disk_fence.fmu"), params=NEAR,
+                     strings={"embedding": "background"}, instance=name)
+
+
+def announce(r, version, curve="", radius=10.0):
+    r.fmu.setString([r.vr("fence_curve")], [curve])
+    r.set(fence_radius=radius, fence_version=version)
+
+
+def step_all(runs, n, sleep=1e-3, check=None):
+    for _ in range(n):
+        for r in runs:
+            r.step(1e-3)
+            if check:
+                check(r)
+        time.sleep(sleep)           # wall time for the workers, as at a 1 kHz master
+
+
+def settle(runs, wall=90.0):
+    """Step in 10 us steps (the disk barely moves) until no announcement is pending: the
+    workers may be slow to answer on a loaded machine (or starting again), and the disk must
+    not reach the ramp's end before its fence is known for reasons of wall time alone."""
+    t0 = time.monotonic()
+    while True:
+        for r in runs:                 # a step first: an announcement is read by doStep
+            r.step(1e-5)
+        if not any(r.get("embed_pending")["embed_pending"] for r in runs):
+            return
+        assert time.monotonic() - t0 < wall, "an announcement was never answered"
+        time.sleep(1e-3)
+
+
+def outputs(r):
+    return r.get("mode", "status", "q1", "q2", "q4", "constraint_residual",
+                 "geometry_version_active", "geometry_status", "embed_pending")
+
+
+def arc_miss(o, R=10.0):
+    """Distance of the disk centre from R - r off the arc's centre C = P + R n."""
+    cx = L * math.cos(PHI) - R * math.sin(PHI)
+    cy = L * math.sin(PHI) + R * math.cos(PHI)
+    return abs(math.hypot(o["q1"] - cx, o["q2"] - cy) - (R - R_DISK))
+
+
+def curve_miss(o, text):
+    return on_its_own_fence({"outputs": o, "params": {}, "text": text})[1]
+
+
+def workers():
+    """pids of the disk_fence workers this process started (children named embed.worker)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and b"embed.worker" in cmd and b"disk_fence" in cmd:
+            out.append(int(pid))
+    return sorted(out)
+
+
+def test_one_instance_announcing_while_another_only_steps(fmu_dir):
+    """A announces a free-form fence, B only steps: A's announcement completes and A's disk
+    meets its fence; B, with no fence, runs off the ramp.  (B's polls used to take A's
+    answers: A's announcement never completed and A's disk rolled off the ramp.)"""
+    a, b = runner(fmu_dir, "inst_a"), runner(fmu_dir, "inst_b")
+    try:
+        step_all([a, b], 5)
+        announce(a, 1, CURVE)
+        settle([a, b])
+        step_all([a, b], 2600)
+        oa, ob = outputs(a), outputs(b)
+        assert oa["geometry_version_active"] == 1 and oa["embed_pending"] == 0, oa
+        assert oa["mode"] == 3 and oa["status"] == 0 and oa["constraint_residual"] <= 1e-9, oa
+        assert curve_miss(oa, CURVE) <= 1e-9
+        assert ob["geometry_version_active"] == 0 and ob["mode"] == 1 and ob["status"] == 0, ob
+    finally:
+        a.close()
+        b.close()
+
+
+def test_two_instances_each_on_the_fence_it_announced(fmu_dir):
+    """A announces a free-form curve, B an arc (and C, a third, another curve, at the same
+    step): each disk ends on its own fence (B used to end on A's curve)."""
+    other = "0.03*s**2*(1+0.01*sin(5*s))"
+    a, b, c = (runner(fmu_dir, n) for n in ("inst_c", "inst_d", "inst_e"))
+    try:
+        step_all([a, b, c], 5)
+        announce(a, 1, CURVE)
+        announce(b, 1, "", radius=10.0)
+        announce(c, 1, other)
+        settle([a, b, c])
+        step_all([a, b, c], 2600)
+        oa, ob, oc = outputs(a), outputs(b), outputs(c)
+        for o in (oa, ob, oc):
+            assert o["geometry_version_active"] == 1 and o["embed_pending"] == 0, o
+            assert o["mode"] == 3 and o["status"] == 0 and o["constraint_residual"] <= 1e-9, o
+        assert curve_miss(oa, CURVE) <= 1e-9 and curve_miss(oa, other) > 1e-5
+        assert arc_miss(ob) <= 1e-9 and curve_miss(ob, CURVE) > 1e-5
+        assert curve_miss(oc, other) <= 1e-9 and curve_miss(oc, CURVE) > 1e-5
+    finally:
+        for r in (a, b, c):
+            r.close()
+
+
+def test_an_older_announcement_never_replaces_a_newer_one(fmu_dir):
+    """A free-form fence (version 1, answered by the worker some ms later) then an arc
+    (version 2, ready at once): the arc stays, and the disk meets the arc."""
+    r = runner(fmu_dir, "inst_stale")
+    try:
+        step_all([r], 5)
+        announce(r, 1, CURVE)
+        r.step(1e-3)
+        announce(r, 2, "", radius=10.0)
+        seen = set()
+        settle([r])
+        step_all([r], 2600, check=lambda r: seen.add(
+            r.get("geometry_version_active")["geometry_version_active"]))
+        o = outputs(r)
+        assert seen == {2}
+        assert o["geometry_version_active"] == 2 and o["embed_pending"] == 0, o
+        assert o["mode"] == 3 and arc_miss(o) <= 1e-9, o
+    finally:
+        r.close()
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_killed_worker_is_started_again_with_what_was_outstanding(fmu_dir, which):
+    """The fast (0) or the slow (1) worker killed just after an announcement: both are started
+    again (a warning says so), the announcement is sent again and completes, the status
+    stays 0 and the disk meets the fence; no worker process is left behind."""
+    r = runner(fmu_dir, f"inst_kill{which}")
+    try:
+        step_all([r], 5)
+        before = workers()
+        assert len(before) == 2, before
+        curve = f"0.05*s**2*(1+0.01*sin({3 + which}*s))"
+        announce(r, 1, curve)
+        r.step(1e-3)
+        os.kill(before[which], signal.SIGKILL)    # the fast worker is started first
+        statuses = set()
+        settle([r])
+        step_all([r], 2600, check=lambda r: statuses.add(r.get("status")["status"]))
+        o = outputs(r)
+        assert statuses == {0}
+        assert o["geometry_version_active"] == 1 and o["embed_pending"] == 0, o
+        assert o["mode"] == 3 and curve_miss(o, curve) <= 1e-9, o
+        said = [m for _, m in r.messages if "started both workers again" in m]
+        assert said, r.messages
+        after = workers()
+        assert len(after) == 2 and not set(after) & set(before), (before, after)
+        # and the new workers serve the next announcement as usual
+        announce(r, 2, "0.04*s**2*(1+0.01*sin(7*s))")
+        settle([r])
+        assert outputs(r)["geometry_version_active"] == 2
+        assert workers() == after
+    finally:
+        r.close()
