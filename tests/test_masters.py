@@ -103,7 +103,7 @@ def test_missing_interpreter_is_reported(fmu_dir, tmp_path):
 
 def test_forty_runs_exit_cleanly(fmu_dir, tmp_path):
     """40 runs of `fmpy simulate` and of the compliance checker each exit 0 (no abort at exit)."""
-    fmus = [fmu_dir / f"{SCENARIOS[i % 3]}.fmu" for i in range(40)]
+    fmus = [fmu_dir / f"{SCENARIOS[i % 2]}.fmu" for i in range(40)]   # disk_ramp, pendulum_belt
 
     def fmpy(i):
         return subprocess.run([sys.executable, "-m", "fmpy", "simulate", str(fmus[i]),

@@ -439,7 +439,12 @@ EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c)
 { FORWARD0(EnterInitializationMode); }
 EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) { FORWARD0(ExitInitializationMode); }
 EXPORT fmi2Status fmi2Terminate(fmi2Component c) { FORWARD0(Terminate); }
-EXPORT fmi2Status fmi2Reset(fmi2Component c) { FORWARD0(Reset); }
+EXPORT fmi2Status fmi2Reset(fmi2Component c)
+{
+    BEGIN;
+    I->last_ok_time = 0.0;                   /* as after fmi2Instantiate */
+    return finish(B.Reset(I->inner));
+}
 
 EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n,
                               fmi2Real v[]) { FORWARD(GetReal, vr, n, v); }
