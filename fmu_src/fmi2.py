@@ -70,8 +70,11 @@ class Loader:
         self.status = OK
         self.last_successful_time = 0.0
         self._set_status = self._set_time = None
+        self.guid = None          # the GUID the FMU was built with
         lib = _loader_library(resources, model_identifier)
         if lib is not None:
+            lib.embed_fmi2_guid.restype = ctypes.c_char_p
+            self.guid = lib.embed_fmi2_guid().decode()
             self._set_status = lib.embed_fmi2_set_status
             self._set_status.argtypes = [ctypes.c_int]
             self._set_time = lib.embed_fmi2_set_last_successful_time

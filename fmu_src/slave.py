@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 
 import numpy as np
 from pythonfmu import Boolean, Fmi2Causality, Fmi2Initial, Fmi2Slave, Fmi2Variability
@@ -92,17 +91,6 @@ def _forget_repeated_path(resources):
         sys.path[first + 1:] = [p for p in sys.path[first + 1:] if p != resources]
 
 
-def _model_guid(resources):
-    """The guid of this FMU's modelDescription.xml (None when not run from an FMU)."""
-    try:
-        with open(os.path.join(os.path.dirname(os.path.normpath(resources)),
-                               "modelDescription.xml"), encoding="utf-8") as f:
-            m = re.search(r'\bguid="([^"]+)"', f.read(4096))
-        return m.group(1) if m else None
-    except (OSError, TypeError):
-        return None
-
-
 class ScenarioSlave(Fmi2Slave):
     """Base class; a built FMU's script subclasses it and sets ``scenario_name``."""
 
@@ -118,7 +106,7 @@ class ScenarioSlave(Fmi2Slave):
         from embed import Var
         self.loader = Loader(self.resources, type(self).__name__)
         type(self)._class_loader = self.loader
-        self.model_guid = _model_guid(self.resources) or f"{self.scenario_name}:{self.scenario_options}"
+        self.model_guid = self.loader.guid or f"{self.scenario_name}:{self.scenario_options}"
         self.fmi_state = State.INSTANTIATED
         self.start_time = 0.0
         self.t_comm = 0.0          # the master's communication point

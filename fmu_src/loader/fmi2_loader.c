@@ -261,6 +261,9 @@ static __thread Inst *current;
 
 EXPORT void embed_fmi2_set_status(int status) { override_status = status; }
 
+/* The GUID this FMU was built with: the Python slave names its FMU states by it. */
+EXPORT const char *embed_fmi2_guid(void) { return EMBED_GUID; }
+
 EXPORT void embed_fmi2_set_last_successful_time(double t)
 {
     if (current) { current->last_ok_time = t; current->last_ok_set = 1; }
