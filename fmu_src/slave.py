@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import weakref
 
 import numpy as np
 from pythonfmu import Boolean, Fmi2Causality, Fmi2Initial, Fmi2Slave, Fmi2Variability
@@ -53,13 +54,18 @@ def scenario(name, options):
 
 
 def compiler(name, options, resources):
-    """The process's background embedding worker for this scenario, started once."""
+    """A client of the process's background embedding workers for this scenario (one per
+    instance: its answers are its own).  The workers stop with their last client (closed at
+    fmi2Terminate or when the instance is freed), and start again for the next one."""
     key = (name, tuple(sorted(options.items())))
     bc = _COMPILERS.get(key)
     if bc is None or not bc.alive():
         from embed.background import BackgroundCompiler
-        bc = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources)
-    return bc.client(resources)     # the instance's own requests and answers
+        first = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources)
+        client = first.client(resources)
+        first.close()          # the pair lives as long as its instances' clients
+        return client
+    return bc.client(resources)
 
 
 def _var(v, causality, getter=None, setter=None):
@@ -223,6 +229,12 @@ class ScenarioSlave(Fmi2Slave):
     @fmi2_call("terminate")
     def terminate(self):
         self.fmi_state = State.TERMINATED
+        self._close_client()
+
+    def _close_client(self):
+        """This instance leaves the background workers (they stop with their last client)."""
+        if self.sim is not None and self.sim.compiler is not None:
+            self.sim.compiler.close()
 
     def _start_sim(self, worker=True):
         """A simulator from the parameters, at the start time; ``worker``: start the
@@ -233,6 +245,7 @@ class ScenarioSlave(Fmi2Slave):
                 val = getattr(self, pname)
                 setattr(self, name, val)
                 self._good_inputs[name] = float(val)
+        self._close_client()
         self.sim = None
         try:
             embedding = str(self.embedding)
@@ -240,6 +253,8 @@ class ScenarioSlave(Fmi2Slave):
                 embedding = "numeric"
             bc = (compiler(self.scenario_name, self.scenario_options, self._resource_dir())
                   if embedding == "background" else None)
+            if bc is not None:     # an instance freed without fmi2Terminate leaves too
+                weakref.finalize(self, bc.close)
             params = {v.name: float(getattr(self, v.name)) for v in self.sc.parameters}
             sim = self.sc.simulator(params, solver=str(self.solver), h_max=float(self.h_max),
                                     rtol=float(self.rtol), inputs=dict(self._good_inputs),

@@ -4,6 +4,7 @@ dies is started again with what was outstanding (said in the log)."""
 
 import math
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -68,7 +69,8 @@ def curve_miss(o, text):
 
 
 def workers():
-    """pids of the disk_fence workers this process started (children named embed.worker)."""
+    """pids of the disk_fence workers this process started (children running embed.worker,
+    or embed_<tag>.worker as a built FMU names its own copy)."""
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -79,7 +81,8 @@ def workers():
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == os.getpid() and b"embed.worker" in cmd and b"disk_fence" in cmd:
+        worker = any(re.fullmatch(rb"embed(_\w+)?\.worker", a) for a in cmd)
+        if ppid == os.getpid() and worker and any(b"disk_fence" in a for a in cmd):
             out.append(int(pid))
     return sorted(out)
 
@@ -181,3 +184,22 @@ def test_a_killed_worker_is_started_again_with_what_was_outstanding(fmu_dir, whi
         assert workers() == after
     finally:
         r.close()
+
+
+def test_workers_stop_with_their_last_instance(fmu_dir):
+    """Each instance is a client of the workers; when the last one terminates, they stop
+    (a process that runs many FMUs, one extraction after another, keeps no stray workers)."""
+    fmu = str(fmu_dir / "disk_fence.fmu")
+    a = FmuRunner(fmu, strings={"embedding": "background"}, instance="wa")
+    b = FmuRunner(fmu, strings={"embedding": "background"}, instance="wb")
+    a.step(1e-3)
+    b.step(1e-3)
+    assert len(workers()) >= 2
+    a.close()
+    b.step(1e-3)
+    assert len(workers()) >= 2                  # b still uses them
+    b.close()
+    deadline = time.monotonic() + 5.0
+    while workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert workers() == []
