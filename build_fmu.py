@@ -89,8 +89,11 @@ class {name}({base}):
 
 
 # pythonfmu runs this file again in the (shared) module {name} of every FMU with this model
-# identifier and then takes the class from the module: this FMU's class, not the last import's.
-globals()["{name}"] = {name}
+# identifier at every fmi2Instantiate and then takes the class from the module, keeping a
+# reference to it: this FMU's class, and the same one each time (kept in this FMU's own slave
+# module), or each instance would leave a class behind.
+_CLASSES = vars(_sys.modules[{base}.__module__]).setdefault("ENTRY_CLASSES", {{}})
+globals()["{name}"] = {name} = _CLASSES.setdefault("{name}", {name})
 '''
 
 
