@@ -209,6 +209,7 @@ class _Workers:
         self._partial = {}        # modes of which functions are still to come
         self.restarts = 0
         self.closed = False
+        self.instances = 0        # clients made by client() still alive
         self._start()
 
     def _start(self):
@@ -381,6 +382,26 @@ class _Workers:
                 client.errors.append((rec.what, "dropped: it was outstanding when the workers "
                                       f"ended {rec.deaths} times", ""))
 
+    def instance_gone(self):
+        """A client made by ``client()`` was collected.  With none left and every folder the
+        workers were started from deleted (an FMU whose extraction is gone: a new instance
+        imports its packages anew, with workers of its own), these workers serve nobody any
+        more: stopped, without waiting (this may run in a garbage collection in a step)."""
+        self.instances -= 1
+        if self.instances > 0 or self.closed:
+            return
+        if any(os.path.isdir(os.path.join(d, "embed")) for d in self.roots):
+            return
+        self.closed = True
+        for p in self.pipes:
+            try:
+                p.proc.kill()
+                for f in (p.proc.stdin, p.proc.stdout):
+                    f.close()
+                p.proc.poll()         # reaped now or by a later subprocess call
+            except Exception:  # noqa: BLE001
+                pass
+
     def wait_ready(self, timeout):
         deadline = time.monotonic() + timeout
         while not self.ready and not self.closed and time.monotonic() < deadline:
@@ -418,7 +439,10 @@ class BackgroundCompiler:
         folder holding embed/ (an FMU's resources), used if the workers are started again."""
         if root:
             self._w.roots.append(str(root))
-        return BackgroundCompiler(None, _workers=self._w)
+        c = BackgroundCompiler(None, _workers=self._w)
+        self._w.instances += 1
+        weakref.finalize(c, self._w.instance_gone)
+        return c
 
     @property
     def ready(self):

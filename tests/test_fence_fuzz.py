@@ -209,7 +209,7 @@ def test_the_fmu_keeps_stepping_and_its_workers_neither_die_nor_leak(fmu_dir):
     try:
         for _ in range(20):
             r.step(1e-3)
-        pids = workers()
+        pids = workers(r)
         assert len(pids) == 2
         before = fds(), {p: fds(p) for p in pids}
         texts = [t for t in HOSTILE if "\x00" not in t and "\udcff" not in t]
@@ -235,7 +235,7 @@ def test_the_fmu_keeps_stepping_and_its_workers_neither_die_nor_leak(fmu_dir):
         for _ in range(200):                     # settled: the last fence's own embedding in
             r.step(1e-3)
             time.sleep(1e-3)
-        assert workers() == pids
+        assert workers(r) == pids
         after = fds(), {p: fds(p) for p in pids}
         assert after == before, (before, after)
         assert not CANARY.exists()

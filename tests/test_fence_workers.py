@@ -68,9 +68,11 @@ def curve_miss(o, text):
     return on_its_own_fence({"outputs": o, "params": {}, "text": text})[1]
 
 
-def workers():
-    """pids of the disk_fence workers this process started (children running embed.worker,
-    or embed_<tag>.worker as a built FMU names its own copy)."""
+def workers(r=None):
+    """pids of the disk_fence workers this process started (children running embed.worker);
+    with a runner ``r``, those started from its FMU's folder if there are any (an FMU whose
+    packages are renamed per build imports them anew for each extraction, with a pair of
+    workers of their own: earlier pairs are not this instance's)."""
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -78,13 +80,19 @@ def workers():
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        worker = any(re.fullmatch(rb"embed(_\w+)?\.worker", a) for a in cmd)
-        if ppid == os.getpid() and worker and any(b"disk_fence" in a for a in cmd):
-            out.append(int(pid))
-    return sorted(out)
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        ppid = int(ppid) if state != "Z" else None     # a zombie is gone, only not reaped
+        # the module is embed.worker, or embed_<build>.worker in an FMU whose packages are
+        # renamed per build
+        worker = any(a.startswith(b"embed") and a.endswith(b".worker") for a in cmd)
+        if ppid == os.getpid() and worker and b"disk_fence" in cmd:
+            out.append((int(pid), cwd))
+    if r is not None and any(c.startswith(str(r.dir)) for _, c in out):
+        out = [(p, c) for p, c in out if c.startswith(str(r.dir))]
+    return sorted(p for p, _ in out)
 
 
 def test_one_instance_announcing_while_another_only_steps(fmu_dir):
@@ -160,7 +168,7 @@ def test_a_killed_worker_is_started_again_with_what_was_outstanding(fmu_dir, whi
     r = runner(fmu_dir, f"inst_kill{which}")
     try:
         step_all([r], 5)
-        before = workers()
+        before = workers(r)
         assert len(before) == 2, before
         curve = f"0.05*s**2*(1+0.01*sin({3 + which}*s))"
         announce(r, 1, curve)
@@ -175,13 +183,13 @@ def test_a_killed_worker_is_started_again_with_what_was_outstanding(fmu_dir, whi
         assert o["mode"] == 3 and curve_miss(o, curve) <= 1e-9, o
         said = [m for _, m in r.messages if "started both workers again" in m]
         assert said, r.messages
-        after = workers()
+        after = workers(r)
         assert len(after) == 2 and not set(after) & set(before), (before, after)
         # and the new workers serve the next announcement as usual
         announce(r, 2, "0.04*s**2*(1+0.01*sin(7*s))")
         settle([r])
         assert outputs(r)["geometry_version_active"] == 2
-        assert workers() == after
+        assert workers(r) == after
     finally:
         r.close()
 
@@ -203,3 +211,18 @@ def test_workers_stop_with_their_last_instance(fmu_dir):
     while workers() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert workers() == []
+
+
+def test_instances_made_and_freed_leave_one_pair_of_workers(fmu_dir):
+    """Instances of the FMU made, stepped and freed one after the other (each extracted to a
+    folder of its own and deleted, as fmpy's simulate_fmu does): one pair of workers is left,
+    not a pair per instance."""
+    import gc
+    for k in range(3):
+        r = runner(fmu_dir, f"inst_cycle{k}")
+        step_all([r], 5)
+        r.close()
+        del r
+        gc.collect()
+    time.sleep(0.5)
+    assert len(workers()) <= 2, workers()
