@@ -71,6 +71,11 @@ class Scenario:
     nonnegative: tuple = ()    # parameter names that must be >= 0
     cache: dict = field(default_factory=dict)
 
+    def __repr__(self):
+        # the generated repr would print the automaton, the model and the compiled modes,
+        # deep enough to overflow the C stack when a failing test shows its arguments
+        return f"Scenario({self.name!r})"
+
     def source(self, name):
         """Where output ``name`` lives: ("mon", index into Simulator.mon) or ("attr", attribute)."""
         aut = self.automaton
