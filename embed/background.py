@@ -1,6 +1,6 @@
 """Client of the background embedding workers (``embed.worker``), polled from the stepping loop.
 
-Two worker processes: a *fast* one answers a scenario's own calls (a geometry announced at
+Two worker processes: a *fast* one runs a scenario's own jobs (a geometry announced at
 run time: parse, check, form its constraints; a few ms), a *slow* one embeds and compiles
 modes with LLVM (tens to hundreds of ms each).  A second announcement therefore never
 waits behind the compile of the first.
@@ -27,6 +27,7 @@ request outstanding at two deaths is dropped with an error rather than sent a th
 from __future__ import annotations
 
 import collections
+import importlib
 import itertools
 import json
 import os
@@ -55,6 +56,57 @@ def python_executable():
     if sys.executable and Path(sys.executable).name.lower().startswith("python"):
         return sys.executable
     return shutil.which("python3") or "python3"
+
+
+def model_module(scenario):
+    """The module that builds the workers' model: ``scenario`` itself if it names a module
+    ("package.module"); a bare scenario name is TRANSITIONAL (fmu_src/slave.py passes one):
+    the module of that name in the scenarios package that travels beside this engine (in an
+    FMU its packages are embed<tag> and scenarios<tag>), named, never imported here."""
+    if "." in scenario:
+        return scenario
+    tag = __name__.split(".")[0][len("embed"):]
+    return f"scenarios{tag}.{scenario}"
+
+
+def worker_jobs(module):
+    """The module's ``WORKER_JOBS`` ("module:function" names of its background jobs) and
+    ``WORKER_SET_UP`` (run once in each worker, or None), read from the module, which the
+    stepping process has imported already to build its scenario."""
+    mod = importlib.import_module(module)
+    return tuple(getattr(mod, "WORKER_JOBS", ())), getattr(mod, "WORKER_SET_UP", None)
+
+
+def worker_command(python, scenario, options, jobs=None, set_up=None):
+    """The worker's command line (``embed.worker``): the model's module and options, and the
+    jobs it may run and its set-up, each "module:function" (read from the model's module when
+    ``jobs`` is None).
+
+    Parameters
+    ----------
+    python : str
+        the interpreter.
+    scenario : str
+        the model's module ("package.module", whose ``build(**options)`` returns the
+        scenario), or a scenario name (``model_module``).
+    options : dict
+        the keyword arguments of ``build``.
+    jobs : sequence of str, optional
+    set_up : str, optional
+
+    Returns
+    -------
+    list of str
+    """
+    module = model_module(scenario)
+    if jobs is None:
+        jobs, set_up = worker_jobs(module)
+    cmd = [python, "-m", "embed.worker", module, json.dumps(options or {})]
+    for job in jobs:
+        cmd += ["--job", job]
+    if set_up:
+        cmd += ["--set-up", set_up]
+    return cmd
 
 
 def frame(obj):
@@ -193,14 +245,13 @@ class _Workers:
     """The two worker processes of one scenario and options, shared by the clients of a
     process: requests numbered, answers routed to the client that asked."""
 
-    def __init__(self, scenario, options, python, root):
+    def __init__(self, scenario, options, python, root, jobs=None, set_up=None):
         # the folder holding embed/ and scenarios/: an FMU's resources (a master may delete
         # the folder an earlier instance was imported from), else this package's parent
         self.root = str(root or Path(__file__).resolve().parents[1])
         self.roots = [self.root]  # of the clients, newest last: a restart uses one that exists
         self.env = dict(os.environ)
-        self.cmd = [python or python_executable(), "-m", "embed.worker", scenario,
-                    json.dumps(options or {})]
+        self.cmd = worker_command(python or python_executable(), scenario, options, jobs, set_up)
         self.clients = weakref.WeakValueDictionary()
         self._client_ids = itertools.count(1)
         self._rids = itertools.count(1)
@@ -400,11 +451,31 @@ class BackgroundCompiler:
     """One client of a pair of background workers: its requests, and the answers to them.
 
     ``BackgroundCompiler(scenario, options)`` starts a pair of workers; ``client()`` gives
-    another client of the same pair (one per FMU instance: its answers are its own)."""
+    another client of the same pair (one per FMU instance: its answers are its own).
 
-    def __init__(self, scenario, options=None, python=None, root=None, *, _workers=None):
+    Parameters
+    ----------
+    scenario : str
+        the module that builds the model ("package.module": ``build(**options)``), or a
+        scenario's name (transitional, ``model_module``).
+    options : dict, optional
+        the keyword arguments of ``build``.
+    python : str, optional
+        the workers' interpreter (``python_executable``).
+    root : str, optional
+        the folder holding embed/ (an FMU's resources).
+    jobs : sequence of str, optional
+        "module:function" of the jobs the fast worker may run (``call``); default: the
+        model module's WORKER_JOBS.
+    set_up : str, optional
+        "module:function" run once in each worker before its first request; default: the
+        model module's WORKER_SET_UP.
+    """
+
+    def __init__(self, scenario, options=None, python=None, root=None, *, jobs=None,
+                 set_up=None, _workers=None):
         self._w = _workers if _workers is not None else _Workers(scenario, options, python,
-                                                                   root)
+                                                                   root, jobs, set_up)
         self.id = self._w.register(self)
         self.errors = []
         self._modes = []
@@ -459,9 +530,9 @@ class BackgroundCompiler:
         self._w.announce(self.id, ("modedef", mode))
 
     def call(self, fname, *args, supersede=None):
-        """Run the scenario module's worker function ``fname`` (listed in its WORKER_CALLS)
-        in the fast worker; its results arrive, part by part, through ``call_results``.  With
-        ``supersede`` (a name), a call of this client with the same name made later and
+        """Run the job ``fname`` ("module:function", one of the fast worker's jobs: its command
+        line names them) in the fast worker; its results arrive, part by part, through
+        ``call_results``.  With ``supersede`` (a name), a call of this client with the same name made later and
         waiting in the worker replaces this one, which then answers nothing (nor does the
         slow worker's part of it)."""
         self._w.request(self.id, "fast", ("call", fname, args), slot=supersede, what=fname)
