@@ -174,7 +174,7 @@ def main(argv=None):
     if hasattr(os, "nice"):
         os.nice(10)           # if the cores are contended, the stepping process goes first
     module, options, job_names, set_up, peer_in, peer_out = parse_command_line(argv)
-    from embed.background import Relay, frame
+    from embed.worker_pipe import Relay, frame
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     inbox = _Inbox()
     inbox.reader(stdin, main=True)       # requests wait here while the model is built

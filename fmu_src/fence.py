@@ -29,7 +29,18 @@ class FenceGeometry:
     """The fence inputs of disk_fence.fmu (issue 4): announcements by fence_version, checked
     and differentiated in the fast background worker while the stepping goes on, the fence
     then stepped on the family's embedding, and on its own composed mode once the slow
-    worker has it; answers installed one a step."""
+    worker has it; answers installed one a step.
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+        the instance's simulator.
+    compiler : embed.background.BackgroundCompiler or None
+        the instance's client of the background workers; None: everything in this process
+        (the ``symbolic`` and ``numeric`` embeddings).
+    log : callable
+        log(message): a warning through the FMI logger.
+    """
 
     inputs = FENCE_INPUTS
     outputs = FENCE_OUTPUTS
@@ -53,9 +64,13 @@ class FenceGeometry:
             f(np.full(f.n_in, 0.5))
 
     def get(self, name):
+        """The value of output ``name`` (one of FENCE_OUTPUTS)."""
         return self.values[name]
 
     def state(self):
+        """What of the fence decides the future, for the FMU state: the outputs, the newest
+        versions announced and decided, and the free-form fences installed ([uid, text,
+        L_f]: enough to install them again elsewhere)."""
         return {"values": dict(self.values), "requested": self.requested,
                 "resolved": self.resolved,
                 "fences": [list(f) for f in self.fences]}
@@ -75,7 +90,13 @@ class FenceGeometry:
         self.values["embed_pending"] = float(self.requested > self.resolved)
 
     def before_step(self, inputs):
-        """Announce a new version; install what the worker has finished."""
+        """Announce a new version; install what the worker has finished.
+
+        Parameters
+        ----------
+        inputs : dict
+            the values of FENCE_INPUTS at the start of the step.
+        """
         v = int(inputs["fence_version"])
         if v > self.requested:
             self.requested = v

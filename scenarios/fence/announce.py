@@ -16,7 +16,19 @@ from .profile import GEOMETRY_BAD_PARAMETER, FenceProfile, GeometryError
 def announce(sim, profile, L_f):
     """Make a fence known to a simulator now (its constraints and mode, embedded when first
     entered); the disk uses it from the next time it reaches the ramp's end, or at once if
-    it is on an older fence."""
+    it is on an older fence.
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+    profile : FenceProfile
+        checked already (``checks.validate``).
+    L_f : float
+
+    Returns
+    -------
+    the fence's Mode.
+    """
     cons, mode = fence_mode(next_uid(), profile, L_f)
     for name, phi in cons.items():
         sim.add_constraint(holonomic(sim.model, name, phi))
@@ -26,7 +38,16 @@ def announce(sim, profile, L_f):
 
 
 def activate(sim, mode_id, **discrete):
-    """Use fence mode ``mode_id`` from now on (switching to it at once if on a fence)."""
+    """Use fence mode ``mode_id`` from now on (switching to it at once if on a fence).
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+    mode_id : int
+        ARC, POLY or FENCE_BASE + a fence's number.
+    **discrete : float
+        the family's discrete variables (R_arc, Lf_arc; c2_poly, c3_poly, Lf_poly).
+    """
     simulator_calls.set_discrete(sim, {
         **discrete, "fence": {ARC: -1.0, POLY: -2.0}.get(mode_id, float(mode_id - FENCE_BASE))})
     current = simulator_calls.active_mode(sim)
@@ -47,7 +68,18 @@ def check_arc(R, L_f, r):
 
 
 def announce_arc(sim, R, L_f):
-    """An arc fence (the parameterized family, compiled already): ready at once."""
+    """An arc fence (the parameterized family, compiled already): ready at once.
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+    R : float
+        the arc's radius (fence_radius), larger than the disk's.
+    L_f : float
+        its length along the ramp line (fence_length), below R.
+
+    Raises GeometryError (code 7) and changes nothing if either is bad.
+    """
     check_arc(R, L_f, sim.param("r"))
     activate(sim, ARC, R_arc=float(R), Lf_arc=float(L_f))
 

@@ -111,7 +111,16 @@ I_Q4 = 4       # q4 among (t, q1, ..., q4, ...)
 def jet_function(profile):
     """The jet of a profile, s -> (h, h', h'', h^(3)) (``FenceProfile.jet``), as a ``Tape``:
     built in the worker in well under 1 ms and loaded in microseconds, where an LLVM function
-    took 1-3 ms to build and 0.3-0.45 ms to load in a 1 kHz loop."""
+    took 1-3 ms to build and 0.3-0.45 ms to load in a 1 kHz loop.
+
+    Parameters
+    ----------
+    profile : FenceProfile
+
+    Returns
+    -------
+    embed.compile.Tape of one input (s) and four outputs.
+    """
     return Tape([se.Symbol(SIGMA.name)], profile.jet())
 
 
@@ -173,8 +182,23 @@ def install_profile(sim, uid, L_f, jet):
     family's terms (``profile_family``) as the roles of its constraints' B, C, gamma and Phi,
     of its mode's monitors and of its entry terms, and the family's symbolic embedding
     (``JetMode``) as its mode for every choice of dependent speeds.  Its constraints and mode
-    are stubs named as ``fence_mode`` names them (their expressions are the slow worker's).  Returns the mode id.  A fence installed already (by this simulator or one
-    that shares its caches) stays as it is: its number says what it is (``fence_uid``)."""
+    are stubs named as ``fence_mode`` names them (their expressions are the slow worker's).
+    A fence installed already (by this simulator or one that shares its caches) stays as it is: its number says what it is (``fence_uid``).
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+    uid : int
+        the fence's number (``modes.fence_uid``).
+    L_f : float
+        the fence's length.
+    jet : embed.compile.Tape
+        s -> (h, h', h'', h^(3)) (``jet_function``).
+
+    Returns
+    -------
+    int, the fence's mode id (FENCE_BASE + uid).
+    """
     m = sim.model
     fam, layout, family, entry = profile_family(sim)
     mode = Mode(FENCE_BASE + uid, f"fence {uid}", (f"fence{uid}_x", f"fence{uid}_y"), (),

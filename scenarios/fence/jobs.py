@@ -12,7 +12,7 @@ import numpy as np
 import sympy as sp
 
 from embed import holonomic
-from embed.background import Relay
+from embed.worker_pipe import Relay
 
 from . import checks, simulator_calls
 from .announce import check_length, profile_of
@@ -36,7 +36,28 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
     stage), at the partition expected where the fence begins ("embed"; with its right-hand
     side alone if ``rhs``: the adaptive solver).  ``uid``
     numbers the fence (the stepping process's, whose caches outlive a worker).  Yields the
-    answers, each sent as one frame (the slow worker's requests as a ``Relay``)."""
+    answers, each sent as one frame (the slow worker's requests as a ``Relay``).
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+        the worker's simulator (the stepping process's, without a worker).
+    version : int
+        the announcement's fence_version.
+    spec : tuple
+        ("arc", R, L_f) or ("curve", text, L_f).
+    pvec : numpy.ndarray
+        the stepping simulator's parameter vector.
+    rhs : bool
+        also compile the right-hand side alone (the adaptive solver).
+    uid : int, optional
+        the fence's number (``modes.fence_uid``).
+
+    Yields
+    ------
+    ("rejected", version, code, message); ("ready", version, POLY, discrete values);
+    ("terms", version, uid, L_f, jet Tape); a Relay carrying ("embed", version, key).
+    """
     try:
         with time_limit():               # in the worker: GEOMETRY_TIMEOUT after 2 s
             check_length(spec[2])

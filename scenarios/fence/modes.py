@@ -28,7 +28,19 @@ _UIDS = iter(range(1, 1 << 30))   # numbers of fences made by next_uid() in this
 def fence_uid(text, L_f):
     """The number of the free-form fence ``text`` of length ``L_f``: from its description, so
     that it is the same in every process (a serialized FMU state names its fence by it) and
-    the same fence announced again is the one already installed."""
+    the same fence announced again is the one already installed.
+
+    Parameters
+    ----------
+    text : str
+        the profile's text (fence_curve).
+    L_f : float
+        the fence's length along the ramp line.
+
+    Returns
+    -------
+    int in [1, 2**30 - 1]; the fence's mode id is FENCE_BASE + it.
+    """
     d = hashlib.blake2b(f"{text}\0{float(L_f)!r}".encode(), digest_size=8).digest()
     return 1 + int.from_bytes(d, "little") % ((1 << 30) - 1)
 
@@ -48,7 +60,21 @@ def fence_mode(uid, profile: FenceProfile | None, L_f, mode_id=None):
     """The constraints and the mode of a fence, numbered ``uid`` (unique in the process).
     ``L_f`` may be a number or a symbol (a discrete variable).  ``profile`` None: the fence
     of any profile, h an undefined function of q4 (``profile_family``); a profile with abs()
-    has only that family's embedding."""
+    has only that family's embedding.
+
+    Parameters
+    ----------
+    uid : int or str
+        names the constraints fence<uid>_x, fence<uid>_y and the mode.
+    profile : FenceProfile or None
+    L_f : float or symbol
+    mode_id : int, optional
+        default FENCE_BASE + uid.
+
+    Returns
+    -------
+    ({constraint name: Phi expression}, Mode)
+    """
     if profile is not None and profile.h.has(sp.Abs):
         raise ModelDefinitionError(f"{profile.describe()}: a profile with abs() has no symbolic "
                                    "fence mode (its terms would differentiate sign()); use "
@@ -116,7 +142,16 @@ def poly_family():
 
 def poly_coefficients(profile):
     """(c2, c3) if the profile is h = c2 s^2 + c3 s^3 exactly (the polynomial family), else
-    None."""
+    None.
+
+    Parameters
+    ----------
+    profile : FenceProfile
+
+    Returns
+    -------
+    (c2, c3) as floats, or None.
+    """
     h = profile.h
     if not h.is_polynomial(SIGMA):
         return None
