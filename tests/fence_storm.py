@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fmu_src.master import FmuRunner, exit_now  # noqa: E402
+from fmu_src.master import FmuRunner  # noqa: E402
 
 G = 9.81
 PHI_SLOW = -math.radians(0.01)     # a nearly level ramp: the disk creeps to the fence
@@ -132,4 +132,4 @@ def main(fmu, opts):
 
 if __name__ == "__main__":
     main(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
-    exit_now(0)
+    sys.exit(0)
