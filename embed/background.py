@@ -1,6 +1,6 @@
 """Client of the background embedding workers (``embed.worker``), polled from the stepping loop.
 
-Two worker processes: a *fast* one answers a scenario's own calls (a geometry announced at
+Two worker processes: a *fast* one runs a scenario's own jobs (a geometry announced at
 run time: parse, check, form its constraints; a few ms), a *slow* one embeds and compiles
 modes with LLVM (tens to hundreds of ms each).  A second announcement therefore never
 waits behind the compile of the first.
@@ -9,11 +9,11 @@ The stepping process never blocks on a pipe, and a step's cost does not depend o
 of what a worker is sent:
 
 - its writes are non-blocking: a request goes into an outgoing queue, of which each poll
-  writes what the pipe takes, at most ``WRITE_BUDGET`` bytes;
+  writes what the pipe takes, at most ``worker_pipe.WRITE_BUDGET`` bytes;
 - what the fast worker prepares for the slow one (the constraints, mode and mode request
   of a new geometry, which may be large) goes from worker to worker through a pipe of
-  their own (``Relay``): the stepping process is only told how many answers to expect;
-- each poll reads at most ``READ_BUDGET`` bytes and decodes at most ``max_frames``
+  their own (``worker_pipe.Relay``): the stepping process is only told how many answers to expect;
+- each poll reads at most ``worker_pipe.READ_BUDGET`` bytes and decodes at most ``max_frames``
   answers, and costs no system call at all while nothing is outstanding.
 
 One pair of workers serves every instance of a scenario in a process: each instance talks
@@ -26,152 +26,16 @@ request outstanding at two deaths is dropped with an error rather than sent a th
 
 from __future__ import annotations
 
-import collections
 import itertools
-import json
 import os
-import pickle
 import select
-import shutil
-import struct
-import subprocess
-import sys
 import time
 import weakref
 from pathlib import Path
 
-WRITE_BUDGET = 1 << 16     # bytes a poll writes to a worker at most (one pipe buffer)
-READ_BUDGET = 1 << 18      # bytes a poll reads from a worker at most
+from .worker_pipe import WorkerPipe, frame, python_executable, worker_command
+
 MAX_DEATHS = 2             # a request outstanding when the workers died this often is dropped
-_HEAD = struct.Struct("<I")
-
-
-def python_executable():
-    """The Python to run the worker with: $EMBED_PYTHON, else this interpreter if it is a
-    Python (inside a C++ master sys.executable may be the host program), else python3."""
-    exe = os.environ.get("EMBED_PYTHON")
-    if exe:
-        return exe
-    if sys.executable and Path(sys.executable).name.lower().startswith("python"):
-        return sys.executable
-    return shutil.which("python3") or "python3"
-
-
-def frame(obj):
-    """One request or answer: a length-prefixed pickle."""
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return _HEAD.pack(len(data)) + data
-
-
-class Relay:
-    """A part a worker call yields for the *slow* worker: ``requests`` (("constraint", c),
-    ("modedef", mode), ("mode", key, options), ...) go to it directly, worker to worker, and
-    ``part`` (if not None) to the caller as an ordinary part."""
-
-    __slots__ = ("requests", "part")
-
-    def __init__(self, requests, part=None):
-        self.requests, self.part = list(requests), part
-
-
-class _Pipe:
-    """One worker process: its outgoing queue (non-blocking writes) and the bytes read from it."""
-
-    def __init__(self, name, cmd, env, cwd, pass_fds=()):
-        self.name = name
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=env, cwd=cwd, pass_fds=pass_fds)
-        self.fd_w = self.proc.stdin.fileno()
-        self.fd_r = self.proc.stdout.fileno()
-        os.set_blocking(self.fd_w, False)
-        self.out = collections.deque()
-        self.off = 0                  # bytes of out[0] written already
-        self.buf = bytearray()
-        self.pos = 0                  # bytes of buf decoded already
-        self.ready = False
-        self.dead = False
-
-    def send(self, data):
-        self.out.append(data)
-        self.flush()
-
-    def flush(self, budget=WRITE_BUDGET):
-        """Write what the pipe takes of the queue, at most ``budget`` bytes, never waiting."""
-        while self.out and budget > 0 and not self.dead:
-            head = self.out[0]
-            try:
-                n = os.write(self.fd_w, memoryview(head)[self.off:self.off + budget])
-            except BlockingIOError:
-                return
-            except OSError:           # EPIPE: the worker is gone
-                self.dead = True
-                return
-            budget -= n
-            self.off += n
-            if self.off >= len(head):
-                self.out.popleft()
-                self.off = 0
-
-    def read(self, budget=READ_BUDGET):
-        """What has arrived, at most ``budget`` bytes, never waiting."""
-        fd = self.fd_r
-        while budget > 0 and select.select([fd], [], [], 0)[0]:
-            try:
-                chunk = os.read(fd, min(budget, 1 << 16))
-            except OSError:
-                chunk = b""
-            if not chunk:             # EOF: the worker is gone
-                self.dead = True
-                return
-            self.buf += chunk
-            budget -= len(chunk)
-
-    def has_frame(self):
-        n = len(self.buf) - self.pos
-        return n >= 4 and n - 4 >= _HEAD.unpack_from(self.buf, self.pos)[0]
-
-    def next_frame(self):
-        """The next complete answer decoded, or None."""
-        if not self.has_frame():
-            return None
-        (size,) = _HEAD.unpack_from(self.buf, self.pos)
-        start = self.pos + 4
-        view = memoryview(self.buf)
-        part = view[start:start + size]
-        try:
-            msg = pickle.loads(part)
-        finally:
-            part.release()
-            view.release()
-        self.pos = start + size
-        if self.pos == len(self.buf):
-            self.buf.clear()
-            self.pos = 0
-        elif self.pos > (1 << 16):
-            del self.buf[:self.pos]
-            self.pos = 0
-        return msg
-
-    @property
-    def busy(self):
-        return bool(self.out) or len(self.buf) > self.pos
-
-    def close(self, stop=True):
-        if self.proc.poll() is None and stop:
-            try:
-                os.set_blocking(self.fd_w, True)
-                self.proc.stdin.close()      # EOF: the worker leaves after what it is doing
-                self.proc.wait(timeout=2)
-            except Exception:  # noqa: BLE001
-                pass
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                f.close()
-            except Exception:  # noqa: BLE001
-                pass
 
 
 class _Request:
@@ -193,14 +57,13 @@ class _Workers:
     """The two worker processes of one scenario and options, shared by the clients of a
     process: requests numbered, answers routed to the client that asked."""
 
-    def __init__(self, scenario, options, python, root):
+    def __init__(self, scenario, options, python, root, jobs=None, set_up=None):
         # the folder holding embed/ and scenarios/: an FMU's resources (a master may delete
         # the folder an earlier instance was imported from), else this package's parent
         self.root = str(root or Path(__file__).resolve().parents[1])
         self.roots = [self.root]  # of the clients, newest last: a restart uses one that exists
         self.env = dict(os.environ)
-        self.cmd = [python or python_executable(), "-m", "embed.worker", scenario,
-                    json.dumps(options or {})]
+        self.cmd = worker_command(python or python_executable(), scenario, options, jobs, set_up)
         self.clients = weakref.WeakValueDictionary()
         self._client_ids = itertools.count(1)
         self._rids = itertools.count(1)
@@ -222,9 +85,9 @@ class _Workers:
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         r, w = os.pipe()          # fast -> slow, for what the fast worker prepares (Relay)
         try:
-            self.fast = _Pipe("fast", self.cmd + ["--peer-out", str(w)], env, root,
+            self.fast = WorkerPipe("fast", self.cmd + ["--peer-out", str(w)], env, root,
                               pass_fds=(w,))
-            self.slow = _Pipe("slow", self.cmd + ["--peer-in", str(r)], env, root,
+            self.slow = WorkerPipe("slow", self.cmd + ["--peer-in", str(r)], env, root,
                               pass_fds=(r,))
         finally:
             os.close(r)
@@ -421,11 +284,31 @@ class BackgroundCompiler:
     """One client of a pair of background workers: its requests, and the answers to them.
 
     ``BackgroundCompiler(scenario, options)`` starts a pair of workers; ``client()`` gives
-    another client of the same pair (one per FMU instance: its answers are its own)."""
+    another client of the same pair (one per FMU instance: its answers are its own).
 
-    def __init__(self, scenario, options=None, python=None, root=None, *, _workers=None):
+    Parameters
+    ----------
+    scenario : str
+        the module that builds the model ("package.module": ``build(**options)``), or a
+        scenario's name (transitional, ``model_module``).
+    options : dict, optional
+        the keyword arguments of ``build``.
+    python : str, optional
+        the workers' interpreter (``python_executable``).
+    root : str, optional
+        the folder holding embed/ (an FMU's resources).
+    jobs : sequence of str, optional
+        "module:function" of the jobs the fast worker may run (``call``); default: the
+        model module's WORKER_JOBS.
+    set_up : str, optional
+        "module:function" run once in each worker before its first request; default: the
+        model module's WORKER_SET_UP.
+    """
+
+    def __init__(self, scenario, options=None, python=None, root=None, *, jobs=None,
+                 set_up=None, _workers=None):
         self._w = _workers if _workers is not None else _Workers(scenario, options, python,
-                                                                   root)
+                                                                   root, jobs, set_up)
         self.id = self._w.register(self)
         self.errors = []
         self._modes = []
@@ -483,9 +366,9 @@ class BackgroundCompiler:
         self._w.announce(self.id, ("modedef", mode))
 
     def call(self, fname, *args, supersede=None):
-        """Run the scenario module's worker function ``fname`` (listed in its WORKER_CALLS)
-        in the fast worker; its results arrive, part by part, through ``call_results``.  With
-        ``supersede`` (a name), a call of this client with the same name made later and
+        """Run the job ``fname`` ("module:function", one of the fast worker's jobs: its command
+        line names them) in the fast worker; its results arrive, part by part, through
+        ``call_results``.  With ``supersede`` (a name), a call of this client with the same name made later and
         waiting in the worker replaces this one, which then answers nothing (nor does the
         slow worker's part of it)."""
         self._w.request(self.id, "fast", ("call", fname, args), slot=supersede, what=fname)

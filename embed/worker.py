@@ -1,10 +1,11 @@
-"""Background embedding worker: ``python -m embed.worker SCENARIO OPTIONS_JSON [--peer-in FD |
---peer-out FD]``.
+"""Background embedding worker: ``python -m embed.worker MODULE OPTIONS_JSON [--job MODULE:FUNCTION]...
+[--set-up MODULE:FUNCTION] [--peer-in FD | --peer-out FD]``.
 
 gillespie2005 Sec 6.2 (Fig 11): symbolic embedding runs in parallel with numerical
 integration.  A thread of the stepping interpreter would hold its GIL through every
-compile (DESIGN.md: 2-20 ms stalls), so this runs as its own process.  It builds the
-scenario once, then answers requests, each a length-prefixed pickle (client, number,
+compile (docs/design.md: 2-20 ms stalls), so this runs as its own process.  It builds the
+scenario once (``MODULE.build(**options)``), runs the set-up function named by --set-up, and
+then answers requests, each a length-prefixed pickle (client, number,
 request, slot), the client being the instance that asked (its answers carry its number):
 
 - ("mode", key[, options]): embed the mode (eq 11-16) and compile it with LLVM; the answer
@@ -14,8 +15,9 @@ request, slot), the client being the instance that asked (its answers carry its 
   "rhs", the adaptive solver's right-hand side ("rhs", key, function); "compose_ops" raises
   how large monitors may be to go into the composed RK4 step (one function, one load);
 - ("constraint", constraint) and ("modedef", mode): announced at run time, for later modes;
-- ("call", fname, args): a scenario's own background work (its module's WORKER_CALLS),
-  answered part by part, one frame each; a part that is a ``Relay`` goes to the slow worker
+- ("call", "module:function", args): a scenario's own background work, one of the jobs
+  named on the command line by --job (no other is run: the worker never imports a scenario
+  by itself), called as function(simulator, *args) and answered part by part, one frame each; a part that is a ``Relay`` goes to the slow worker
   directly (--peer-out), the stepping process being told only how many answers it will
   send (("relayed", n));
 - ("stop",): exit.
@@ -146,21 +148,33 @@ class _PeerWriter:
                 return
 
 
+def parse_command_line(argv):
+    """(model module, options, job names, set-up name or None, peer_in fd, peer_out fd) of
+    the worker's command line (module docstring)."""
+    options = {"--job": [], "--set-up": [], "--peer-in": [], "--peer-out": []}
+    positional = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in options:
+            options[argv[i]].append(argv[i + 1])
+            i += 2
+        else:
+            positional.append(argv[i])
+            i += 1
+    module = positional[0]
+    build_options = json.loads(positional[1]) if len(positional) > 1 else {}
+    set_up = options["--set-up"][-1] if options["--set-up"] else None
+    peer_in = int(options["--peer-in"][-1]) if options["--peer-in"] else None
+    peer_out = int(options["--peer-out"][-1]) if options["--peer-out"] else None
+    return module, build_options, tuple(options["--job"]), set_up, peer_in, peer_out
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if hasattr(os, "nice"):
         os.nice(10)           # if the cores are contended, the stepping process goes first
-    peer_in = peer_out = None
-    if "--peer-in" in argv:
-        i = argv.index("--peer-in")
-        peer_in = int(argv[i + 1])
-        argv = argv[:i] + argv[i + 2:]
-    if "--peer-out" in argv:
-        i = argv.index("--peer-out")
-        peer_out = int(argv[i + 1])
-        argv = argv[:i] + argv[i + 2:]
-    name, options = argv[0], json.loads(argv[1]) if len(argv) > 1 else {}
-    from embed.background import Relay, frame
+    module, options, job_names, set_up, peer_in, peer_out = parse_command_line(argv)
+    from embed.worker_pipe import Relay, frame
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     inbox = _Inbox()
     inbox.reader(stdin, main=True)       # requests wait here while the model is built
@@ -172,19 +186,17 @@ def main(argv=None):
         stdout.write(frame((cid, rid, obj)))
         stdout.flush()
 
-    from embed import geometry
-    geometry.CHECK_TIME_LIMIT = float(os.environ.get("EMBED_CHECK_TIME_LIMIT", "2.0"))
-    import scenarios
     from embed.compile import compile_parts, lambdify
     from embed.embedding import EXPLICIT_OPS_OFFLINE
     from embed.numeric import EntryTerms
     from embed.simulator import Simulator
+    from embed.targets import load_target
 
-    sc = scenarios.load(name).build(**options)
+    sc = load_target(f"{module}:build")(**options)
     sim = Simulator(sc.automaton, sc.defaults(), embedding="symbolic")
-    warm = getattr(scenarios.load(name), "warm_worker", None)
-    if warm is not None:     # first-call costs (parsers, LLVM) paid before the first request
-        warm(sim)
+    jobs = {name: load_target(name) for name in job_names}
+    if set_up is not None:   # e.g. first-call costs (parsers, LLVM) paid before the first request
+        load_target(set_up)(sim)
     write(None, None, ("ready",))
     entries = set()          # constraint sets whose entry terms were sent
     todo = collections.deque()
@@ -213,13 +225,13 @@ def main(argv=None):
             continue
         if req[0] == "call":
             fname, args = req[1], req[2]
-            module = scenarios.load(name)
-            if fname not in getattr(module, "WORKER_CALLS", ()):
-                write(cid, rid, ("error", fname, "not a worker call of " + name, ""))
+            if fname not in jobs:
+                write(cid, rid, ("error", fname, "not a job of this worker (its command line "
+                                 f"names {sorted(jobs)})", ""))
                 write(cid, rid, ("done",))
                 continue
             try:
-                for part in getattr(module, fname)(sim, *args):
+                for part in jobs[fname](sim, *args):
                     if isinstance(part, Relay):
                         n = sum(r[0] in ANSWERED for r in part.requests)
                         if peer is None:

@@ -133,8 +133,4 @@ def main(fmu, opts):
 
 if __name__ == "__main__":
     main(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})
-    # the results are out: leave without exit handlers (pythonfmu 0.7.0's binary has had a
-    # destructor that read freed memory at exit; the workers leave when their input closes)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    sys.exit(0)

@@ -7,9 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embed.geometry import FenceProfile
+from fmu_src.fence import FenceGeometry
 from fmu_src.master import FmuRunner
 from scenarios import disk_fence
+from scenarios.fence import announce, family, jet_mode, jobs, modes
+from scenarios.fence.profile import FenceProfile
 
 SC = disk_fence.build()
 P = SC.defaults()
@@ -20,9 +22,9 @@ def run_with_fence(profile, L_f, t_announce=7.0, t_end=10.0, every=0.01, on_samp
     sim = SC.simulator()
     sim.advance(t_announce)
     if isinstance(profile, float):
-        disk_fence.announce_arc(sim, profile, L_f)
+        announce.announce_arc(sim, profile, L_f)
     else:
-        disk_fence.announce(sim, profile, L_f)
+        announce.announce(sim, profile, L_f)
     while sim.t < t_end - 1e-12:
         sim.advance(min(t_end, sim.t + every))
         if on_sample:
@@ -74,27 +76,27 @@ def test_polynomial_family_and_the_same_polynomial_embedded_on_arrival_agree():
     the same text embedded when it arrives: one motion, the fence held to 1e-9."""
     text = "0.04*s**2 + 0.001*s**3"
     profile = FenceProfile.from_text(text)
-    coeffs = disk_fence.poly_coefficients(profile)
+    coeffs = modes.poly_coefficients(profile)
     assert coeffs == pytest.approx((0.04, 0.001), rel=1e-15)
-    assert disk_fence.poly_coefficients(FenceProfile.from_text("0.045*s**2")) == (0.045, 0.0)
+    assert modes.poly_coefficients(FenceProfile.from_text("0.045*s**2")) == (0.045, 0.0)
     for other in ("s**4", "0.1*sin(s)**2", "0.04*s**2 + 0.1*s**6"):
-        assert disk_fence.poly_coefficients(FenceProfile.from_text(other)) is None
+        assert modes.poly_coefficients(FenceProfile.from_text(other)) is None
     worst = []
 
     def held(sim):
-        if sim.mode_number == disk_fence.FENCE:
+        if sim.mode_number == modes.FENCE:
             worst.append(sim.residual())
 
     sim = SC.simulator()
     sim.advance(7.0)
-    disk_fence.activate(sim, disk_fence.POLY, Lf_poly=6.7,
-                        **{str(c): v for c, v in zip(disk_fence.POLY_C, coeffs)})
+    announce.activate(sim, modes.POLY, Lf_poly=6.7,
+                        **{str(c): v for c, v in zip(modes.POLY_C, coeffs)})
     while sim.t < 9.5 - 1e-12:
         sim.advance(min(9.5, sim.t + 0.01))
         held(sim)
     ref = run_with_fence(profile, 6.7, t_end=9.5)
     assert [e[1] for e in sim.events] == [e[1] for e in ref.events] == ["ramp_end", "fence_end"]
-    assert sim.events[0][3] == disk_fence.POLY
+    assert sim.events[0][3] == modes.POLY
     assert np.array(sim.q) == pytest.approx(np.array(ref.q), abs=1e-9)
     assert np.array(sim.u) == pytest.approx(np.array(ref.u), abs=1e-9)
     assert worst and max(worst) <= 1e-9
@@ -107,7 +109,7 @@ def test_a_quartic_fence_holds_on_the_symbolic_path():
     worst, energy = [], []
 
     def sample(sim):
-        if sim.mode_number == disk_fence.FENCE:
+        if sim.mode_number == modes.FENCE:
             o = SC.observe(sim)
             worst.append(sim.residual())
             energy.append(o["kinetic_energy"] + o["potential_energy"])
@@ -121,18 +123,18 @@ def test_a_quartic_fence_holds_on_the_symbolic_path():
 def test_new_geometry_while_on_the_old_fence_switches_cleanly(second):
     sim = SC.simulator()
     sim.advance(7.0)
-    disk_fence.announce_arc(sim, 10.0, 6.7)
+    announce.announce_arc(sim, 10.0, 6.7)
     sim.advance(8.2)
-    assert sim.mode == disk_fence.ARC
+    assert sim.mode == modes.ARC
     if second == "arc":
-        disk_fence.announce_arc(sim, 11.0, 6.7)
-        new = disk_fence.ARC
+        announce.announce_arc(sim, 11.0, 6.7)
+        new = modes.ARC
     else:
-        new = disk_fence.announce(sim, FenceProfile.from_text("0.045*s**2"), 6.7).id
+        new = announce.announce(sim, FenceProfile.from_text("0.045*s**2"), 6.7).id
     assert sim.mode == new and sim.events[-1][1] == "fence_switch"
     assert sim.residual() <= 1e-9
     sim.advance(8.5)
-    assert sim.mode in (new, disk_fence.FREE) and sim.residual() <= 1e-9
+    assert sim.mode in (new, modes.FREE) and sim.residual() <= 1e-9
 
 
 @pytest.mark.parametrize("text, same, where", [
@@ -153,9 +155,9 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
     from embed.numeric import ConstraintTerms, EntryTerms, lam_symbol
     sim = SC.simulator(embedding="numeric")
     m, prof = sim.model, FenceProfile.from_text(text)
-    uid = next(disk_fence._UIDS)
-    mid = disk_fence.install_profile(sim, uid, 6.7, disk_fence.jet_function(prof))
-    cons, mode = disk_fence.fence_mode(next(disk_fence._UIDS),
+    uid = modes.next_uid()
+    mid = family.install_profile(sim, uid, 6.7, family.jet_function(prof))
+    cons, mode = modes.fence_mode(modes.next_uid(),
                                        FenceProfile.from_text(same or text), 6.7)
     outs, guards = sim.mode_exprs(mode.id, mode)
     margs = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
@@ -181,7 +183,7 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
                                                                    abs=1e-12)
         for a, b in zip(entry(0.3, q, u, p), entry_ref(0.3, q, u, p)):
             assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
-    assert se.Symbol("fence_h3") in disk_fence.JET     # gamma needs the third derivative
+    assert se.Symbol("fence_h3") in jet_mode.JET     # gamma needs the third derivative
 
 
 def mode_names(uid):
@@ -196,9 +198,9 @@ def test_a_profile_on_the_familys_symbolic_path_moves_like_the_arc_family():
     sim = SC.simulator()
     sim.advance(7.0)
     prof = FenceProfile.from_text("10 - sqrt(10**2 - s**2)")
-    mid = disk_fence.install_profile(sim, next(disk_fence._UIDS), 6.7,
-                                     disk_fence.jet_function(prof))
-    disk_fence.activate(sim, mid)
+    mid = family.install_profile(sim, modes.next_uid(), 6.7,
+                                     family.jet_function(prof))
+    announce.activate(sim, mid)
     worst = []
     while sim.t < 9.5 - 1e-12:
         sim.advance(min(9.5, sim.t + 0.01))
@@ -371,18 +373,18 @@ def test_checks_that_run_too_long_are_stopped_by_the_worker(monkeypatch):
     """The fast worker stops a call after its time limit: an announcement whose checks do not
     finish in time is rejected with GEOMETRY_TIMEOUT, and the worker keeps serving."""
     from embed.background import BackgroundCompiler
-    from embed.geometry import GEOMETRY_TIMEOUT
+    from scenarios.fence.profile import GEOMETRY_TIMEOUT
 
     pvec = np.array(SC.simulator().pvec)
     monkeypatch.setenv("EMBED_CHECK_TIME_LIMIT", "1e-4")   # no parse finishes in 0.1 ms
     bc = BackgroundCompiler("disk_fence", {})
     try:
         assert bc.wait_ready(120)
-        bc.call("prepare_fence", 1, ("curve", "0.045*s**2", 6.7), pvec)
+        bc.call(jobs.PREPARE_FENCE, 1, ("curve", "0.045*s**2", 6.7), pvec)
         answered(bc)
         parts = [p for _, p in bc.call_results()]
         assert parts[0][:3] == ("rejected", 1, GEOMETRY_TIMEOUT), parts
-        bc.call("prepare_fence", 2, ("arc", 10.0, 6.7), pvec)   # still answering
+        bc.call(jobs.PREPARE_FENCE, 2, ("arc", 10.0, 6.7), pvec)   # still answering
         answered(bc)
         assert [p for _, p in bc.call_results()], bc.errors
     finally:
@@ -397,13 +399,13 @@ def test_the_familys_symbolic_modes_step_as_the_profile_embedded_on_its_own(text
     monitors from states near the fence agree."""
     prof = FenceProfile.from_text(text)
     sim = SC.simulator()
-    uid = next(disk_fence._UIDS)
-    mid = disk_fence.install_profile(sim, uid, 6.7, disk_fence.jet_function(prof))
+    uid = modes.next_uid()
+    mid = family.install_profile(sim, uid, 6.7, family.jet_function(prof))
     ref = SC.simulator()
-    own = disk_fence.announce(ref, prof, 6.7).id
+    own = announce.announce(ref, prof, 6.7).id
     L, ph, r = sim.param("L"), sim.param("phi"), sim.param("r")
     rng = np.random.default_rng(7)
-    for dep in disk_fence.FAMILY_DEPS:
+    for dep in family.FAMILY_DEPS:
         jm = sim.compiled(mid, dep, mode_names(uid))
         cm = ref.compiled(own, dep, tuple(sorted(ref.aut.modes[own].constraints)))
         assert type(jm).__name__ == "JetMode" and jm.path == cm.path == "symbolic"
@@ -423,14 +425,14 @@ def test_the_adaptive_solver_runs_a_free_form_fence():
     runs = {}
     for curve in ("10 - sqrt(10**2 - s**2)", ""):
         sim = SC.simulator(solver="adaptive")
-        geo = disk_fence.FenceGeometry(sim, None, lambda msg: None)
+        geo = FenceGeometry(sim, None, lambda msg: None)
         sim.advance(7.0)
         geo.before_step({"fence_version": 1, "fence_curve": curve, "fence_radius": 10.0,
                          "fence_length": 6.7})
         worst = []
         while sim.t < 9.5 - 1e-12:
             sim.advance(min(9.5, sim.t + 0.01))
-            if sim.mode_number == disk_fence.FENCE:
+            if sim.mode_number == modes.FENCE:
                 worst.append(sim.residual())
         assert worst and max(worst) <= 1e-9
         runs[curve] = sim
@@ -451,13 +453,13 @@ def test_the_fast_worker_prepares_a_fence_numbered_by_the_stepping_process():
     try:
         assert bc.wait_ready(120)
         for uid in (1, 2):
-            bc.call("prepare_fence", uid, ("curve", "0.5*(1 - cos(0.3*s))", 6.7), pvec, False,
+            bc.call(jobs.PREPARE_FENCE, uid, ("curve", "0.5*(1 - cos(0.3*s))", 6.7), pvec, False,
                     uid)
             answered(bc)
             parts = [p for _, p in bc.call_results()]
             assert not bc.errors, bc.errors
             assert [p[0] for p in parts] == ["terms", "embed"]
-            assert parts[0][2] == uid and parts[1][2][0] == disk_fence.FENCE_BASE + uid
+            assert parts[0][2] == uid and parts[1][2][0] == modes.FENCE_BASE + uid
     finally:
         bc.close()
 

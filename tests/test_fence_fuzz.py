@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from embed import geometry
-from embed.geometry import FenceProfile, GeometryError, time_limit, validate
+from scenarios.fence import checks
+from scenarios.fence.checks import time_limit, validate
+from scenarios.fence.profile import FenceProfile, GeometryError
 from fmu_src.master import FmuRunner
 from test_fence_workers import workers
 
@@ -117,7 +118,7 @@ def check(text):
 @pytest.fixture
 def limited(monkeypatch):
     """The workers' time limit, here (the main thread of the test process takes the signal)."""
-    monkeypatch.setattr(geometry, "CHECK_TIME_LIMIT", LIMIT)
+    monkeypatch.setattr(checks, "CHECK_TIME_LIMIT", LIMIT)
     CANARY.unlink(missing_ok=True)
     yield
     assert not CANARY.exists() and not hasattr(builtins, "FENCE_CANARY")

@@ -12,11 +12,13 @@ import pytest
 import sympy as sp
 
 from embed.errors import InputError
-from embed.geometry import (GEOMETRY_BAD_PARAMETER, GEOMETRY_CURVATURE, GEOMETRY_NOT_ALLOWED,
-                            GEOMETRY_NOT_FINITE, GEOMETRY_NOT_SMOOTH, GEOMETRY_NOT_TANGENT,
-                            GEOMETRY_SYNTAX, SIGMA, FenceProfile, GeometryError, arc_sigma_extent,
-                            disk_centre_on_fence, fence_frame, fence_point, parse_expression,
-                            ramp_frame, validate)
+from embed.expression import ExpressionError, parse_expression
+from scenarios.fence.checks import validate
+from scenarios.fence.plane import disk_centre_on_fence, fence_frame, fence_point, ramp_frame
+from scenarios.fence.profile import (GEOMETRY_BAD_PARAMETER, GEOMETRY_CURVATURE,
+                                     GEOMETRY_NOT_ALLOWED, GEOMETRY_NOT_FINITE, GEOMETRY_NOT_SMOOTH,
+                                     GEOMETRY_NOT_TANGENT, GEOMETRY_SYNTAX, SIGMA, FenceProfile,
+                                     GeometryError, arc_sigma_extent)
 
 s = sp.Symbol("s", real=True)
 CANARY = "/tmp/pwned_geometry"
@@ -77,7 +79,7 @@ def test_variables_are_real_symbols_and_other_variables_can_be_named():
     assert SIGMA == s
     x, y = sp.Symbol("x", real=True), sp.Symbol("y", real=True)
     assert parse_expression("x*y + sin(x)", variables=("x", "y")) == x * y + sp.sin(x)
-    with pytest.raises(GeometryError) as e:
+    with pytest.raises(ExpressionError) as e:
         parse_expression("s", variables=("x",))
     assert "'s'" in str(e.value) and "x" in str(e.value)
     for bad in ("sin", "pi", "lambda", "_x", "a b", ""):
@@ -239,7 +241,7 @@ def test_malicious_and_malformed_text_is_rejected_and_nothing_runs():
             try:
                 parse_expression(text)
                 outcomes.append((text, None))
-            except GeometryError as e:
+            except ExpressionError as e:
                 outcomes.append((text, e))
             try:                                  # the same through the profile constructor
                 FenceProfile.from_text(text)
@@ -278,7 +280,7 @@ def test_malicious_and_malformed_text_is_rejected_and_nothing_runs():
 
 def test_rejections_name_the_offending_token_and_what_is_allowed():
     def msg(text):
-        with pytest.raises(GeometryError) as e:
+        with pytest.raises(ExpressionError) as e:
             parse_expression(text)
         return e.value
 

@@ -84,6 +84,7 @@ def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
     bit for bit as it is without it; and it did run before the events."""
     import scenarios
     from embed.simulator import Simulator
+    from scenarios.fence.announce import announce_arc
 
     sc = scenarios.load(name).build()
 
@@ -91,7 +92,7 @@ def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
         sim = sc.simulator(embedding="symbolic")
         if name == "disk_fence":
             sim.advance(7.0)
-            scenarios.load(name).announce_arc(sim, 10.0, 6.7)
+            announce_arc(sim, 10.0, 6.7)
         while sim.t < t_end - 1e-12:
             sim.advance(min(t_end, sim.t + 1e-3))
         return sim

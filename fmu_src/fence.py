@@ -1,0 +1,177 @@
+"""The FMU side of disk_fence's run-time fence: the inputs fence_radius, fence_length,
+fence_version and fence_curve announce a fence, the outputs report it (``FenceGeometry``,
+the extension ``fmu_src/slave.py`` calls before every step and for the FMU state).
+
+What this class does with an announcement: an arc sets the compiled arc family's discrete
+variables at once (``scenarios.fence.announce.announce_arc``); any other text goes to the fast
+background worker (``scenarios.fence.jobs.prepare_fence``), whose answers are installed one a
+step (``scenarios.fence.family.install_profile``, ``announce.activate``).  gillespie2005 Sec
+6.2, Fig 11; issue 4.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from scenarios.disk_fence import FENCE_INPUTS, FENCE_OUTPUTS
+from scenarios.fence import jobs, simulator_calls
+from scenarios.fence.announce import activate, announce_arc, check_length, profile_of
+from scenarios.fence.checks import validate
+from scenarios.fence.family import (install_profile, jet_function, profile_family,
+                                    profile_family_modes)
+from scenarios.fence.modes import ARC, FENCE_BASE, fence_uid
+from scenarios.fence.profile import FenceProfile, GeometryError
+
+
+class FenceGeometry:
+    """The fence inputs of disk_fence.fmu (issue 4): announcements by fence_version, checked
+    and differentiated in the fast background worker while the stepping goes on, the fence
+    then stepped on the family's embedding, and on its own composed mode once the slow
+    worker has it; answers installed one a step.
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+        the instance's simulator.
+    compiler : embed.background.BackgroundCompiler or None
+        the instance's client of the background workers; None: everything in this process
+        (the ``symbolic`` and ``numeric`` embeddings).
+    log : callable
+        log(message): a warning through the FMI logger.
+    """
+
+    inputs = FENCE_INPUTS
+    outputs = FENCE_OUTPUTS
+
+    def __init__(self, sim, compiler, log):
+        self.sim, self.compiler, self.log = sim, compiler, log
+        self.values = {"geometry_status": 0, "embed_pending": 0.0, "embed_latency": 0.0,
+                       "geometry_version_active": 0}
+        self.requested = 0        # the newest version announced
+        self.resolved = 0         # the newest version accepted or rejected: older answers
+        #                           arriving later are dropped (never replace a newer fence)
+        self.t_request = {}       # version -> when it was announced (perf_counter)
+        self.texts = {}           # version -> fence_curve of announcements under way
+        self.fences = []          # [uid, text, L_f] of the free-form fences installed
+        # compiled now (LLVM, ~20 + 3 x 40 ms), not in a step, and each called once: the
+        # first call of an LLVM function costs more than later ones (warm_up does the same
+        # for the automaton's modes)
+        fn, _, _, entry = profile_family(sim)
+        for f in [fn, entry.fn] + [g for _, *fs in profile_family_modes(sim).values()
+                                   for g in fs]:
+            f(np.full(f.n_in, 0.5))
+
+    def get(self, name):
+        """The value of output ``name`` (one of FENCE_OUTPUTS)."""
+        return self.values[name]
+
+    def state(self):
+        """What of the fence decides the future, for the FMU state: the outputs, the newest
+        versions announced and decided, and the free-form fences installed ([uid, text,
+        L_f]: enough to install them again elsewhere)."""
+        return {"values": dict(self.values), "requested": self.requested,
+                "resolved": self.resolved,
+                "fences": [list(f) for f in self.fences]}
+
+    def set_state(self, s):
+        """Restore; a free-form fence the state uses and this process has not installed (a
+        serialized state restored elsewhere) is parsed, checked and installed again."""
+        for uid, text, L_f in s.get("fences", []):
+            if FENCE_BASE + int(uid) not in self.sim.aut.modes:
+                profile = FenceProfile.from_text(text)
+                validate(profile, L_f, disk_radius=self.sim.param("r"))
+                install_profile(self.sim, int(uid), float(L_f), jet_function(profile))
+                self.fences.append([int(uid), text, float(L_f)])
+        self.values.update(s["values"])
+        self.requested = s["requested"]
+        self.resolved = s.get("resolved", self.requested)
+        self.values["embed_pending"] = float(self.requested > self.resolved)
+
+    def before_step(self, inputs):
+        """Announce a new version; install what the worker has finished.
+
+        Parameters
+        ----------
+        inputs : dict
+            the values of FENCE_INPUTS at the start of the step.
+        """
+        v = int(inputs["fence_version"])
+        if v > self.requested:
+            self.requested = v
+            text = str(inputs["fence_curve"]).strip()
+            spec = (("curve", text, float(inputs["fence_length"])) if text else
+                    ("arc", float(inputs["fence_radius"]), float(inputs["fence_length"])))
+            self.t_request[v] = time.perf_counter()
+            self.values["embed_pending"] = 1.0
+            try:
+                check_length(spec[2])
+                if spec[0] == "arc":        # the compiled arc family: ready at once
+                    announce_arc(self.sim, spec[1], spec[2])
+                    self._install(("ready", v, ARC, {}), arc=True)
+                    return
+                if self.compiler is None:
+                    profile_of(spec)                # parse here (a whitelist, no eval); with a
+                    # worker the parse and every check run there, off the stepping path
+            except GeometryError as exc:
+                self._install(("rejected", v, exc.code, str(exc)))
+                return
+            self.texts[v] = text
+            uid = fence_uid(text, spec[2])
+            if self.compiler is not None:
+                # a later announcement waiting in the worker replaces this one there
+                self.compiler.call(jobs.PREPARE_FENCE, v, spec, np.array(self.sim.pvec),
+                                   self.sim.integrator.uses_rhs, uid, supersede="fence")
+            else:
+                # the first answer only: in this process the family's embedding serves the
+                # fence; its own symbolic embedding (the rest) is for the slow worker
+                self._install(next(jobs.prepare_fence(self.sim, v, spec,
+                                                      np.array(self.sim.pvec), uid=uid)))
+        if self.compiler is not None:
+            # the answers the simulator's poll decoded in earlier steps (one a step); a step
+            # that installs a fence's terms (loading its jet: 0.1-0.4 ms cold) decodes no more
+            for _, part in self.compiler.call_results():
+                self._install(part)
+                if part[0] == "terms":
+                    self.compiler.rest()
+
+    def _install_terms(self, part):
+        _, version, uid, L_f, jet = part
+        mode_id = install_profile(self.sim, uid, L_f, jet)
+        if not any(f[0] == uid for f in self.fences):
+            self.fences.append([uid, self.texts.get(version, ""), L_f])
+        self._install(("ready", version, mode_id))
+
+    def _resolve(self, version):
+        """Version ``version`` is decided now; older ones still under way never will be."""
+        self.resolved = version
+        self.values["embed_pending"] = float(self.requested > version)
+        self.values["embed_latency"] = time.perf_counter() - self.t_request.get(
+            version, time.perf_counter())
+        for old in [k for k in self.t_request if k <= version]:
+            self.t_request.pop(old)
+            self.texts.pop(old, None)
+
+    def _install(self, part, arc=False):
+        sim, kind, version = self.sim, part[0], part[1]
+        if kind in ("rejected", "terms", "ready") and version <= self.resolved:
+            return      # an older announcement than one decided already: never replaces it
+        if kind == "rejected":
+            self._resolve(version)
+            self.values["geometry_status"] = int(part[2])
+            self.log(f"fence version {version} rejected, keeping version "
+                     f"{self.values['geometry_version_active']}: {part[3]}")
+        elif kind == "terms":
+            self._install_terms(part)
+        elif kind == "ready":
+            self._resolve(version)
+            self.values["geometry_status"] = 0
+            self.values["geometry_version_active"] = version
+            if not arc:                    # announce_arc has activated it
+                activate(sim, part[2], **(part[3] if len(part) > 3 else {}))
+        elif kind == "embed" and self.compiler is not None:
+            # the slow worker embeds the fence on its own (the fast worker sent it the
+            # requests); its answer reaches the simulator's poll_background like any other
+            # submission, and replaces the family's mode
+            simulator_calls.expect_mode(sim, part[2])

@@ -1,0 +1,97 @@
+"""Announcing a fence to a simulator in the stepping process: the checks an announcement gets
+there, and the discrete variables that select the fence the disk meets at the ramp's end
+(gillespie2005 Sec 6.2: the geometry changes while the simulation runs).
+"""
+
+from __future__ import annotations
+
+import math
+
+from embed import holonomic
+
+from . import simulator_calls
+from .modes import ARC, FENCE, FENCE_BASE, POLY, fence_mode, next_uid
+from .profile import GEOMETRY_BAD_PARAMETER, FenceProfile, GeometryError
+
+def announce(sim, profile, L_f):
+    """Make a fence known to a simulator now (its constraints and mode, embedded when first
+    entered); the disk uses it from the next time it reaches the ramp's end, or at once if
+    it is on an older fence.
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+    profile : FenceProfile
+        checked already (``checks.validate``).
+    L_f : float
+
+    Returns
+    -------
+    the fence's Mode.
+    """
+    cons, mode = fence_mode(next_uid(), profile, L_f)
+    for name, phi in cons.items():
+        sim.add_constraint(holonomic(sim.model, name, phi))
+    sim.add_mode(mode)
+    activate(sim, mode.id)
+    return mode
+
+
+def activate(sim, mode_id, **discrete):
+    """Use fence mode ``mode_id`` from now on (switching to it at once if on a fence).
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+    mode_id : int
+        ARC, POLY or FENCE_BASE + a fence's number.
+    **discrete : float
+        the family's discrete variables (R_arc, Lf_arc; c2_poly, c3_poly, Lf_poly).
+    """
+    simulator_calls.set_discrete(sim, {
+        **discrete, "fence": {ARC: -1.0, POLY: -2.0}.get(mode_id, float(mode_id - FENCE_BASE))})
+    current = simulator_calls.active_mode(sim)
+    if current is not None and current.report == FENCE:
+        sim.jump_to(mode_id, label="fence_switch")
+
+
+def check_arc(R, L_f, r):
+    """The arc's own checks (the parser's are not needed): R > r finite, 0 < L_f < R."""
+    check_length(L_f)
+    if not (isinstance(R, (int, float)) and math.isfinite(R) and R > r):
+        raise GeometryError(f"fence_radius = {R!r} must be finite and larger than the disk "
+                            f"radius {r}", code=GEOMETRY_BAD_PARAMETER, check="radius", value=R)
+    if L_f >= R:
+        raise GeometryError(f"fence_length = {L_f} must be below fence_radius = {R} (the arc "
+                            "is a height profile: less than a quarter turn)",
+                            code=GEOMETRY_BAD_PARAMETER, check="length", value=L_f)
+
+
+def announce_arc(sim, R, L_f):
+    """An arc fence (the parameterized family, compiled already): ready at once.
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+    R : float
+        the arc's radius (fence_radius), larger than the disk's.
+    L_f : float
+        its length along the ramp line (fence_length), below R.
+
+    Raises GeometryError (code 7) and changes nothing if either is bad.
+    """
+    check_arc(R, L_f, sim.param("r"))
+    activate(sim, ARC, R_arc=float(R), Lf_arc=float(L_f))
+
+
+def profile_of(spec):
+    """FenceProfile of an announcement: ("arc", R, L_f) or ("curve", text, L_f)."""
+    kind, value, L_f = spec
+    return FenceProfile.arc(value) if kind == "arc" else FenceProfile.from_text(value)
+
+
+def check_length(L_f):
+    """GeometryError(GEOMETRY_BAD_PARAMETER) unless the fence length is positive and finite."""
+    if not (isinstance(L_f, (int, float)) and math.isfinite(L_f) and L_f > 0):
+        raise GeometryError(f"fence_length = {L_f!r} must be a positive finite number",
+                            code=GEOMETRY_BAD_PARAMETER, check="length", value=L_f)

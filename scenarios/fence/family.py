@@ -1,0 +1,231 @@
+"""The fence of any profile: its terms and its symbolic embedding formed once a process with h an
+undefined function of q4, so that a profile announced at run time steps at once, given only
+its jet (h and three derivatives at s = q4 - L) as a ``compile.Tape``.  gillespie2005 Sec 5.5
+(the numeric path: ``profile_family``, ``ProfileTerms``) and eq 11-16 (the symbolic path:
+``profile_family_modes``, ``jet_mode.JetMode``); ``install_profile`` puts both in the
+simulator's caches for one profile.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import symengine as se
+
+from embed import Constraint, ConstraintSet, Guard, Mode, holonomic
+from embed.compile import Tape, lambdify
+from embed.embedding import EXPLICIT_OPS_OFFLINE
+from embed.errors import ModelDefinitionError
+from embed.model import TIME
+from embed.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
+
+from . import simulator_calls
+from .jet_mode import JET, LF_JET, JetMode
+from .modes import FENCE, FENCE_BASE, PROFILE_H, fence_mode
+from .profile import SIGMA
+
+def profile_family(sim, backend="llvm"):
+    """Every term of the numeric path (gillespie2005 Sec 5.5) of a fence of any profile h: its
+    two constraints' [B, C], gamma and [Phi, Phi_q], its mode's outputs and switching
+    conditions, formed with h an undefined function of q4 and compiled as one function of
+    (t, q, u, forces, lambda, p, JET, L_f), JET = (h, h', h'', h^(3)) at s = q4 - L (gamma needs
+    the third derivative).  Formed and compiled once a process; a profile announced at run
+    time then needs only its jet compiled (``ProfileTerms``).  Its constraint set's entry terms
+    (``numeric.EntryTerms``) likewise.  Returns (function, layout: the slice of each role, by
+    "x", "y" and "monitors"; the family's mode; entry terms), shared by the simulators of the
+    scenario (``simulator_calls.shared``).
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+        a simulator of disk_fence.
+    backend : str
+        symengine's Lambdify backend.
+
+    Returns
+    -------
+    (function, layout, mode, entry terms)
+    """
+    return simulator_calls.shared(sim, "profile_family", lambda: _form_profile_family(sim, backend))
+
+
+def _form_profile_family(sim, backend):
+    m = sim.model
+    cons, mode = fence_mode("_any", None, LF_JET, mode_id=0)
+    q4 = se.Symbol("q4")
+    F = PROFILE_H(q4)
+    to_jet = {F.diff(q4, 3): JET[3], F.diff(q4, 2): JET[2], F.diff(q4): JET[1], F: JET[0]}
+    exprs, layout = [], {}
+
+    def add(name, role, es):
+        layout.setdefault(name, {})[role] = slice(len(exprs), len(exprs) + len(es))
+        exprs.extend(e.subs(to_jet) for e in es)
+
+    family = []
+    for name, phi in cons.items():
+        c = holonomic(m, name, phi)
+        for role, es in constraint_exprs(m, c).items():
+            add(name[-1], role, es)
+        family.append(Constraint(name, tuple(b.subs(to_jet) for b in c.B), c.C.subs(to_jet),
+                                 c.phi.subs(to_jet)))
+    outs, guards = sim.mode_exprs(mode.id, mode)
+    add("monitors", "monitors", list(outs) + list(guards))
+    extra = list(JET) + [LF_JET]
+    args = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
+            + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms) + extra)
+    fn = lambdify(args, exprs, "the terms of the fence of any profile", backend)
+    entry = EntryTerms(m, ConstraintSet(family), list(sim.psyms) + extra, backend)
+    return (fn, layout, mode, entry)
+
+
+class ProfileTerms:
+    """The terms of one announced profile as one function of (t, q, u, forces, lambda, p), for
+    ``numeric.Role``: the family's function (``profile_family``) called with the profile's jet
+    at s = q4 - L and its length appended."""
+
+    __slots__ = ("fn", "jet", "n_in", "i_L", "buf", "s", "fresh")
+
+    def __init__(self, fn, jet, L_f, i_L):
+        self.fn, self.jet, self.i_L = fn, jet, i_L
+        self.n_in = fn.n_in - len(JET) - 1
+        self.buf = np.zeros(fn.n_in)
+        self.buf[-1] = L_f
+        self.s = np.zeros(1)
+        self.fresh = True
+
+    def __call__(self, args):
+        b, n = self.buf, self.n_in
+        b[:n] = args
+        s = args[I_Q4] - args[self.i_L]
+        if s != self.s[0] or self.fresh:     # the roles of one evaluation share one jet
+            self.s[0] = s
+            self.fresh = False
+            self.jet.unsafe_real(self.s, b[n:n + len(JET)])
+        return self.fn(b)
+
+
+I_Q4 = 4       # q4 among (t, q1, ..., q4, ...)
+
+
+def jet_function(profile):
+    """The jet of a profile, s -> (h, h', h'', h^(3)) (``FenceProfile.jet``), as a ``Tape``:
+    built in the worker in well under 1 ms and loaded in microseconds, where an LLVM function
+    took 1-3 ms to build and 0.3-0.45 ms to load in a 1 kHz loop.
+
+    Parameters
+    ----------
+    profile : FenceProfile
+
+    Returns
+    -------
+    embed.compile.Tape of one input (s) and four outputs.
+    """
+    return Tape([se.Symbol(SIGMA.name)], profile.jet())
+
+
+# the choices of two dependent speeds among u1, u2, u4 (u3, the spin, is in no fence row)
+FAMILY_DEPS = ((0, 1), (0, 3), (1, 3))
+
+
+def profile_family_modes(sim):
+    """The fence of any profile embedded symbolically (eq 11-16) once a process, for each
+    choice of dependent speeds (FAMILY_DEPS), with h an undefined function of q4: its
+    right-hand side (eq 16) and monitors compiled (LLVM) as functions of (t, x, p, JET, L_f),
+    given a profile's jet at every evaluation by ``JetMode``.  A profile announced at run
+    time then steps on a symbolic embedding at once, with nothing compiled or loaded but its
+    jet.
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+        a simulator of disk_fence.
+
+    Returns
+    -------
+    {dependent speeds: (meta, rhs, monitors)}, shared by the simulators of the scenario.
+    """
+    return simulator_calls.shared(sim, "profile_modes", lambda: _form_profile_family_modes(sim))
+
+
+def _form_profile_family_modes(sim):
+    m = sim.model
+    cons, mode = fence_mode("_any", None, LF_JET, mode_id=0)
+    cset = ConstraintSet([holonomic(m, n, phi) for n, phi in cons.items()])
+    args = None
+    out = {}
+    for dep in FAMILY_DEPS:
+        parts = sim.mode_parts((0, cset.key, dep), EXPLICIT_OPS_OFFLINE, mode=mode, cset=cset)
+        if parts["kind"] != "explicit":
+            raise ModelDefinitionError(f"the fence of any profile is not explicit at {dep}")
+        f, mon = ([_jet_of(e) for e in parts[k]] for k in ("f", "mon"))
+        args = [TIME] + parts["x"] + parts["params"] + list(JET) + [LF_JET]
+        meta = {k: parts[k] for k in ("ind", "dep", "sizes")}
+        meta["nx"] = len(parts["x"])
+        out[dep] = (meta, lambdify(args, f, f"the fence of any profile at {dep}", "llvm"),
+                    lambdify(args, mon, f"the fence's monitors at {dep}", "llvm"))
+    return out
+
+
+def _jet_of(e):
+    """e with the derivatives of PROFILE_H(q4) replaced by JET (none beyond the third)."""
+    q4 = se.Symbol("q4")
+    F = PROFILE_H(q4)
+    e = e.subs({F.diff(q4, 3): JET[3], F.diff(q4, 2): JET[2], F.diff(q4): JET[1], F: JET[0]})
+    if e.atoms(se.Derivative) or e.has(F):
+        raise ModelDefinitionError(f"the fence of any profile needs more than JET: {e}")
+    return e
+
+
+def install_profile(sim, uid, L_f, jet):
+    """Install fence ``uid`` (a profile with jet ``jet``, a Tape, and length ``L_f``): the
+    family's terms (``profile_family``) as the roles of its constraints' B, C, gamma and Phi,
+    of its mode's monitors and of its entry terms, and the family's symbolic embedding
+    (``JetMode``) as its mode for every choice of dependent speeds.  Its constraints and mode
+    are stubs named as ``fence_mode`` names them (their expressions are the slow worker's).
+    A fence installed already (by this simulator or one that shares its caches) stays as it is: its number says what it is (``fence_uid``).
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+    uid : int
+        the fence's number (``modes.fence_uid``).
+    L_f : float
+        the fence's length.
+    jet : embed.compile.Tape
+        s -> (h, h', h'', h^(3)) (``jet_function``).
+
+    Returns
+    -------
+    int, the fence's mode id (FENCE_BASE + uid).
+    """
+    m = sim.model
+    fam, layout, family, entry = profile_family(sim)
+    mode = Mode(FENCE_BASE + uid, f"fence {uid}", (f"fence{uid}_x", f"fence{uid}_y"), (),
+                tuple(Guard(g.name, None, g.direction) for g in family.guards), (), FENCE)
+    simulator_calls.install_mode_stub(     # this simulator's view of the automaton
+        sim, mode, [Constraint(name, (), se.Integer(0), se.Integer(0))
+                    for name in mode.constraints])
+    if simulator_calls.has_constraint_terms(sim, mode.constraints[0]):   # the shared caches have it
+        return mode.id
+    n, n_p, i_L = m.n, len(sim.psyms), sim.pnames.index("L")
+    terms = ProfileTerms(fam, jet, L_f, fam.n_in - len(JET) - 1 - n_p + i_L)
+    p_at = list(range(terms.n_in - n_p, terms.n_in))
+    tq = [0] + list(range(1, 1 + n)) + p_at
+    tqu = [0] + list(range(1, 1 + 2 * n)) + p_at
+    for name, role in zip(mode.constraints, "xy"):
+        c = sim.aut.constraints[name]
+        sl = layout[role]
+        simulator_calls.install_constraint_terms(sim, name, ConstraintTerms(
+            m, c, sim.psyms, fns=(Role(terms, tq, sl["BC"]), Role(terms, tqu, sl["gamma"]),
+                                  Role(terms, tq, sl["phi"]))))
+    sim.numeric_terms().install_mode(mode.id, Role(terms, None, layout["monitors"]["monitors"]),
+                                     lam_names=mode.constraints)
+    mine = copy.copy(entry)        # the event step's one call, for this profile
+    mine.key = tuple(sorted(mode.constraints))
+    mine.fn = ProfileTerms(entry.fn, jet, L_f, 1 + 2 * n + i_L)
+    simulator_calls.install_entry_terms(sim, mine.key, mine)
+    for dep, (meta, f, mon) in profile_family_modes(sim).items():
+        key = (mode.id, mine.key, dep)
+        simulator_calls.install_compiled_mode(sim, key, JetMode(key, meta, f, mon, jet, L_f, i_L))
+    return mode.id

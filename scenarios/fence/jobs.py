@@ -1,0 +1,116 @@
+"""The background jobs of the run-time fence, run in the fast worker (``embed.worker`` loads them
+by the names below, given on its command line): an announced fence checked, differentiated
+and prepared for the slow worker's embedding (gillespie2005 Sec 6.2, Fig 11).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import sympy as sp
+
+from embed import holonomic
+from embed.worker_pipe import Relay
+
+from . import checks, simulator_calls
+from .announce import check_length, profile_of
+from .checks import time_limit, validate
+from .family import jet_function
+from .modes import FENCE_BASE, POLY, POLY_C, fence_mode, next_uid, poly_coefficients
+from .profile import GeometryError
+
+# the worker's names of the jobs (module:function; ``__name__`` is the package's name in an FMU)
+PREPARE_FENCE = f"{__name__}:prepare_fence"
+SET_UP_WORKER = f"{__name__}:set_up_worker"
+
+
+def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
+    """Background work for fence ``version`` (gillespie2005 Sec 6.2, Fig 11), run in the fast
+    worker: check the geometry (with a time limit); a cubic polynomial only sets the compiled
+    family's coefficients; any other profile gets its jet, all the fence of any profile needs
+    to step it at once (``install_profile``: "terms"), then its own constraints and mode, and
+    the frames that ask the slow worker for their symbolic embedding, composed into one RK4
+    step (seven times cheaper a step than the family's, which evaluates the jet stage by
+    stage), at the partition expected where the fence begins ("embed"; with its right-hand
+    side alone if ``rhs``: the adaptive solver).  ``uid``
+    numbers the fence (the stepping process's, whose caches outlive a worker).  Yields the
+    answers, each sent as one frame (the slow worker's requests as a ``Relay``).
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+        the worker's simulator (the stepping process's, without a worker).
+    version : int
+        the announcement's fence_version.
+    spec : tuple
+        ("arc", R, L_f) or ("curve", text, L_f).
+    pvec : numpy.ndarray
+        the stepping simulator's parameter vector.
+    rhs : bool
+        also compile the right-hand side alone (the adaptive solver).
+    uid : int, optional
+        the fence's number (``modes.fence_uid``).
+
+    Yields
+    ------
+    ("rejected", version, code, message); ("ready", version, POLY, discrete values);
+    ("terms", version, uid, L_f, jet Tape); a Relay carrying ("embed", version, key).
+    """
+    try:
+        with time_limit():               # in the worker: GEOMETRY_TIMEOUT after 2 s
+            check_length(spec[2])
+            profile = profile_of(spec)
+            validate(profile, spec[2], disk_radius=float(pvec[sim.pnames.index("r")]))
+    except GeometryError as exc:
+        yield ("rejected", version, exc.code, str(exc))
+        return
+    coeffs = poly_coefficients(profile)
+    if coeffs is not None:               # a member of the compiled polynomial family
+        yield ("ready", version, POLY, {**{str(c): v for c, v in zip(POLY_C, coeffs)},
+                                        "Lf_poly": float(spec[2])})
+        return
+    uid = next_uid() if uid is None else uid
+    yield ("terms", version, uid, float(spec[2]), jet_function(profile))
+    if profile.h.has(sp.Abs) or FENCE_BASE + uid in sim.aut.modes:
+        return      # abs(): the family's embedding only (fence_mode); or embedded already
+    cons, mode = fence_mode(uid, profile, spec[2])
+    for name, phi in cons.items():
+        sim.add_constraint(holonomic(sim.model, name, phi))
+    sim.add_mode(mode)
+    # the symbolic embedding, for the partition at the start of the fence, is the slow
+    # worker's: these requests go to it directly, never through the stepping process
+    simulator_calls.set_parameter_vector(sim, pvec)
+    L, ph, r = (float(pvec[sim.pnames.index(k)]) for k in ("L", "phi", "r"))
+    q = np.array([L * math.cos(ph) - r * math.sin(ph), L * math.sin(ph) + r * math.cos(ph), 0, L])
+    active = tuple(sorted(mode.constraints))
+    key = (mode.id, active, simulator_calls.partition(sim, active, 0.0, q))
+    yield Relay([("constraint", sim.aut.constraints[c]) for c in cons]
+                + [("modedef", mode),
+                   ("mode", key, {"entry": False, "compose_ops": COMPOSE_OPS, "rhs": rhs})],
+                ("embed", version, key))
+
+
+# a fence's monitors go into its composed RK4 step, whatever their size: one LLVM function
+# to load instead of two (measured: 23-27 ms to compile either way for the profiles of the
+# tests); its entry terms are the family's (install_profile), not the worker's
+COMPOSE_OPS = 10 ** 6
+
+
+def set_up_worker(sim):
+    """Prepare a worker process for fence jobs (``embed.worker`` runs it once, before the
+    first request): the checks' time limit ($EMBED_CHECK_TIME_LIMIT, 2 s), and the geometry
+    path run once, since the first parse, checks and LLVM compile of a process cost several
+    ms more than later ones.
+
+    Parameters
+    ----------
+    sim : embed.simulator.Simulator
+        the worker's simulator of disk_fence.
+    """
+    checks.CHECK_TIME_LIMIT = float(os.environ.get("EMBED_CHECK_TIME_LIMIT", "2.0"))
+    pvec = np.array(sim.pvec)
+    for part in prepare_fence(sim, 0, ("curve", "0.01*s**2*(1 + 0.1*sin(s))", 6.7), pvec,
+                              uid=0):     # the stepping process numbers its fences from 1
+        pass
