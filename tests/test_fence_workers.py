@@ -88,7 +88,7 @@ def workers(r=None):
         # the module is embed.worker, or embed_<build>.worker in an FMU whose packages are
         # renamed per build
         worker = any(a.startswith(b"embed") and a.endswith(b".worker") for a in cmd)
-        if ppid == os.getpid() and worker and b"disk_fence" in cmd:
+        if ppid == os.getpid() and worker and any(b"disk_fence" in a for a in cmd):
             out.append((int(pid), cwd))
     if r is not None and any(c.startswith(str(r.dir)) for _, c in out):
         out = [(p, c) for p, c in out if c.startswith(str(r.dir))]
