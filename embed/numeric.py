@@ -16,11 +16,12 @@ from __future__ import annotations
 import numpy as np
 import symengine as se
 
-from .compile import Layout, lambdify, rk4_stepwise
+from .compile import lambdify
 from .constraints import gamma, phi_and_gradient, velocity
 from .embedding import kappa
 from .errors import ConstraintRankError, ModelDefinitionError
 from .model import TIME, to_symengine
+from .modes import Layout, rk4_stepwise
 
 
 def lam_symbol(name):

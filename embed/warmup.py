@@ -67,6 +67,6 @@ def warm_up(sim):
             _WARMED.append(True)
         for compiled in list(library.modes.values()) + list(library.numeric_modes.values()):
             try:
-                compiled.rk4(sim.t, 0.0, np.full(compiled.nx, 0.5), sim.pvec)
+                compiled.output_at(sim.t, np.full(compiled.nx, 0.5), sim.pvec)
             except Exception:  # noqa: BLE001 - a dummy state may be singular for a mode
                 pass
