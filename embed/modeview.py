@@ -12,6 +12,7 @@ constraints and modes added at run time stay in this simulator's own view of the
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from .compile import make_mode
 from .constraints import ConstraintSet
 from .embedding import EXPLICIT_OPS_OFFLINE, partition
-from .errors import ConstraintRankError, ModelDefinitionError
+from .errors import ConstraintRankError, InputError, ModelDefinitionError
 from .forming import form_mode_parts
 from .numeric import ConstraintTerms, NumericMode, NumericTerms
 
@@ -27,8 +28,9 @@ from .numeric import ConstraintTerms, NumericMode, NumericTerms
 class AutomatonView:
     """Constraints, modes and their compiled forms, for a simulator (a mixin of ``Simulator``).
 
-    Expects ``aut``, ``model``, ``psyms``, ``pvec``, ``library``, ``embedding``,
-    ``compiler``, ``integrator``, ``outputs``, ``embed_times`` and ``_starting``."""
+    Expects ``aut``, ``model``, ``psyms``, ``pnames``, ``params``, ``n_params``, ``state``,
+    ``library``, ``embedding``, ``compiler``, ``integrator``, ``outputs``, ``embed_times``,
+    ``_starting`` and ``_sync_discrete``."""
 
     # ------------------------------------------------------------ constraints
     def cterms(self, name):
@@ -238,7 +240,70 @@ class AutomatonView:
             elif key in library.modes:
                 library.modes[key].set_rhs(obj)
 
+    # ---------------------------------------------------- the parameter vector
+    def param(self, name):
+        """A parameter, input or discrete variable by name (its current value)."""
+        if name in self.pnames:
+            return float(self.pvec[self.pnames.index(name)])
+        try:
+            return float(self.params[name])
+        except KeyError:
+            raise ModelDefinitionError(f"no parameter {name!r}") from None
+
+    def set_inputs(self, values: dict):
+        """Take the inputs in ``values`` (by name), all or none: a non-finite value, or one
+        outside the automaton's allowed values for that input, raises InputError naming it
+        and nothing is changed."""
+        new, pvec, o = {}, self.state.pvec, self.n_params
+        for i, s in enumerate(self.model.inputs):
+            name = str(s)
+            if name in values:
+                try:
+                    v = float(values[name])
+                except (TypeError, ValueError):
+                    raise InputError(f"input {name} = {values[name]!r} is not a number; keeping "
+                                     f"{pvec[o + i]!r}") from None
+                if not math.isfinite(v):
+                    raise InputError(f"input {name} = {v} is not finite; keeping its previous value")
+                allowed = self.aut.allowed.get(name)
+                if allowed is not None and v not in allowed:
+                    raise InputError(f"input {name} = {values[name]!r} is not one of the allowed "
+                                     f"values {list(allowed)}; keeping {pvec[o + i]:g}")
+                new[o + i] = v
+        for k, v in new.items():
+            if v != pvec[k]:
+                self._rearm = True
+            pvec[k] = v
+        self._dirty = True
+
     # ----------------------------------------------------------------- probes
+    def constraint_forces(self):
+        """Multipliers of the active constraints: F + F* + B^T lambda = 0 (zero where a declared
+        force symbol carries the constraint force, see ``forces_now``)."""
+        st = self.state
+        if st.compiled is None:
+            return {}
+        return dict(zip(st.active, st.mon[st.compiled.sl_lambda].tolist()))
+
+    def forces_now(self):
+        """Declared force symbols' values now (by name)."""
+        st = self.state
+        if st.compiled is None:
+            return {}
+        return dict(zip(map(str, self.model.forces), st.mon[st.compiled.sl_forces].tolist()))
+
+    def outputs_now(self):
+        """The outputs now (by name)."""
+        st = self.state
+        if st.compiled is None:
+            return {}
+        return dict(zip(self.outputs, st.mon[st.compiled.sl_outputs].tolist()))
+
+    def residual(self):
+        """Largest residual of the active constraints (|B u + C| and |Phi|) at the current state."""
+        st = self.state
+        return 0.0 if st.compiled is None else float(st.mon[st.compiled.i_res])
+
     def forces_at(self, mode_id, discrete, t, q, u):
         """Contact forces in mode ``mode_id`` at (t, q, u) with the given discrete values.
 

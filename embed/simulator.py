@@ -18,14 +18,14 @@ import time
 
 import numpy as np
 import symengine as se
-from scipy.linalg.lapack import dgesv
 
 from . import events, state as state_mod
+from .activation import activation_jump
 from .automaton import Automaton, Jump
 from .context import Context
 from .embedding import partition
-from .errors import (ConstraintRankError, EmbedError, InputError, IntegrationError,
-                     ModelDefinitionError, StepBudgetError, ZenoError)
+from .errors import (EmbedError, InputError, IntegrationError, ModelDefinitionError,
+                     StepBudgetError, ZenoError)
 from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED  # noqa: F401
 from .integrators import make_integrator
 from .library import ModeLibrary  # noqa: F401 - re-exported
@@ -144,41 +144,6 @@ class Simulator(AutomatonView):
     def u(self):
         return self.state.mon[:self.model.n]
 
-    def param(self, name):
-        """A parameter, input or discrete variable by name (its current value)."""
-        if name in self.pnames:
-            return float(self.pvec[self.pnames.index(name)])
-        try:
-            return float(self.params[name])
-        except KeyError:
-            raise ModelDefinitionError(f"no parameter {name!r}") from None
-
-    def set_inputs(self, values: dict):
-        """Take the inputs in ``values`` (by name), all or none: a non-finite value, or one
-        outside the automaton's allowed values for that input, raises InputError naming it
-        and nothing is changed."""
-        new, pvec, o = {}, self.state.pvec, self.n_params
-        for i, s in enumerate(self.model.inputs):
-            name = str(s)
-            if name in values:
-                try:
-                    v = float(values[name])
-                except (TypeError, ValueError):
-                    raise InputError(f"input {name} = {values[name]!r} is not a number; keeping "
-                                     f"{pvec[o + i]!r}") from None
-                if not math.isfinite(v):
-                    raise InputError(f"input {name} = {v} is not finite; keeping its previous value")
-                allowed = self.aut.allowed.get(name)
-                if allowed is not None and v not in allowed:
-                    raise InputError(f"input {name} = {values[name]!r} is not one of the allowed "
-                                     f"values {list(allowed)}; keeping {pvec[o + i]:g}")
-                new[o + i] = v
-        for k, v in new.items():
-            if v != pvec[k]:
-                self._rearm = True
-            pvec[k] = v
-        self._dirty = True
-
     def set_discrete(self, values):
         """Set discrete variables by name now (a scenario's own event), into the parameter
         vector too."""
@@ -221,68 +186,12 @@ class Simulator(AutomatonView):
         return self.state.mode if md is None or md.report is None else md.report
 
     def activation_jump(self, names, q, u, tol=1e-12, entry=None):
-        """Momentum-consistent velocity jump when constraints become active (mueller eq 5-7).
-
-        Solves [M B^T; B 0] [du; Lambda] = [0; -(B u + C)] over all constraints active after
-        the event, persistent ones included: the form of eq 7 that needs no inverse of M, so
-        it also holds when the unconstrained M is singular (Euler parameter speeds).  With
-        the persistent constraints satisfied before the event this is eq 7 itself; it is
-        ANDY's plastic impact map (wang2019 eq 19) for a new contact.
-
-        Parameters
-        ----------
-        names : tuple of str
-            The constraints active after the event.
-        q, u : ndarray
-        tol : float
-            No jump when |B u + C| <= tol max(1, |u|).
-        entry : tuple or None
-            ``_entry``'s (K, B, rhs, Phi) at (q, u), if known already.
-
-        Returns
-        -------
-        (ndarray, dict)
-            The new full speeds and the impulse of each constraint.
-        """
-        n = self.model.n
+        """Momentum-consistent velocity jump when the constraints ``names`` become active
+        (mueller eq 7, ``embed.activation``); ``entry``: ``_entry``'s (K, B, rhs, Phi) at
+        (q, u), if known already.  Returns the new full speeds and each constraint's impulse."""
         K, _, rhs, _ = entry if entry is not None else self._entry(
             [self.cterms(c) for c in names], self.state.t, q, u)
-        if _max_abs(rhs) <= tol * max(1.0, _max_abs(u)):
-            return u, {}
-        _, _, z, info = dgesv(K.T, rhs)     # K is symmetric: its transpose is K, in the
-                                            # column order LAPACK takes without a copy
-        if info != 0:
-            raise ConstraintRankError(
-                f"constraints {list(names)} cannot be activated at t = {self.state.t:.9g} s: "
-                "[M B^T; B 0] is singular (redundant constraints)")
-        return u + z[:n], dict(zip(names, (-z[n:]).tolist()))
-
-    def constraint_forces(self):
-        """Multipliers of the active constraints: F + F* + B^T lambda = 0 (zero where a declared
-        force symbol carries the constraint force, see ``forces_now``)."""
-        st = self.state
-        if st.compiled is None:
-            return {}
-        return dict(zip(st.active, st.mon[st.compiled.sl_lambda].tolist()))
-
-    def forces_now(self):
-        """Declared force symbols' values now (by name)."""
-        st = self.state
-        if st.compiled is None:
-            return {}
-        return dict(zip(map(str, self.model.forces), st.mon[st.compiled.sl_forces].tolist()))
-
-    def outputs_now(self):
-        """The outputs now (by name)."""
-        st = self.state
-        if st.compiled is None:
-            return {}
-        return dict(zip(self.outputs, st.mon[st.compiled.sl_outputs].tolist()))
-
-    def residual(self):
-        """Largest residual of the active constraints (|B u + C| and |Phi|) at the current state."""
-        st = self.state
-        return 0.0 if st.compiled is None else float(st.mon[st.compiled.i_res])
+        return activation_jump(K, rhs, u, names, self.state.t, tol)
 
     # --------------------------------------------------------------- events
     def _target(self, jump: Jump):
