@@ -232,8 +232,8 @@ class AutomatonView:
             t_sub = library.submitted.get(key)
             if t_sub is not None:
                 self.background_latency = time.perf_counter() - t_sub
-            if st.compiled is not None and st.compiled.key == key:
-                st.compiled = compiled
+            if st.compiled_mode is not None and st.compiled_mode.key == key:
+                st.compiled_mode = compiled
         for kind, key, obj in self.compiler.extras():
             if kind == "entry":
                 library.entry.setdefault(key, obj)
@@ -281,28 +281,28 @@ class AutomatonView:
         """Multipliers of the active constraints: F + F* + B^T lambda = 0 (zero where a declared
         force symbol carries the constraint force, see ``forces_now``)."""
         st = self.state
-        if st.compiled is None:
+        if st.compiled_mode is None:
             return {}
-        return dict(zip(st.active, st.mon[st.compiled.sl_lambda].tolist()))
+        return dict(zip(st.active, st.mon[st.compiled_mode.sl_lambda].tolist()))
 
     def forces_now(self):
         """Declared force symbols' values now (by name)."""
         st = self.state
-        if st.compiled is None:
+        if st.compiled_mode is None:
             return {}
-        return dict(zip(map(str, self.model.forces), st.mon[st.compiled.sl_forces].tolist()))
+        return dict(zip(map(str, self.model.forces), st.mon[st.compiled_mode.sl_forces].tolist()))
 
     def outputs_now(self):
         """The outputs now (by name)."""
         st = self.state
-        if st.compiled is None:
+        if st.compiled_mode is None:
             return {}
-        return dict(zip(self.outputs, st.mon[st.compiled.sl_outputs].tolist()))
+        return dict(zip(self.outputs, st.mon[st.compiled_mode.sl_outputs].tolist()))
 
     def residual(self):
         """Largest residual of the active constraints (|B u + C| and |Phi|) at the current state."""
         st = self.state
-        return 0.0 if st.compiled is None else float(st.mon[st.compiled.i_res])
+        return 0.0 if st.compiled_mode is None else float(st.mon[st.compiled_mode.i_res])
 
     def forces_at(self, mode_id, discrete, t, q, u):
         """Contact forces in mode ``mode_id`` at (t, q, u) with the given discrete values.

@@ -6,8 +6,9 @@ maps in time order (several per communication step if need be) and re-embeds on 
 change from the shared mode library (``embed.library``, ``embed.modeview``).  Numeric only:
 the symbolic work is done by ``embed.forming`` and ``embed.compile`` the first time a mode is
 visited.  Configuration constraints are held by ``embed.projection`` (haug_pavesic2023 eq
-13-16).  Everything that decides the future is one ``embed.state.RunState``; its fields are
-also this class's attributes (``sim.t``, ``sim.x``, ``sim.mon``, ...).  See docs/design.md.
+13-16).  Everything that decides the future is one ``embed.state.RunState``, which this class
+extends: its fields are the simulator's own attributes (``sim.t``, ``sim.x``, ``sim.mon``, ...;
+no indirection in the stepping loop or for the FMU's reads).  See docs/design.md.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ MAX_STEPS = 2_000_000  # internal steps one advance may take (slider_crank3 in 1
                        # communication steps at h_max = 1 ms takes 1e5); beyond: StepBudgetError
 
 
-class Simulator(AutomatonView):
+class Simulator(AutomatonView, RunState):
     """Steps a hybrid automaton in time; the numeric heart that the FMU wraps.
 
     Parameters
@@ -103,9 +104,11 @@ class Simulator(AutomatonView):
         if not exprs:   # switching conditions and outputs in the model's symbols, converted once
             exprs["out"] = [m.sym(e) for e in automaton.outputs.values()]
         self._out_exprs = exprs["out"]
-        # before the first mode: x holds q and mon holds u
-        self.state = RunState(x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
-                              discrete=dict(automaton.discrete), projection=Projection())
+        # the running state's fields are this object's own attributes (read in the stepping
+        # loop and by the FMU at every step: no indirection); before the first mode x holds q
+        # and mon holds u
+        RunState.__init__(self, x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
+                          discrete=dict(automaton.discrete), projection=Projection())
         if embedding != "symbolic":
             self.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
@@ -123,6 +126,11 @@ class Simulator(AutomatonView):
 
     # ---------------------------------------------------------------- state views
     @property
+    def state(self):
+        """The running state (``embed.state.RunState``): this simulator's own fields."""
+        return self
+
+    @property
     def cache(self):
         """The mode library (indexable by the older cache names, see ``embed.library``)."""
         return self.library
@@ -130,11 +138,11 @@ class Simulator(AutomatonView):
     @property
     def cm(self):
         """The compiled mode the state runs in."""
-        return self.state.compiled
+        return self.state.compiled_mode
 
     @cm.setter
     def cm(self, value):
-        self.state.compiled = value
+        self.state.compiled_mode = value
 
     @property
     def q(self):
@@ -229,7 +237,7 @@ class Simulator(AutomatonView):
             st.dep = partition(entry[1], st.active)
         else:
             st.dep = ()
-        compiled = st.compiled = self.compiled(jump.mode, st.dep, st.active)
+        compiled = st.compiled_mode = self.compiled(jump.mode, st.dep, st.active)
         st.x = np.concatenate((q, u[list(compiled.ind)]))
         st.mon = compiled.monitors(st.t, st.x, st.pvec)
         st.kappa0 = float(st.mon[compiled.i_kappa])
@@ -240,7 +248,7 @@ class Simulator(AutomatonView):
 
     def _guards_later(self):
         """The switching conditions an instant (PROBE) after the current state (events.arm)."""
-        st, compiled = self.state, self.state.compiled
+        st, compiled = self.state, self.state.compiled_mode
         tau = min(PROBE, self.integrator.h_max / 100)
         later = self.integrator.partial(compiled, st.t, st.x, st.pvec, tau)
         o = compiled.nx
@@ -326,7 +334,7 @@ class Simulator(AutomatonView):
         """Earliest tau in (0, h] where guard gi falls to its firing level (``events.locate``
         on the integrator's continuous extension from x0; gb = its value at h)."""
         st, integ = self.state, self.integrator
-        compiled, t0 = st.compiled, st.t
+        compiled, t0 = st.compiled_mode, st.t
         o = compiled.nx + compiled.sl_guards.start + gi
         level = LEVEL[st.armed[gi]]
         g = lambda tau: integ.partial(compiled, t0, x0, p, tau)[o] - level  # noqa: E731
@@ -343,7 +351,7 @@ class Simulator(AutomatonView):
     def _after_step(self):
         """Hold the configuration constraints and watch the dependent block of B (Sec 5.4)."""
         st = self.state
-        n, compiled = self.model.n, st.compiled
+        n, compiled = self.model.n, st.compiled_mode
         if st.projection and st.mon[compiled.i_res] > PHI_TOL:   # the residual includes |Phi|
             q = st.x[:n]
             qp = self._project_q(q)
@@ -362,12 +370,12 @@ class Simulator(AutomatonView):
         if dep != st.dep:
             st.dep = dep
             n_emb = len(self.embed_times)
-            compiled = st.compiled = self.compiled(st.mode, dep, st.active)
+            compiled = st.compiled_mode = self.compiled(st.mode, dep, st.active)
             self.reselect_compile_time += sum(self.embed_times[n_emb:])
             st.x = np.concatenate((q, u[list(compiled.ind)]))
             st.mon = compiled.monitors(st.t, st.x, st.pvec)
             st.reselections += 1
-        st.kappa0 = float(st.mon[st.compiled.i_kappa])
+        st.kappa0 = float(st.mon[st.compiled_mode.i_kappa])
         self.reselect_time += time.process_time() - t0
 
     def jump_to(self, mode, q=None, u=None, label="reset", **discrete):
@@ -388,7 +396,7 @@ class Simulator(AutomatonView):
 
     def _accept(self, y):
         st = self.state
-        nx = st.compiled.nx
+        nx = st.compiled_mode.nx
         self._check_finite(y, "state")
         st.x = y[:nx]
         st.mon = y[nx:-1]
@@ -398,7 +406,7 @@ class Simulator(AutomatonView):
         conditions) is finite: nothing non-finite is ever accepted, so none reaches outputs."""
         # the sum is nan or inf where any entry is (or where it overflows: then look closer)
         if not math.isfinite(sum(y.tolist())) and not all(map(math.isfinite, y.tolist())):
-            compiled = self.state.compiled
+            compiled = self.state.compiled_mode
             names = ([str(c) for c in self.model.q] + [str(self.model.u[i]) for i in compiled.ind]
                      if len(y) > len(self.state.mon) else [])
             names += ([str(u) for u in self.model.u] + [str(f) for f in self.model.forces]
@@ -463,14 +471,14 @@ class Simulator(AutomatonView):
         if self.compiler is not None:
             self.poll_background()
         if self._dirty:     # inputs changed at this communication point: a condition may be due now
-            st.mon = st.compiled.monitors(st.t, st.x, st.pvec)
+            st.mon = st.compiled_mode.monitors(st.t, st.x, st.pvec)
             self._check_finite(st.mon, "monitors")
             self._dirty = False
             if self._rearm:
                 self._rearm = False
-                st.armed = events.rearm_after_input(st.mon[st.compiled.sl_guards].tolist(),
+                st.armed = events.rearm_after_input(st.mon[st.compiled_mode.sl_guards].tolist(),
                                                     st.armed)
-            while (gi := events.due(st.mon[st.compiled.sl_guards], st.armed, st.enabled,
+            while (gi := events.due(st.mon[st.compiled_mode.sl_guards], st.armed, st.enabled,
                                     -PROBE_G)) is not None:
                 self._handle(gi)
         integ, p = self.integrator, st.pvec
@@ -485,7 +493,7 @@ class Simulator(AutomatonView):
                     f"{t_end:.9g} s from t = {t_start:.9g} s: they averaged "
                     f"{(st.t - t_start) / MAX_STEPS:.3g} s up to t = {st.t:.9g} s; "
                     "check the inputs and rtol (the state is kept)")
-            compiled, x0 = st.compiled, st.x
+            compiled, x0 = st.compiled_mode, st.x
             h, y = integ.step(compiled, st.t, x0, p, t_end - st.t)
             sl = compiled.sl_guards
             gs = compiled.nx + sl.start
@@ -500,7 +508,7 @@ class Simulator(AutomatonView):
                     self._rehearse(gi)
                 if not all(a == ARMED for a in st.armed):
                     st.armed = tuple(ARMED if v > 0 else a for a, v in
-                                     zip(st.armed, st.mon[st.compiled.sl_guards].tolist()))
+                                     zip(st.armed, st.mon[st.compiled_mode.sl_guards].tolist()))
                 continue
             hits = [i for i, (v, a, e) in enumerate(zip(g_end, st.armed, st.enabled))
                     if a and e and v <= LEVEL[a]]
@@ -509,7 +517,7 @@ class Simulator(AutomatonView):
             st.t += tau
             self._handle(gi)
             # a reset map may leave another condition already crossed (not merely at zero)
-            while (gi := due(st.mon[st.compiled.sl_guards], st.armed, st.enabled,
+            while (gi := due(st.mon[st.compiled_mode.sl_guards], st.armed, st.enabled,
                              -PROBE_G)) is not None:
                 self._handle(gi)
 
@@ -528,7 +536,7 @@ class Simulator(AutomatonView):
         rows = [self.cterms(c) for c in st.active]
         st.projection = Projection([row for row in rows if row.holonomic])
         st.watch = any(not row.constant_B for row in rows)
-        st.compiled = compiled
+        st.compiled_mode = compiled
         self.integrator.set_state(s["integrator"])
         self._checkpoint = None
         self._dirty = self._rearm = False
@@ -539,13 +547,3 @@ class Simulator(AutomatonView):
         nothing of the simulator changes."""
         return state_mod.check_state(self, s)
 
-
-def _state_property(name):
-    return property(lambda self: getattr(self.state, name),
-                    lambda self, v: setattr(self.state, name, v),
-                    doc=f"The running state's ``{name}`` (``embed.state.RunState``).")
-
-
-for _field in state_mod.FIELDS:     # sim.t, sim.x, sim.mon, ... are the state's fields
-    if not hasattr(Simulator, _field.name):
-        setattr(Simulator, _field.name, _state_property(_field.name))

@@ -90,7 +90,7 @@ class RunState:
                                                                      restore=_float_or_none))
     # derived from the fields above (set_state recomputes them): the compiled mode it runs
     # in, the projection of its holonomic constraints, whether kappa(B1) is watched
-    compiled: Any = field(default=None, metadata=meta())
+    compiled_mode: Any = field(default=None, metadata=meta())
     projection: Any = field(default=None, metadata=meta())
     watch: bool = field(default=False, metadata=meta())
 
@@ -129,7 +129,7 @@ def serialize(state, integrator):
         else:
             out.setdefault(where[0], []).append(v)
     out["integrator"] = integrator.get_state()
-    out["path"] = state.compiled.path
+    out["path"] = state.compiled_mode.path
     return copy.deepcopy(out)
 
 
