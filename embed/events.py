@@ -44,7 +44,7 @@ def due(g, armed, enabled, level=0.0):
     return None
 
 
-def approaching(g_prev, g_end, armed, enabled, skip=None):
+def approaching(g_prev, g_end, armed, enabled, rehearsed=None, mode=None):
     """The armed, enabled condition that, falling as it fell over the last step, crosses
     zero within the next one.
 
@@ -54,15 +54,17 @@ def approaching(g_prev, g_end, armed, enabled, skip=None):
         The conditions at the start and at the end of the last step.
     armed, enabled : sequences
         As for ``due``.
-    skip : int or None
-        A condition already looked at (rehearsed) in this mode.
+    rehearsed, mode :
+        (mode, index) of the condition already looked at (rehearsed), and the mode now: that
+        condition is not returned again in that mode.
 
     Returns
     -------
     int or None
     """
     for i, (a, b, arm_state, on) in enumerate(zip(g_prev, g_end, armed, enabled)):
-        if arm_state == ARMED and on and 0.0 < b < a and b <= a - b and i != skip:
+        if arm_state == ARMED and on and 0.0 < b < a and b <= a - b \
+                and (mode, i) != rehearsed:
             return i
     return None
 

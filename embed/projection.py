@@ -44,9 +44,6 @@ class Projection:
     def __init__(self, holonomic=()):
         self.holonomic = list(holonomic)
 
-    def __bool__(self):
-        return bool(self.holonomic)
-
     def phi(self, tq):
         """(Phi, Phi_q) of the holonomic constraints at tq = [t, q..., p...]."""
         v = np.array([ct.phi(tq) for ct in self.holonomic])

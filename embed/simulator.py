@@ -27,7 +27,8 @@ from .context import Context
 from .embedding import partition
 from .errors import (EmbedError, InputError, IntegrationError, ModelDefinitionError,
                      StepBudgetError, ZenoError)
-from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED  # noqa: F401
+from .events import (ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED,  # noqa: F401
+                     approaching)
 from .integrators import make_integrator
 from .library import ModeLibrary  # noqa: F401 - re-exported
 from .modeview import AutomatonView
@@ -109,6 +110,7 @@ class Simulator(AutomatonView, RunState):
         # and mon holds u
         RunState.__init__(self, x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
                           discrete=dict(automaton.discrete), projection=Projection())
+        self.state = self         # the running state (``embed.state.RunState``): our own fields
         if embedding != "symbolic":
             self.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
@@ -125,11 +127,6 @@ class Simulator(AutomatonView, RunState):
         self._checkpoint = None   # the state at the start of the running advance
 
     # ---------------------------------------------------------------- state views
-    @property
-    def state(self):
-        """The running state (``embed.state.RunState``): this simulator's own fields."""
-        return self
-
     @property
     def cache(self):
         """The mode library (indexable by the older cache names, see ``embed.library``)."""
@@ -229,7 +226,7 @@ class Simulator(AutomatonView, RunState):
         st.chart = None
         if rows:
             entry = self._entry(rows, st.t, q, u)
-            if st.projection and _max_abs(entry[3]) > PHI_TOL:
+            if st.projection.holonomic and _max_abs(entry[3]) > PHI_TOL:
                 q = self._project_q(q)
                 entry = self._entry(rows, st.t, q, u)
             if jump.u is None and set(st.active) - set(before):
@@ -302,9 +299,7 @@ class Simulator(AutomatonView, RunState):
     def _approaching(self, g_prev, g_end):
         """The condition to rehearse after a step (``events.approaching``), not one rehearsed
         already in this mode."""
-        st, rehearsed = self.state, self._rehearsed
-        skip = rehearsed[1] if rehearsed is not None and rehearsed[0] == st.mode else None
-        return events.approaching(g_prev, g_end, st.armed, st.enabled, skip)
+        return approaching(g_prev, g_end, self.armed, self.enabled, self._rehearsed, self.mode)
 
     def _rehearse(self, gi):
         """Evaluate what the event of switching condition gi will need (its reset map, the
@@ -352,7 +347,7 @@ class Simulator(AutomatonView, RunState):
         """Hold the configuration constraints and watch the dependent block of B (Sec 5.4)."""
         st = self.state
         n, compiled = self.model.n, st.compiled_mode
-        if st.projection and st.mon[compiled.i_res] > PHI_TOL:   # the residual includes |Phi|
+        if st.projection.holonomic and st.mon[compiled.i_res] > PHI_TOL:   # the residual includes |Phi|
             q = st.x[:n]
             qp = self._project_q(q)
             if qp is not q:
@@ -395,11 +390,10 @@ class Simulator(AutomatonView, RunState):
         self._record(label, before)
 
     def _accept(self, y):
-        st = self.state
-        nx = st.compiled_mode.nx
+        nx = self.compiled_mode.nx
         self._check_finite(y, "state")
-        st.x = y[:nx]
-        st.mon = y[nx:-1]
+        self.x = y[:nx]
+        self.mon = y[nx:-1]
 
     def _check_finite(self, y, what):
         """IntegrationError unless every entry of y (state and monitors: outputs, forces,
@@ -467,7 +461,7 @@ class Simulator(AutomatonView, RunState):
         self._checkpoint = None       # the last good state is this one
 
     def _advance(self, t_end):
-        st = self.state
+        st = self           # the running state's fields are this object's
         if self.compiler is not None:
             self.poll_background()
         if self._dirty:     # inputs changed at this communication point: a condition may be due now
@@ -502,7 +496,7 @@ class Simulator(AutomatonView, RunState):
                 g_prev = st.mon[sl].tolist()
                 self._accept(y)
                 st.t = integ.t_next
-                if st.projection or st.watch:
+                if st.projection.holonomic or st.watch:
                     self._after_step()
                 if (gi := self._approaching(g_prev, g_end)) is not None:
                     self._rehearse(gi)
