@@ -5,7 +5,7 @@ Both return the compiled mode's output vector at the new state
 ``partial(mode, t, x, p, tau)``: the same at the state a step of length tau from x would
 reach.  RK4 is the mode's own step (``rk4``: ``modes.rk4_scheme``, composed or stage by
 stage); Dormand-Prince evaluates the mode's ``rhs`` and asks it for ``output_at`` the new
-state.  That continuous extension (of the integrator's own order) is the dense
+state.  See docs/design.md, "Data flow": the integrator + event locator layer.  That continuous extension (of the integrator's own order) is the dense
 output on which switching conditions are located.
 """
 
@@ -145,6 +145,26 @@ class DormandPrince:
 
 
 def make_integrator(solver: str, h_max: float, rtol: float):
+    """The integrator named ``solver``.
+
+    Parameters
+    ----------
+    solver : str
+        "rk4" (fixed steps on the grid t0 + k h_max) or "adaptive" (Dormand-Prince 5(4)).
+    h_max : float
+        The longest step (s), finite and > 0.
+    rtol : float
+        The adaptive solver's relative tolerance, finite and > 0.
+
+    Returns
+    -------
+    RK4 or DormandPrince
+
+    Raises
+    ------
+    InputError
+        An unknown solver or a bad h_max or rtol.
+    """
     h_max, rtol = float(h_max), float(rtol)
     if not (math.isfinite(h_max) and h_max > 0):
         raise InputError(f"h_max = {h_max!r} must be a finite step length > 0 s")
