@@ -5,7 +5,7 @@ is visited, eq 17), the constitutive laws of the contact forces that are not
 constraint forces in it, and its switching conditions f_{j,i}^{(k)} (eq 18).
 The scenario's ``transition`` callable is the reset map phi_{j,i}^{(k)} (eq 19):
 given the located event it returns a ``Jump`` to the next mode.  ``initial``
-is the special reset map of eq 20.
+is the special reset map of eq 20.  See docs/design.md, "Data flow".
 """
 
 from __future__ import annotations

@@ -4,11 +4,12 @@ A compiled mode is one function of the flat argument vector ``[t, h, x..., p...]
 (x = [q, u_ind], p the parameter vector) returning ``[x(t+h)..., monitors(x(t+h))...,
 sum |x_i(t+h)|]``: a classical Runge-Kutta step composed symbolically into a single
 call, followed by the monitors (full speeds, contact forces, outputs, largest
-constraint residual, kappa(B1), switching conditions, multipliers) at the new state.  With
-h = 0 it returns the monitors at x; with 0 < h < step it is the step's continuous
-extension used to locate events.  The last entry is inf or nan exactly when the new
-state is not finite.  The right-hand side alone (eq 2 and 16) is compiled on first
-use, for the adaptive solver.
+constraint residual, kappa(B1), switching conditions, multipliers) at the new state
+(``modes.MonitorLayout``).  With 0 < h < step it is the step's continuous extension used
+to locate events.  The last entry is inf or nan exactly when the new state is not finite.
+The right-hand side alone (eq 2 and 16) is compiled on first use, for the adaptive
+solver.  The compiled modes themselves (``CompiledMode``, ``LinearMode``) and the RK4
+scheme live in ``embed.modes``; they are re-exported here.  See docs/design.md, "Data flow".
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import symengine as se
 
 from .errors import CompilationError
 from .model import TIME
+from .modes import (CompiledMode, Layout, LinearMode, MonitorLayout,  # noqa: F401 - re-exported
+                    _SymbolicMode, rk4_scheme, rk4_stepwise)
 
 H = se.Symbol("h_step")
 COMPOSE_OPS = 400   # monitors up to this many operations go into the composed RK4 step;
@@ -179,23 +182,6 @@ class Tape:
         self.unsafe_real(np.asarray(args, dtype=float).reshape(-1), out)
         return out
 
-class Layout:
-    """Slices of a mode's monitor vector, the same on the symbolic and the numeric path:
-    u (n full speeds), forces (k), outputs, residual (1), kappa(B1) (1), guards,
-    multipliers (m)."""
-
-    def __init__(self, n, k, n_out, n_guards, m):
-        self.sizes = (n, k, n_out, n_guards, m)
-        self.sl_u = slice(0, n)
-        self.sl_forces = slice(n, n + k)
-        self.sl_outputs = slice(n + k, n + k + n_out)
-        self.i_res = n + k + n_out
-        self.i_kappa = self.i_res + 1
-        self.sl_guards = slice(self.i_res + 2, self.i_res + 2 + n_guards)
-        self.sl_lambda = slice(self.sl_guards.stop, self.sl_guards.stop + m)
-        self.n_mon = self.sl_lambda.stop
-
-
 def max_abs(residuals):
     """max_i |r_i| as one expression (0 when there is none)."""
     if not residuals:
@@ -264,131 +250,29 @@ def make_mode(parts, key, fns=None, backend=None):
     return (CompiledMode if meta["kind"] == "explicit" else LinearMode)(meta, key, fns)
 
 
-class _SymbolicMode(Layout):
-    """What every compiled mode knows: its key, partition and monitor layout."""
+class _Vector(list):
+    """A list of expressions with the vector operations ``modes.rk4_scheme`` uses."""
 
-    path = "symbolic"
+    def __add__(self, other):
+        return _Vector(a + b for a, b in zip(self, other))
 
-    def __init__(self, meta, key):
-        Layout.__init__(self, *meta["sizes"])
-        self.key = key
-        self.n = meta["sizes"][0]
-        self.ind, self.dep = tuple(meta["ind"]), tuple(meta["dep"])
-        self.nx = meta["nx"]
-
-
-class CompiledMode(_SymbolicMode):
-    """Symbolic path: the compiled functions of one mode (constraint set, partition, laws)."""
-
-    def __init__(self, meta, key, fns):
-        _SymbolicMode.__init__(self, meta, key)
-        self._args, self._f = meta.get("args"), meta.get("f")
-        self._step = fns[0]
-        self._rhs = fns[1] if len(fns) > 1 else None
-        self._mon = fns[2] if len(fns) > 2 else None    # monitors apart from the step
-        self._buf = np.zeros(0)
-
-    def _load(self, t, h, x, p):
-        b = self._buf
-        if b.size != 2 + self.nx + p.size:
-            b = self._buf = np.zeros(2 + self.nx + p.size)
-        b[0] = t
-        b[1] = h
-        b[2:2 + self.nx] = x
-        b[2 + self.nx:] = p
-        return b
-
-    def rk4(self, t, h, x, p):
-        """[x(t+h)..., monitors..., sum |x_i(t+h)|] for one RK4 step of length h."""
-        out = np.empty(self.nx + self.n_mon + 1)
-        if self._mon is None:
-            self._step.unsafe_real(self._load(t, h, x, p), out)
-            return out
-        y = np.empty(self.nx + 1)
-        self._step.unsafe_real(self._load(t, h, x, p), y)
-        out[:self.nx] = y[:self.nx]
-        out[-1] = y[-1]
-        self._mon.unsafe_real(self._load(t + h, 0.0, y[:self.nx], p), out[self.nx:-1])
-        return out
-
-    def monitors(self, t, x, p):
-        if self._mon is None:
-            return self.rk4(t, 0.0, x, p)[self.nx:-1]
-        out = np.empty(self.n_mon)
-        self._mon.unsafe_real(self._load(t, 0.0, x, p), out)
-        return out
-
-    def set_rhs(self, fn):
-        """The right-hand side compiled elsewhere (the background worker)."""
-        self._rhs = fn
-
-    def rhs(self, t, x, p):
-        if self._rhs is None:
-            if self._f is None:
-                raise CompilationError(f"mode {self.key} came from the background worker without "
-                                       "its right-hand side (ask for it with rhs=True)")
-            self._rhs = lambdify(self._args, self._f, f"the right-hand side of mode {self.key}")
-        out = np.empty(self.nx)
-        self._rhs.unsafe_real(self._load(t, 0.0, x, p), out)
-        return out
-
-
-class LinearMode(_SymbolicMode):
-    """Symbolic path for larger modes: compiled S(x), s(x), qdot(x) and monitors(x, z);
-    z = [udot_ind, forces] solved numerically (LU) at each evaluation; RK4 in Python."""
-
-    def __init__(self, meta, key, fns):
-        _SymbolicMode.__init__(self, meta, key)
-        self.nz = meta["nz"]
-        self.n_ud = meta["n_ud"]
-        self._sys, self._mon = fns
-
-    def _solve(self, t, x, p):
-        nz = self.nz
-        v = self._sys(np.concatenate(([t], x, p)))
-        S = v[:nz * nz].reshape(nz, nz)
-        z = np.linalg.solve(S, v[nz * nz:nz * nz + nz]) if nz else np.zeros(0)
-        return z, v[nz * nz + nz:nz * nz + nz + self.n]
-
-    def rhs(self, t, x, p):
-        z, qdot = self._solve(t, x, p)
-        return np.concatenate((qdot, z[:self.n_ud]))
-
-    def monitors(self, t, x, p):
-        z, _ = self._solve(t, x, p)
-        return self._mon(np.concatenate(([t], x, z, p)))
-
-    def rk4(self, t, h, x, p):
-        return rk4_stepwise(self, t, h, x, p)
-
-
-def rk4_stepwise(mode, t, h, x, p):
-    """Classical RK4 step evaluated stage by stage (modes whose right-hand side involves a
-    numeric solve), then the monitors: the same output as a composed step."""
-    if h == 0.0:
-        xn = x
-    else:
-        k1 = mode.rhs(t, x, p)
-        k2 = mode.rhs(t + h / 2, x + h / 2 * k1, p)
-        k3 = mode.rhs(t + h / 2, x + h / 2 * k2, p)
-        k4 = mode.rhs(t + h, x + h * k3, p)
-        xn = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return np.concatenate((xn, mode.monitors(t + h, xn, p), [np.sum(np.abs(xn))]))
+    def __rmul__(self, c):
+        return _Vector(c * a for a in self)
 
 
 def _rk4_compose(x, f, mon):
-    """Classical RK4 step x -> x + h/6 (k1 + 2 k2 + 2 k3 + k4), then mon and sum |x_i| at the result."""
-    def at(shift, tshift):
-        sub = {xi: xi + shift[i] for i, xi in enumerate(x)}
-        sub[TIME] = TIME + tshift
-        return [e.subs(sub) for e in f]
+    """The classical RK4 step (``modes.rk4_scheme``) composed symbolically: x(t+h), then mon
+    and sum |x_i| at the result, as expressions of (t, h, x, p)."""
+    x = _Vector(x)
 
-    half = H / 2
-    k1 = f
-    k2 = at([half * k for k in k1], half)
-    k3 = at([half * k for k in k2], half)
-    k4 = at([H * k for k in k3], H)
-    xn = [xi + H / 6 * (a + 2 * b + 2 * c + d) for xi, a, b, c, d in zip(x, k1, k2, k3, k4)]
+    def stage(t, xs):
+        if t is TIME and xs is x:
+            return _Vector(f)
+        sub = {xi: xs_i for xi, xs_i in zip(x, xs)}
+        sub[TIME] = t
+        return _Vector(e.subs(sub) for e in f)
+
+    xn = list(rk4_scheme(stage, TIME, x, H))
     sub = {xi: xni for xi, xni in zip(x, xn)}
     sub[TIME] = TIME + H
     return xn + [e.subs(sub) for e in mon] + [sum((se.Abs(v) for v in xn), se.Integer(0))]

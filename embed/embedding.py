@@ -5,7 +5,8 @@ current state (eq 11), ``embed`` forms D and E (eq 12), recombines the
 unconstrained terms (eq 13-14), substitutes the dependent speeds and their
 derivatives, and ``ModeEquations`` solves eq 15 for the independent
 accelerations (eq 16) and recovers the contact forces.  All symbolic work is
-symengine.
+symengine; ``embed.forming`` assembles a mode from these.  See docs/design.md, "Where each
+paper fits".
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Integrators for one mode: fixed-step RK4 and adaptive Dormand-Prince 5(4).
 
 Both return the compiled mode's output vector at the new state
-(``[x..., monitors..., finiteness check]``, see ``compile``), and both offer
-``partial(t, x, tau)``: the same at the state a step of length tau from x would
-reach.  That continuous extension (of the integrator's own order) is the dense
+(``[x..., monitors..., finiteness check]``, see ``embed.modes``), and both offer
+``partial(mode, t, x, p, tau)``: the same at the state a step of length tau from x would
+reach.  RK4 is the mode's own step (``rk4``: ``modes.rk4_scheme``, composed or stage by
+stage); Dormand-Prince evaluates the mode's ``rhs`` and asks it for ``output_at`` the new
+state.  See docs/design.md, "Data flow": the integrator + event locator layer.  That continuous extension (of the integrator's own order) is the dense
 output on which switching conditions are located.
 """
 
@@ -43,7 +45,7 @@ class RK4:
     def steps_needed(self, t, t_end):
         return math.ceil((t_end - t) / self.h_max - 1e-9)
 
-    def step(self, cm, t, x, p, h_avail):
+    def step(self, mode, t, x, p, h_avail):
         t_end, hm, t0 = t + h_avail, self.h_max, self.t0
         k = math.floor((t - t0) / hm + 1e-9) + 1     # the first grid point after t ...
         t_next = t0 + k * hm
@@ -53,10 +55,10 @@ class RK4:
             t_next = t_end
         h = t_next - t
         self.t_next = t_next
-        return h, cm.rk4(t, h, x, p)
+        return h, mode.rk4(t, h, x, p)
 
-    def partial(self, cm, t, x, p, tau):
-        return cm.rk4(t, tau, x, p)
+    def partial(self, mode, t, x, p, tau):
+        return mode.rk4(t, tau, x, p)
 
     def get_state(self):
         return {"t0": self.t0}
@@ -91,12 +93,12 @@ class DormandPrince:
         self.h = self.h_max
         self.t_next = 0.0  # where the last step ended
 
-    def _dp(self, cm, t, x, p, h):
+    def _dp(self, mode, t, x, p, h):
         k = np.empty((7, x.size))
-        k[0] = cm.rhs(t, x, p)
+        k[0] = mode.rhs(t, x, p)
         for i in range(1, 7):
             xi = x + h * (np.dot(_A[i], k[:i]) if i else 0)
-            k[i] = cm.rhs(t + _C[i] * h, xi, p)
+            k[i] = mode.rhs(t + _C[i] * h, xi, p)
         x5 = x + h * (_B5 @ k)
         err = h * ((_B5 - _B4) @ k)
         return x5, err
@@ -108,11 +110,11 @@ class DormandPrince:
         """A lower bound: no step is longer than h_max."""
         return math.ceil((t_end - t) / self.h_max - 1e-9)
 
-    def step(self, cm, t, x, p, h_avail):
+    def step(self, mode, t, x, p, h_avail):
         h = min(self.h, self.h_max, h_avail)
         cut = h == h_avail < min(self.h, self.h_max)   # cut short by a communication point
         for _ in range(60):
-            x5, err = self._dp(cm, t, x, p, h)
+            x5, err = self._dp(mode, t, x, p, h)
             scale = self.atol + self.rtol * np.maximum(np.abs(x), np.abs(x5))
             en = float(np.sqrt(np.mean((err / scale) ** 2))) if x.size else 0.0
             if not np.isfinite(en):
@@ -122,18 +124,18 @@ class DormandPrince:
                 if not cut:     # a step cut short says nothing about the step size to take
                     self.h = min(self.h_max, h * fac)
                 self.t_next = t + h
-                return h, cm.rk4(t + h, 0.0, x5, p)
+                return h, mode.output_at(t + h, x5, p)
             cut = False
             h *= max(0.1, 0.9 * en ** -0.2)
             if h < 1e-14:
                 break
         raise IntegrationError(
-            f"adaptive step size fell below 1e-14 s at t = {t:.9g} s in mode {cm.key}; "
+            f"adaptive step size fell below 1e-14 s at t = {t:.9g} s in mode {mode.key}; "
             "loosen rtol or check the inputs for non-finite values")
 
-    def partial(self, cm, t, x, p, tau):
-        x5, _ = self._dp(cm, t, x, p, tau)
-        return cm.rk4(t + tau, 0.0, x5, p)
+    def partial(self, mode, t, x, p, tau):
+        x5, _ = self._dp(mode, t, x, p, tau)
+        return mode.output_at(t + tau, x5, p)
 
     def get_state(self):
         return {"h": self.h}
@@ -143,6 +145,26 @@ class DormandPrince:
 
 
 def make_integrator(solver: str, h_max: float, rtol: float):
+    """The integrator named ``solver``.
+
+    Parameters
+    ----------
+    solver : str
+        "rk4" (fixed steps on the grid t0 + k h_max) or "adaptive" (Dormand-Prince 5(4)).
+    h_max : float
+        The longest step (s), finite and > 0.
+    rtol : float
+        The adaptive solver's relative tolerance, finite and > 0.
+
+    Returns
+    -------
+    RK4 or DormandPrince
+
+    Raises
+    ------
+    InputError
+        An unknown solver or a bad h_max or rtol.
+    """
     h_max, rtol = float(h_max), float(rtol)
     if not (math.isfinite(h_max) and h_max > 0):
         raise InputError(f"h_max = {h_max!r} must be a finite step length > 0 s")

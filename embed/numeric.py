@@ -9,6 +9,8 @@ T = [I; D], and the recombined equations T^T (F + F*) = 0 (eq 13-15) solved for 
 independent accelerations together with the contact forces.  No symbolic work at
 all happens when a constraint set is activated, so a never-seen combination steps
 at once; the symbolic path (``compile``) replaces it when its compile is done.
+``NumericMode`` follows the compiled-mode protocol of ``embed.modes``.  See docs/design.md,
+"Data flow".
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from __future__ import annotations
 import numpy as np
 import symengine as se
 
-from .compile import Layout, lambdify, rk4_stepwise
+from .compile import lambdify
 from .constraints import gamma, phi_and_gradient, velocity
 from .embedding import kappa
 from .errors import ConstraintRankError, ModelDefinitionError
 from .model import TIME, to_symengine
+from .modes import Layout, rk4_stepwise
 
 
 def lam_symbol(name):
@@ -260,33 +263,33 @@ class NumericMode(Layout):
             tqu = np.concatenate(([t], q, u, p))
             g[dep] = -B1i @ np.array([r.gamma(tqu)[0] for r in self.rows])
         b, Au, Af, ba, Aau, Aaf, qdot = terms.evaluate(t, q, u, p)
-        np_, a = len(ind), terms.a
-        K = np.zeros((np_ + k, np_ + k))
-        rhs = np.empty(np_ + k)
+        n_ind, a = len(ind), terms.a
+        K = np.zeros((n_ind + k, n_ind + k))
+        rhs = np.empty(n_ind + k)
         AT = Au @ T
         r0 = b + Au @ g
-        K[:np_, :np_] = T.T @ AT                                     # eq 13-15
-        K[:np_, np_:] = T.T @ Af
-        rhs[:np_] = -(T.T @ r0)
-        row = np_
+        K[:n_ind, :n_ind] = T.T @ AT                                     # eq 13-15
+        K[:n_ind, n_ind:] = T.T @ Af
+        rhs[:n_ind] = -(T.T @ r0)
+        row = n_ind
         if a:
-            K[row:row + a, :np_] = Aau @ T
-            K[row:row + a, np_:] = Aaf
+            K[row:row + a, :n_ind] = Aau @ T
+            K[row:row + a, n_ind:] = Aaf
             rhs[row:row + a] = -(ba + Aau @ g)
             row += a
         if m and not self.multipliers:
-            K[row:row + m, :np_] = AT[dep]
-            K[row:row + m, np_:] = Af[dep]
+            K[row:row + m, :n_ind] = AT[dep]
+            K[row:row + m, n_ind:] = Af[dep]
             rhs[row:row + m] = -r0[dep]
             row += m
         if self.law_idx:
             lv = self.law_fn(np.concatenate(([t], q, u, p)))
             kl = len(self.law_idx)
-            K[row:row + kl, np_:] = -lv[kl:].reshape(kl, k)
-            K[row + np.arange(kl), np_ + np.asarray(self.law_idx)] += 1.0
+            K[row:row + kl, n_ind:] = -lv[kl:].reshape(kl, k)
+            K[row + np.arange(kl), n_ind + np.asarray(self.law_idx)] += 1.0
             rhs[row:row + kl] = lv[:kl]
         z = np.linalg.solve(K, rhs)
-        udi, f = z[:np_], z[np_:]
+        udi, f = z[:n_ind], z[n_ind:]
         if not full:
             return u, qdot, udi, f, None, None
         lam = np.zeros(m)
