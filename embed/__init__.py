@@ -1,6 +1,6 @@
 """On-line symbolic constraint embedding for hybrid multibody systems (gillespie2005 Design IV).
 
-Data flow (DESIGN.md): model -> constraints -> embedding -> compile -> integrators +
+Data flow (docs/design.md): model -> constraints -> embedding -> compile -> integrators +
 events -> automaton/simulator.  Nothing here knows about FMI.
 """
 

@@ -1,4 +1,4 @@
-"""What a scenario hands to its users (tests, benchmarks, the FMU): DESIGN.md, Conventions.
+"""What a scenario hands to its users (tests, benchmarks, the FMU): docs/design.md, Conventions.
 
 A scenario module's ``build()`` returns a ``Scenario``: the automaton over its
 model and constraints, default parameters, and the interface a co-simulation

@@ -1,1 +1,1 @@
-"""The pythonfmu slave: translates between FMU variables and the engine (DESIGN.md data flow)."""
+"""The pythonfmu slave: translates between FMU variables and the engine (docs/design.md, data flow)."""
