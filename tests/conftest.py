@@ -19,3 +19,17 @@ def fmu_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def disk_fmu(fmu_dir):
     return str(fmu_dir / "disk_ramp.fmu")
+
+
+@pytest.fixture(scope="module")
+def belt():
+    """pendulum_belt's scenario (engine-level tests)."""
+    from scenarios import pendulum_belt
+    return pendulum_belt.build()
+
+
+@pytest.fixture(scope="module")
+def crank():
+    """slider_crank3's scenario (engine-level tests)."""
+    from scenarios import slider_crank3
+    return slider_crank3.build()

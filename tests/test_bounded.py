@@ -17,18 +17,7 @@ import pytest
 
 from embed import InputError, IntegrationError, StepBudgetError
 from embed.simulator import MAX_STEPS
-from scenarios import pendulum_belt, slider_crank3
 from fmu_src.status import status_of
-
-
-@pytest.fixture(scope="module")
-def belt():
-    return pendulum_belt.build()
-
-
-@pytest.fixture(scope="module")
-def crank():
-    return slider_crank3.build()
 
 
 def same_state(a, b):

@@ -14,17 +14,6 @@ import numpy as np
 import pytest
 
 from embed import EmbedError, InputError, StateError
-from scenarios import pendulum_belt, slider_crank3
-
-
-@pytest.fixture(scope="module")
-def belt():
-    return pendulum_belt.build()
-
-
-@pytest.fixture(scope="module")
-def crank():
-    return slider_crank3.build()
 
 
 def same(a, b):
