@@ -88,6 +88,27 @@ class ModeLibrary:
         """The entry terms compiled for the constraint set ``active`` (a tuple of names), or None."""
         return self.entry.get(active)
 
+    def install_entry_terms(self, active, entry):
+        """Keep the entry terms ``entry`` of the constraint set ``active``; returns them."""
+        self.entry[active] = entry
+        return entry
+
+    def has_constraint_terms(self, name):
+        """Whether the compiled terms of constraint ``name`` are kept."""
+        return name in self.constraint_terms
+
+    def install_constraint_terms(self, name, terms):
+        """Keep the compiled terms (``ConstraintTerms``) of a constraint defined at run time."""
+        self.constraint_terms[name] = terms
+        return terms
+
+    def shared(self, name, build):
+        """A scenario's own object ``name`` (a family of fences, say), built by ``build()`` the
+        first time and shared by every simulator of the scenario from then on."""
+        if name not in self.store:
+            self.store[name] = build()
+        return self.store[name]
+
     def embedding(self, key, build):
         """The symbolic embedding for key = (constraint set key, dep), built by ``build()`` once."""
         emb = self.embeddings.get(key)

@@ -155,6 +155,26 @@ class Simulator(AutomatonView, RunState):
         self.state.discrete = {**self.state.discrete, **{k: float(v) for k, v in values.items()}}
         self._sync_discrete()
 
+    @property
+    def active_mode(self):
+        """The automaton's ``Mode`` the simulator is in (None before it starts)."""
+        return None if self.mode is None else self.aut.modes[self.mode]
+
+    def set_parameters(self, values):
+        """Set the whole parameter vector (parameters, inputs, discrete variables, in
+        ``pnames`` order) in place."""
+        self.state.pvec[:] = values
+
+    def partition(self, active, t, q):
+        """The dependent speeds chosen for the constraint set ``active`` at (t, q) by
+        pivoting on B (gillespie2005 eq 11)."""
+        return self._partition(active, t, q)
+
+    def expect_background_mode(self, key):
+        """Mode ``key`` was asked of the background workers by someone else (a worker relayed
+        it): take the answer when it comes, and do not ask again."""
+        self.library.submitted.setdefault(key, time.perf_counter())
+
     def _sync_discrete(self):
         st, o = self.state, self.discrete_offset
         st.pvec[o:o + len(self.dnames)] = [float(st.discrete[k]) for k in self.dnames]

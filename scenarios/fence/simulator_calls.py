@@ -1,15 +1,13 @@
 """What the run-time fence asks of a ``Simulator``, each in one adapter function.
 
 The fence installs modes and terms it forms itself (the fence of any profile, given a
-profile's jet) and sets the discrete variables that select a fence.  The simulator offers no
-public call for these yet, so each adapter below reaches into it in one place; each names the
-public method it stands for (issue 12: public calls replace private reach-ins), so that the
-adapters become one-line calls of those methods, or go, once the simulator has them.
+profile's jet) and sets the discrete variables that select a fence, through the public calls
+of ``Simulator`` and ``ModeLibrary``; each adapter below is one such call (they can be inlined).
+Only ``install_mode_stub`` still reaches into the automaton.
 """
 
 from __future__ import annotations
 
-import time
 
 
 def set_discrete(simulator, values):
@@ -21,16 +19,13 @@ def set_discrete(simulator, values):
     simulator : embed.simulator.Simulator
     values : dict of str to float
     """
-    simulator.discrete = {**simulator.discrete, **values}
-    simulator._sync_discrete()
+    simulator.set_discrete(values)
 
 
 def active_mode(simulator):
     """The automaton's ``Mode`` the simulator is in, or None before it starts.  Stands for
     ``Simulator.active_mode`` (a property)."""
-    if simulator.mode is None:
-        return None
-    return simulator.aut.modes[simulator.mode]
+    return simulator.active_mode
 
 
 def shared(simulator, name, build):
@@ -49,34 +44,32 @@ def shared(simulator, name, build):
     -------
     the shared object.
     """
-    if name not in simulator.cache:
-        simulator.cache[name] = build()
-    return simulator.cache[name]
+    return simulator.library.shared(name, build)
 
 
 def has_constraint_terms(simulator, constraint_name):
     """Whether the numeric terms of constraint ``constraint_name`` are installed (in the
     caches the simulators of a scenario share).  Stands for
     ``ModeLibrary.has_constraint_terms(name)``."""
-    return constraint_name in simulator.cache["cterms"]
+    return simulator.library.has_constraint_terms(constraint_name)
 
 
 def install_constraint_terms(simulator, constraint_name, terms):
     """Install the numeric terms (``embed.numeric.ConstraintTerms``) of a constraint defined
     at run time.  Stands for ``ModeLibrary.install_constraint_terms(name, terms)``."""
-    simulator.cache["cterms"][constraint_name] = terms
+    simulator.library.install_constraint_terms(constraint_name, terms)
 
 
 def install_entry_terms(simulator, active, entry):
     """Install the entry terms (``embed.numeric.EntryTerms``) of the constraint set
     ``active`` (sorted constraint names).  Stands for ``ModeLibrary.install_entry_terms``."""
-    simulator.cache["entry"][active] = entry
+    simulator.library.install_entry_terms(active, entry)
 
 
 def install_compiled_mode(simulator, key, compiled):
     """Install a compiled mode (rhs, monitors, rk4) under ``key`` = (mode id, active
     constraints, dependent speeds).  Stands for ``ModeLibrary.install(key, compiled)``."""
-    simulator.cache["mode"][key] = compiled
+    simulator.library.install(key, compiled)
 
 
 def install_mode_stub(simulator, mode, constraint_stubs):
@@ -91,18 +84,18 @@ def install_mode_stub(simulator, mode, constraint_stubs):
 def set_parameter_vector(simulator, values):
     """Set the parameter vector (in ``simulator.pnames`` order) in place.  Stands for
     ``Simulator.set_parameters(values)``."""
-    simulator.pvec[:] = values
+    simulator.set_parameters(values)
 
 
 def partition(simulator, active, t, q):
     """The dependent speeds the simulator would choose for constraint set ``active`` at
     configuration ``q``, time ``t`` (gillespie2005 eq 11).  Stands for
     ``Simulator.partition(active, t, q)``."""
-    return simulator._partition(active, t, q)
+    return simulator.partition(active, t, q)
 
 
 def expect_mode(simulator, key):
     """Tell the simulator that mode ``key`` has been asked of the background worker by someone
     else (the fast worker relayed it), so that it takes the answer and does not ask again.
     Stands for ``Simulator.expect_background_mode(key)``."""
-    simulator.cache["submitted"].setdefault(key, time.perf_counter())
+    simulator.expect_background_mode(key)
