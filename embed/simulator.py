@@ -156,6 +156,11 @@ class Simulator(AutomatonView, RunState):
         self._sync_discrete()
 
     @property
+    def automaton(self):
+        """The hybrid automaton this simulator runs (modes, constraints, guards)."""
+        return self.aut
+
+    @property
     def active_mode(self):
         """The automaton's ``Mode`` the simulator is in (None before it starts)."""
         return None if self.mode is None else self.aut.modes[self.mode]

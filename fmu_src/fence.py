@@ -79,7 +79,7 @@ class FenceGeometry:
         """Restore; a free-form fence the state uses and this process has not installed (a
         serialized state restored elsewhere) is parsed, checked and installed again."""
         for uid, text, L_f in s.get("fences", []):
-            if FENCE_BASE + int(uid) not in self.sim.aut.modes:
+            if FENCE_BASE + int(uid) not in self.sim.automaton.modes:
                 profile = FenceProfile.from_text(text)
                 validate(profile, L_f, disk_radius=self.sim.param("r"))
                 install_profile(self.sim, int(uid), float(L_f), jet_function(profile))

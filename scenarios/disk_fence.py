@@ -131,7 +131,7 @@ def build() -> Scenario:
             return ARC
         if uid == -2:
             return POLY
-        return FENCE_BASE + uid if uid > 0 and (FENCE_BASE + uid) in ctx.sim.aut.modes else None
+        return FENCE_BASE + uid if uid > 0 and (FENCE_BASE + uid) in ctx.sim.automaton.modes else None
 
     def transition(ctx, guard):
         if guard == "touch_ramp":

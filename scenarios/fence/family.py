@@ -214,7 +214,7 @@ def install_profile(sim, uid, L_f, jet):
     tq = [0] + list(range(1, 1 + n)) + p_at
     tqu = [0] + list(range(1, 1 + 2 * n)) + p_at
     for name, role in zip(mode.constraints, "xy"):
-        c = sim.aut.constraints[name]
+        c = sim.automaton.constraints[name]
         sl = layout[role]
         simulator_calls.install_constraint_terms(sim, name, ConstraintTerms(
             m, c, sim.psyms, fns=(Role(terms, tq, sl["BC"]), Role(terms, tqu, sl["gamma"]),

@@ -73,7 +73,7 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
         return
     uid = next_uid() if uid is None else uid
     yield ("terms", version, uid, float(spec[2]), jet_function(profile))
-    if profile.h.has(sp.Abs) or FENCE_BASE + uid in sim.aut.modes:
+    if profile.h.has(sp.Abs) or FENCE_BASE + uid in sim.automaton.modes:
         return      # abs(): the family's embedding only (fence_mode); or embedded already
     cons, mode = fence_mode(uid, profile, spec[2])
     for name, phi in cons.items():
@@ -86,7 +86,7 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
     q = np.array([L * math.cos(ph) - r * math.sin(ph), L * math.sin(ph) + r * math.cos(ph), 0, L])
     active = tuple(sorted(mode.constraints))
     key = (mode.id, active, simulator_calls.partition(sim, active, 0.0, q))
-    yield Relay([("constraint", sim.aut.constraints[c]) for c in cons]
+    yield Relay([("constraint", sim.automaton.constraints[c]) for c in cons]
                 + [("modedef", mode),
                    ("mode", key, {"entry": False, "compose_ops": COMPOSE_OPS, "rhs": rhs})],
                 ("embed", version, key))

@@ -77,8 +77,8 @@ def install_mode_stub(simulator, mode, constraint_stubs):
     this simulator's automaton, leaving those it knows already.  Stands for
     ``Simulator.add_mode(mode, stubs=...)`` accepting stubs."""
     for constraint in constraint_stubs:
-        simulator.aut.constraints.setdefault(constraint.name, constraint)
-    simulator.aut.modes.setdefault(mode.id, mode)
+        simulator.automaton.constraints.setdefault(constraint.name, constraint)
+    simulator.automaton.modes.setdefault(mode.id, mode)
 
 
 def set_parameter_vector(simulator, values):
