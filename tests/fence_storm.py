@@ -71,7 +71,8 @@ def main(fmu, opts):
     runs = [FmuRunner(fmu, params=params, strings={"embedding": "background"},
                       instance=f"storm{i}") for i in range(n_inst)]
     info = [{"max_step": 0.0, "at": None, "version": 0, "text": "", "n": 0,
-             "steps_over_10ms": 0, "max_cpu": 0.0, "cpu_at": None, "max_blocked": 0.0,
+             "steps_over_10ms": 0, "steps_blocked_10ms": 0, "max_cpu": 0.0, "cpu_at": None,
+             "max_blocked": 0.0,
              "blocked_at": None, "max_own": 0.0, "own_at": None, "schedstat": _sched() is not None} for _ in runs]
     h = 1e-3
     n_steps = int(round(duration / h))
@@ -104,6 +105,7 @@ def main(fmu, opts):
                     d["max_cpu"], d["cpu_at"] = cpu, t
                 if dt - cpu - wait > d["max_blocked"]:
                     d["max_blocked"], d["blocked_at"] = dt - cpu - wait, t
+                d["steps_blocked_10ms"] += dt - cpu - wait > 0.01
                 if dt - wait > d["max_own"]:       # what the step itself took
                     d["max_own"], d["own_at"] = dt - wait, t
             d["steps_over_10ms"] += dt > 0.01
