@@ -132,6 +132,7 @@ class ScenarioSlave(Fmi2Slave):
             self._register(v, Fmi2Causality.input)
         self._input_names = [v.name for v in self.sc.inputs]
         self._good_inputs = {v.name: float(v.start) for v in self.sc.inputs}
+        self._inputs_changed = False   # an input was set since the simulator last took them
         self.ext = None
         ext = self.sc.extension
         self._ext_inputs = [v.name for v in ext.inputs] if ext else []
@@ -330,6 +331,9 @@ class ScenarioSlave(Fmi2Slave):
     def _read_inputs(self):
         """Inputs the master changed (each was checked when set) go to the simulator, all or
         none: one the engine refuses is set back to its last good value."""
+        if not self._inputs_changed:        # the per-step cost when nothing was set
+            return
+        self._inputs_changed = False
         good = self._good_inputs
         new = {name: float(getattr(self, name)) for name in self._input_names}
         if new == good:
@@ -412,6 +416,7 @@ class ScenarioSlave(Fmi2Slave):
             setattr(self, v.name, value)
             if v.name in self.sc.input_defaults:
                 self._inputs_set.add(v.name)
+            self._inputs_changed |= v.name in self._good_inputs
 
     def _settable(self, vr, type_name):
         v, causality = self._spec(vr, type_name)
@@ -538,6 +543,7 @@ class ScenarioSlave(Fmi2Slave):
         self.t_comm, self.start_time = float(state["t_comm"]), float(state["start_time"])
         self.status = int(state["status"])
         self._good_inputs = {k: float(v) for k, v in state["inputs"].items()}
+        self._inputs_changed = True     # the variables may differ from what the engine took
         self._inputs_set = set(state["inputs_set"])
         if state.get("ext") is not None and self.ext is not None:
             self.ext.set_state(state["ext"])     # first: it may install what the state uses
