@@ -10,8 +10,8 @@ import pytest
 from fmu_src.fence import FenceGeometry
 from fmu_src.master import FmuRunner
 from scenarios import disk_fence
-from scenarios.fence import announce, family, jet_mode, jobs, modes
-from scenarios.fence.profile import FenceProfile
+from scenarios.disk_fence import announce, family, jet_mode, jobs, modes
+from scenarios.disk_fence.profile import FenceProfile
 
 SC = disk_fence.build()
 P = SC.defaults()
@@ -373,7 +373,7 @@ def test_checks_that_run_too_long_are_stopped_by_the_worker(monkeypatch):
     """The fast worker stops a call after its time limit: an announcement whose checks do not
     finish in time is rejected with GEOMETRY_TIMEOUT, and the worker keeps serving."""
     from embed.background import BackgroundCompiler
-    from scenarios.fence.profile import GEOMETRY_TIMEOUT
+    from scenarios.disk_fence.profile import GEOMETRY_TIMEOUT
 
     pvec = np.array(SC.simulator().pvec)
     monkeypatch.setenv("EMBED_CHECK_TIME_LIMIT", "1e-4")   # no parse finishes in 0.1 ms
