@@ -19,6 +19,7 @@ from embed.errors import InputError, ModelDefinitionError
 
 ROOT = Path(__file__).resolve().parents[1]
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a text"}
 
 
 @dataclass
@@ -163,7 +164,7 @@ def convert(name: str, text: str, like):
         if isinstance(like, str):
             return text
     except ValueError:
-        raise InputError(f"--set {name}={text}: {name} takes a {type(like).__name__} "
+        raise InputError(f"--set {name}={text}: {name} takes {_KINDS[type(like)]} "
                          f"(default {like!r})") from None
     for kind in (int, float):
         try:
