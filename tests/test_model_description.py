@@ -1,5 +1,6 @@
 """What FMI tools show of each FMU: a unit on every Real, defined in UnitDefinitions with its SI
-base units, a DefaultExperiment, a description and a version, and the status codes spelled out."""
+base units, a DefaultExperiment, a description and a version, and the status codes spelled out;
+and what each FMU carries: the engine, the slave and its own model only."""
 
 import zipfile
 from xml.etree import ElementTree as ET
@@ -37,3 +38,25 @@ def test_base_units():
     assert base_units("kg.m2") == {"kg": 1, "m": 2}
     assert base_units("N.s/m") == {"kg": 1, "s": -1}
     assert base_units("1") == {} and base_units("furlong") is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fmu_carries_its_own_model_only(fmu_dir, name):
+    """resources/: embed<tag>/ whole, fmu_src<tag>/ the slave's modules (disk_fence's adds
+    its fence extension, pi_controller has its controller only), scenarios<tag>/ this
+    scenario (a module, or a package folder with its parts) and nothing of the others."""
+    with zipfile.ZipFile(fmu_dir / f"{name}.fmu") as z:
+        files = [n.split("/", 2) for n in z.namelist() if n.startswith("resources/")]
+    tree = {}
+    for parts in files:
+        if len(parts) == 3 and "_" in parts[1]:
+            tree.setdefault(parts[1].rsplit("_", 1)[0], set()).add(parts[2])
+    slave = {"__init__.py", "slave.py", "fmi2.py", "status.py"}
+    if name in build_fmu.OTHERS:
+        assert tree["fmu_src"] == {"__init__.py", f"{build_fmu.OTHERS[name][0]}.py"}
+        assert "scenarios" not in tree
+        return
+    assert tree["fmu_src"] == slave | ({"fence.py"} if name == "disk_fence" else set())
+    own = {f for f in tree["scenarios"] if f != "__init__.py"}
+    assert own and all(f == f"{name}.py" or f.startswith(f"{name}/") for f in own), own
+    assert "embed" in tree and "simulator.py" in tree["embed"]
