@@ -15,6 +15,8 @@ give a parameter value, for ``simulate`` a start value of the FMU's variables.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import math
 import sys
 import tempfile
 import time
@@ -34,35 +36,28 @@ class ModelCodeError(Exception):
     """The model's own code raised while it was imported or built (its traceback shown)."""
 
 
-def _load(src, options):
-    """``src.load(options)``; an exception of the model's own code becomes ModelCodeError."""
-    try:
-        return src.load(options)
-    except EmbedError:
-        raise
-    except Exception as exc:
-        traceback.print_exc()
-        raise ModelCodeError(f"{src.init_file}: build() failed: {type(exc).__name__}: "
-                             f"{exc}") from None
-
-
-def _split_sets(src, raw: dict) -> tuple:
-    """``--set`` texts split into the keyword arguments of the model's ``build()``
-    (converted) and the other names (left to the command)."""
+def _model(src, raw: dict, others_allowed: bool = False) -> tuple:
+    """(Scenario, build options, other ``--set`` texts) of the model ``src``: the ``--set``
+    names that are keywords of its ``build()`` are its options (converted); the others are
+    refused unless ``others_allowed``.  An exception of the model's own code (its import or
+    ``build()``) is shown with its traceback and becomes ModelCodeError."""
     import inspect
 
     from fmu_src.source import build_options
 
-    params = inspect.signature(src.build_function()).parameters
-    mine = {k: v for k, v in raw.items() if k in params}
-    return build_options(src, mine), {k: v for k, v in raw.items() if k not in params}
-
-
-def _only_build_options(src, rest: dict) -> None:
-    """Refuse ``--set`` names that are not keywords of ``build()``, naming the first."""
-    from fmu_src.source import build_options
-    if rest:
-        build_options(src, rest)
+    try:
+        params = inspect.signature(src.build_function()).parameters
+        options = build_options(src, {k: v for k, v in raw.items() if k in params})
+        rest = {k: v for k, v in raw.items() if k not in params}
+        if rest and not others_allowed:
+            build_options(src, rest)                 # refuses them, naming the first
+        return src.load(options), options, rest
+    except EmbedError:
+        raise
+    except Exception as exc:
+        traceback.print_exc()
+        raise ModelCodeError(f"{src.init_file}: the model's code failed: "
+                             f"{type(exc).__name__}: {exc}") from None
 
 
 def run_check(sc, params=None, out=sys.stdout) -> bool:
@@ -92,9 +87,7 @@ def build_checked(model: str, out: Path, raw_sets: dict, python: str = "") -> Pa
             raise InputError(f"--set: {model} takes no build options")
         return build(model, out, python=python)
     src = resolve(model)
-    options, rest = _split_sets(src, raw_sets)
-    _only_build_options(src, rest)
-    sc = _load(src, options)
+    sc, options, _ = _model(src, raw_sets)
     if not run_check(sc, out=sys.stderr):
         raise ModelDefinitionError(f"{sc.name}: the checker found errors (above); not built")
     return build(src, out, options, python)
@@ -137,8 +130,7 @@ def cmd_check(a) -> int:
     if a.model in OTHERS:
         raise InputError(f"{a.model} is not a scenario: there is no model to check")
     src = resolve(a.model)
-    options, rest = _split_sets(src, parse_set(a.set))
-    sc = _load(src, options)
+    sc, _, rest = _model(src, parse_set(a.set), others_allowed=True)
     starts = {v.name: v.start for v in sc.parameters}
     for name in rest:
         if name not in starts:
@@ -150,8 +142,8 @@ def cmd_check(a) -> int:
 
 def _fmu_of(model: str, raw: dict, tmp: Path, check: bool):
     """(FMU path, mode names {number: name}, the ``--set`` texts that are not build options):
-    ``model`` itself if it is an .fmu, else its FMU built into ``tmp`` (checked first if
-    ``check``)."""
+    ``model`` itself if it is an .fmu, else its FMU built into ``tmp`` (checked first, and
+    other ``--set`` names than build options allowed, if ``check``: ``simulate``)."""
     from fmu_src.build import OTHERS, build
     from fmu_src.source import resolve
 
@@ -162,8 +154,7 @@ def _fmu_of(model: str, raw: dict, tmp: Path, check: bool):
     if model in OTHERS:
         return build(model, tmp), {}, raw
     src = resolve(model)
-    options, rest = _split_sets(src, raw)
-    sc = _load(src, options)
+    sc, options, rest = _model(src, raw, others_allowed=check)
     if check and not run_check(sc, out=sys.stderr):
         raise ModelDefinitionError(f"{sc.name}: the checker found errors (above); not built")
     names = {}
@@ -182,9 +173,7 @@ def cmd_info(a) -> int:
         raw = parse_set(a.set)
         if raw and a.model.endswith(".fmu"):
             raise InputError("--set: an FMU has no build options")
-        fmu, _, rest = _fmu_of(a.model, raw, Path(tmp), check=False)
-        if rest:
-            raise InputError(f"--set {next(iter(rest))}: not an option of the model's build()")
+        fmu, _, _ = _fmu_of(a.model, raw, Path(tmp), check=False)
         md = read_model_description(str(fmu))
     print(variables_table(md))
     return 0
@@ -212,8 +201,11 @@ def cmd_simulate(a) -> int:
     from fmu_src import simulate
     from fmu_src.source import parse_set
 
-    if not (a.stop_time > 0 and a.step > 0):
-        raise InputError("--stop-time and --step must be positive")
+    if not all(math.isfinite(x) and x > 0 for x in (a.stop_time, a.step)):
+        raise InputError(f"--stop-time {a.stop_time:g} --step {a.step:g}: both must be "
+                         "positive and finite")
+    if a.plot and importlib.util.find_spec("matplotlib") is None:
+        raise InputError("--plot needs matplotlib: pip install 'embed[demo]'")
     with tempfile.TemporaryDirectory(prefix="embed_simulate_") as tmp:
         fmu, mode_names, rest = _fmu_of(a.model, parse_set(a.set), Path(tmp), check=True)
         md = read_model_description(str(fmu))

@@ -300,6 +300,11 @@ def test_a_file_without_build_or_with_a_bad_name_is_refused(work, user_fmu):
     bad_name.write_text(USER_MODEL.replace('Scenario("cart_wall"', 'Scenario("cart-wall"'))
     proc = embed_fmu("check", bad_name, cwd=work, ok=False)
     assert proc.returncode != 0 and "'cart-wall'" in proc.stderr and "identifier" in proc.stderr
+    failing = work / "bad" / "failing.py"
+    failing.write_text(USER_MODEL.replace("    x, th = dynamicsymbols", "    1 / 0\n    x, th = dynamicsymbols"))
+    proc = embed_fmu("info", failing, cwd=work, ok=False)
+    assert proc.returncode == 1 and "failing.py" in proc.stderr
+    assert "ZeroDivisionError" in proc.stderr and "Traceback" in proc.stderr
     sibling = work / "bad" / "uses_helpers.py"
     sibling.write_text("import helpers\n" + USER_MODEL)
     proc = embed_fmu("build", sibling, cwd=work, ok=False)
@@ -311,3 +316,5 @@ def test_a_file_without_build_or_with_a_bad_name_is_refused(work, user_fmu):
     assert proc.returncode != 0 and "'G'" in proc.stderr
     proc = embed_fmu("simulate", user_fmu, "--set", "gap=1", cwd=work, ok=False)
     assert proc.returncode != 0 and "gap" in proc.stderr and "output" in proc.stderr
+    proc = embed_fmu("simulate", user_fmu, "--stop-time", "-1", cwd=work, ok=False)
+    assert proc.returncode == 2 and "--stop-time -1" in proc.stderr
