@@ -69,5 +69,5 @@ class Context:
     def row(self, name):
         """(B, C) of a constraint here, active or not: its velocity is B u + C (eq 7)."""
         n = self.sim.model.n
-        bc = self.sim.cterms(name).BC(np.concatenate(([self.t], self.q, self.sim.pvec)))
+        bc = self.sim.forms.constraint_terms(name).BC(np.concatenate(([self.t], self.q, self.sim.pvec)))
         return np.array(bc[:n]), float(bc[n])

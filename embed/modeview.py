@@ -18,11 +18,9 @@ import time
 import numpy as np
 
 from .compile import make_mode
-from .constraints import ConstraintSet
-from .embedding import EXPLICIT_OPS_OFFLINE, partition
+from .embedding import EXPLICIT_OPS_OFFLINE
 from .errors import ConstraintRankError, InputError, ModelDefinitionError
-from .forming import form_mode_parts
-from .numeric import ConstraintTerms, NumericMode, NumericTerms
+from .numeric import NumericMode, NumericTerms
 
 
 class AutomatonView:
@@ -33,30 +31,6 @@ class AutomatonView:
     ``_starting`` and ``_sync_discrete``."""
 
     # ------------------------------------------------------------ constraints
-    def cterms(self, name):
-        """A constraint's own compiled terms (B, C, gamma, Phi), built once (Sec 5.5).
-
-        Parameters
-        ----------
-        name : str
-            A constraint of this simulator's automaton.
-
-        Returns
-        -------
-        ConstraintTerms
-        """
-        terms = self.library.constraint_terms.get(name)
-        if terms is None:
-            c = self.aut.constraints[name]
-            terms = self.library.constraint_terms[name] = ConstraintTerms(self.model, c, self.psyms)
-        return terms
-
-    def _BC(self, rows, t, q):
-        """B and C of the constraints ``rows`` (ConstraintTerms) at (t, q): B u + C = 0."""
-        tq = np.concatenate(([t], q, self.pvec))
-        BC = np.array([row.BC(tq) for row in rows]).reshape(len(rows), self.model.n + 1)
-        return BC[:, :-1], BC[:, -1]
-
     def _entry(self, rows, t, q, u):
         """(K, B, [0; -(B u + C)], Phi) of the constraints ``rows`` at (t, q, u)
         (``EntryTerms``): one call where the set's entry terms were compiled at set-up
@@ -66,7 +40,7 @@ class AutomatonView:
         if entry is not None:
             return entry(t, q, u, self.pvec)
         n, m = self.model.n, len(rows)
-        B, C = self._BC(rows, t, q)
+        B, C = self.forms.constraint_rows(rows, t, q, self.pvec)
         K = np.zeros((n + m, n + m))
         K[:n, :n] = self.numeric_terms().mass(t, q, u, self.pvec)
         K[:n, n:] = B.T
@@ -75,28 +49,9 @@ class AutomatonView:
         phi = [row.phi(tq)[0] for row in rows if row.holonomic]
         return K, B, np.concatenate((np.zeros(n), -(B @ u + C))), np.array(phi)
 
-    def _B_numeric(self, names, t, q):
-        return self._BC([self.cterms(c) for c in names], t, q)[0]
-
-    def _partition(self, names, t, q):
-        """The dependent speeds for the constraints ``names`` at (t, q) by pivoting (eq 11)."""
-        if not names:
-            return ()
-        return partition(self._B_numeric(names, t, q), tuple(names))
-
-    def constraint_set(self, names):
-        """The ``ConstraintSet`` of the constraints ``names`` (ModelDefinitionError if unknown)."""
-        try:
-            return ConstraintSet([self.aut.constraints[c] for c in names])
-        except KeyError as exc:
-            raise ModelDefinitionError(f"unknown constraint {exc}; known: "
-                                       f"{sorted(self.aut.constraints)}") from None
-
     def add_constraint(self, c):
         """Make a constraint known at run time (it is compiled on its own, Sec 5.5)."""
-        if c.name in self.aut.constraints and self.aut.constraints[c.name] is not c:
-            raise ModelDefinitionError(f"constraint {c.name!r} exists; give the new one another name")
-        self.aut.constraints[c.name] = c
+        self.forms.add_constraint(c)
         if self.compiler is not None:
             self.compiler.announce(c)
 
@@ -104,56 +59,23 @@ class AutomatonView:
     def add_mode(self, mode):
         """A mode defined at run time (a geometry announced by the master, say); its
         constraints must be known (``add_constraint``)."""
-        if mode.id in self.aut.modes:
-            raise ModelDefinitionError(f"mode {mode.id} exists; give the new one another id")
-        self.aut.modes[mode.id] = mode
+        self.forms.add_mode(mode)
         if self.library.terms is not None:
-            outs, guards = self.mode_exprs(mode.id)
+            outs, guards = self.forms.mode_exprs(mode.id)
             self.library.terms.add_mode(mode.id, mode.laws, outs, guards, mode.constraints)
         if self.compiler is not None:
             self.compiler.announce_mode(mode)
-
-    def mode_exprs(self, mode_id, mode=None):
-        """A mode's outputs (the automaton's, with the mode's overrides) and switching
-        conditions (falling through 0 = fires), in the model's symbols; of ``mode`` if given
-        (one not in the automaton: not kept).
-
-        Returns
-        -------
-        (list, list)
-            Outputs and switching conditions as symengine expressions.
-        """
-        exprs = self.library.expressions
-        if mode is not None or mode_id not in exprs:
-            m, md = self.model, mode or self.aut.modes[mode_id]
-            over = {k: m.sym(v) for k, v in md.outputs}
-            outs = [over.get(k, e) for k, e in zip(self.outputs, self._out_exprs)]
-            both = (outs, [m.sym(g.expr) * (-g.direction) for g in md.guards])
-            if mode is not None:
-                return both
-            exprs[mode_id] = both
-        return exprs[mode_id]
 
     def numeric_terms(self):
         """The unconstrained terms compiled once (Sec 5.5), built on first use."""
         if self.library.terms is None:
             ids = list(self.aut.modes)
             self.library.terms = NumericTerms(
-                self.model, self.psyms, {k: self.mode_exprs(k)[0] for k in ids},
-                {k: self.mode_exprs(k)[1] for k in ids}, {k: self.aut.modes[k].laws for k in ids},
+                self.model, self.psyms, {k: self.forms.mode_exprs(k)[0] for k in ids},
+                {k: self.forms.mode_exprs(k)[1] for k in ids},
+                {k: self.aut.modes[k].laws for k in ids},
                 {k: self.aut.modes[k].constraints for k in ids})
         return self.library.terms
-
-    def mode_parts(self, key, explicit_ops=None, compose_ops=None, mode=None, cset=None):
-        """Symbolic embedding of one mode (eq 11-16), ready to compile: ``forming.form_mode_parts``
-        for this automaton's mode and constraints.  ``mode`` and ``cset``: a mode and its
-        constraints that are not the automaton's (a family, embedded once for every member)."""
-        mode_id, active, dep = key
-        mode = mode or self.aut.modes[mode_id]
-        cset = cset or self.constraint_set(active)
-        outs, guards = self.mode_exprs(mode_id, None if mode_id in self.aut.modes else mode)
-        return form_mode_parts(self.model, self.psyms, mode, cset, dep, outs, guards,
-                               self.library.embeddings, explicit_ops, compose_ops)
 
     def compiled(self, mode_id, dep, active=None):
         """The mode's compiled functions: symbolic (from the library, or embedded and compiled
@@ -184,17 +106,17 @@ class AutomatonView:
         # embedding) or run on the numeric path
         stub = any(not self.aut.constraints[c].B for c in active)
         if self.embedding == "symbolic" and not stub:
-            compiled = library.install(key, make_mode(self.mode_parts(key), key))
+            compiled = library.install(key, make_mode(self.forms.mode_parts(key), key))
         elif self._starting and not stub:
             # the first mode of a background simulator is compiled at set-up, with LLVM
-            compiled = library.install(key, make_mode(self.mode_parts(key), key, backend="llvm"))
+            compiled = library.install(key, make_mode(self.forms.mode_parts(key), key, backend="llvm"))
         else:
             compiled = library.numeric_modes.get(key)
             if compiled is None:
-                cset = self.constraint_set(active)
+                cset = self.forms.constraint_set(active)
                 compiled = library.numeric_modes[key] = NumericMode(
                     self.numeric_terms(), mode, cset, dep, len(self.outputs), key,
-                    [self.cterms(c.name) for c in cset.items])
+                    [self.forms.constraint_terms(c.name) for c in cset.items])
             if self.embedding == "background" and not stub and key not in library.submitted:
                 library.submitted[key] = time.perf_counter()
                 self.compiler.submit(key, rhs=self.integrator.uses_rhs)
@@ -217,7 +139,7 @@ class AutomatonView:
                     continue
                 try:
                     self.library.install(key, make_mode(
-                        self.mode_parts(key, EXPLICIT_OPS_OFFLINE), key, backend="llvm"))
+                        self.forms.mode_parts(key, EXPLICIT_OPS_OFFLINE), key, backend="llvm"))
                 except ConstraintRankError:
                     continue          # this choice is singular everywhere
 
@@ -318,7 +240,7 @@ class AutomatonView:
         self._sync_discrete()
         try:
             active = tuple(sorted(self.aut.modes[mode_id].constraints))
-            dep = self._partition(active, t, q)
+            dep = self.forms.partition(active, t, q, self.pvec)
             compiled = self.compiled(mode_id, dep, active)
             mon = compiled.monitors(t, np.concatenate((q, u[list(compiled.ind)])), self.pvec)
         finally:

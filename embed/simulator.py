@@ -13,12 +13,10 @@ no indirection in the stepping loop or for the FMU's reads).  See docs/design.md
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 
 import numpy as np
-import symengine as se
 
 from . import events, state as state_mod
 from .activation import activation_jump
@@ -30,6 +28,7 @@ from .errors import (EmbedError, InputError, IntegrationError, ModelDefinitionEr
 from .events import (ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED,  # noqa: F401
                      approaching)
 from .integrators import make_integrator
+from .forming import AutomatonForms
 from .library import ModeLibrary
 from .modeview import AutomatonView
 from .projection import PHI_TOL, Projection, max_abs as _max_abs
@@ -80,15 +79,14 @@ class Simulator(AutomatonView, RunState):
         self.embedding = embedding
         self.compiler = compiler
         self.precompile = precompile
-        # this simulator's own view of the automaton: constraints and modes added at run time
-        # stay here (the caches they share are keyed by unique names and ids)
-        automaton = dataclasses.replace(automaton, constraints=dict(automaton.constraints),
-                                        modes=dict(automaton.modes))
-        self.aut = automaton
+        self.library = library or ModeLibrary()   # shared: re-entering a mode costs nothing
+        # this simulator's own view of the automaton (constraints and modes added at run time
+        # stay here) and its symbolic forms
+        self.forms = AutomatonForms(automaton, self.library)
+        self.aut = self.forms.automaton
         m = self.model = automaton.model
-        self.dnames = list(automaton.discrete)
-        self.psyms = list(m.params) + list(m.inputs) + [se.Symbol(k) for k in self.dnames]
-        self.pnames = [str(s) for s in self.psyms]
+        self.dnames, self.psyms, self.pnames = (self.forms.discrete_names, self.forms.psyms,
+                                                self.forms.pnames)
         self.n_params, self.n_inputs = len(m.params), len(m.inputs)
         self.discrete_offset = self.n_params + self.n_inputs
         missing = [str(s) for s in m.params if str(s) not in params]
@@ -100,12 +98,7 @@ class Simulator(AutomatonView, RunState):
         # every parameter, also those only the reset maps read (restitution, zone layout, ...)
         self.params = {k: v for k, v in params.items() if isinstance(v, (int, float))}
         self.integrator = make_integrator(solver, h_max, rtol)
-        self.library = library or ModeLibrary()   # shared: re-entering a mode costs nothing
-        self.outputs = list(automaton.outputs)
-        exprs = self.library.expressions
-        if not exprs:   # switching conditions and outputs in the model's symbols, converted once
-            exprs["out"] = [m.sym(e) for e in automaton.outputs.values()]
-        self._out_exprs = exprs["out"]
+        self.outputs = self.forms.outputs
         # the running state's fields are this object's own attributes (read in the stepping
         # loop and by the FMU at every step: no indirection); before the first mode x holds q
         # and mon holds u
@@ -160,7 +153,7 @@ class Simulator(AutomatonView, RunState):
     def partition(self, active, t, q):
         """The dependent speeds chosen for the constraint set ``active`` at (t, q) by
         pivoting on B (gillespie2005 eq 11)."""
-        return self._partition(active, t, q)
+        return self.forms.partition(active, t, q, self.pvec)
 
     def expect_background_mode(self, key):
         """Mode ``key`` was asked of the background workers by someone else (a worker relayed
@@ -183,7 +176,7 @@ class Simulator(AutomatonView, RunState):
         if len(self.aut.modes) > 1:
             self.numeric_terms()
             for name in self.aut.constraints:      # each constraint's own terms (Sec 5.5)
-                self.cterms(name)
+                self.forms.constraint_terms(name)
         if self.precompile:
             self.precompile_modes()
         self._starting = True
@@ -207,7 +200,7 @@ class Simulator(AutomatonView, RunState):
         (mueller eq 7, ``embed.activation``); ``entry``: ``_entry``'s (K, B, rhs, Phi) at
         (q, u), if known already.  Returns the new full speeds and each constraint's impulse."""
         K, _, rhs, _ = entry if entry is not None else self._entry(
-            [self.cterms(c) for c in names], self.state.t, q, u)
+            [self.forms.constraint_terms(c) for c in names], self.state.t, q, u)
         return activation_jump(K, rhs, u, names, self.state.t, tol)
 
     # --------------------------------------------------------------- events
@@ -232,7 +225,7 @@ class Simulator(AutomatonView, RunState):
         # the new constraints at the reset configuration, evaluated once for the projection
         # (haug_pavesic2023 eq 13), the activation jump (mueller eq 7), the partition (eq 11)
         # (kappa(B1) comes with the monitors): an event step evaluates them once
-        rows = [self.cterms(c) for c in st.active]
+        rows = [self.forms.constraint_terms(c) for c in st.active]
         st.projection = Projection([row for row in rows if row.holonomic])
         st.watch = any(not row.constant_B for row in rows)
         st.chart = None
@@ -328,7 +321,7 @@ class Simulator(AutomatonView, RunState):
             _, active, q, u = self._target(jump)
             dep = ()
             if active:
-                entry = self._entry([self.cterms(c) for c in active], st.t, q, u)
+                entry = self._entry([self.forms.constraint_terms(c) for c in active], st.t, q, u)
                 dep = partition(entry[1], active)
             compiled = self.library.mode((jump.mode, active, dep))
             if compiled is not None:
@@ -373,7 +366,7 @@ class Simulator(AutomatonView, RunState):
         t0 = time.process_time()
         st = self.state
         q, u = np.array(self.q), np.array(self.u)
-        dep = self._partition(st.active, st.t, q)
+        dep = self.forms.partition(st.active, st.t, q, self.pvec)
         if dep != st.dep:
             st.dep = dep
             n_emb = len(self.embed_times)
@@ -539,7 +532,7 @@ class Simulator(AutomatonView, RunState):
         s, compiled = self.check_state(s)
         st = self.state
         state_mod.restore(st, s)
-        rows = [self.cterms(c) for c in st.active]
+        rows = [self.forms.constraint_terms(c) for c in st.active]
         st.projection = Projection([row for row in rows if row.holonomic])
         st.watch = any(not row.constant_B for row in rows)
         st.compiled_mode = compiled

@@ -159,7 +159,7 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
     mid = family.install_profile(sim, uid, 6.7, family.jet_function(prof))
     cons, mode = modes.fence_mode(modes.next_uid(),
                                        FenceProfile.from_text(same or text), 6.7)
-    outs, guards = sim.mode_exprs(mode.id, mode)
+    outs, guards = sim.forms.mode_exprs(mode.id, mode)
     margs = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
              + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms))
     mon_ref = lambdify(margs, list(outs) + list(guards), "reference monitors")
