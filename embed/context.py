@@ -64,7 +64,7 @@ class Context:
 
     def mass_matrix(self):
         """The unconstrained generalized mass matrix M(q) here (F_r* = -M udot + ..., eq 2)."""
-        return self.sim.numeric_terms().mass(self.t, self.q, self.u, self.sim.pvec)
+        return self.sim.mode_compiler.numeric_terms().mass(self.t, self.q, self.u, self.sim.pvec)
 
     def row(self, name):
         """(B, C) of a constraint here, active or not: its velocity is B u + C (eq 7)."""

@@ -48,8 +48,8 @@ def warm_up(sim):
                 library.entry[active] = EntryTerms(sim.model, sim.forms.constraint_set(active),
                                                    sim.psyms, "llvm")
             if active:
-                sim._entry([sim.forms.constraint_terms(c) for c in active], sim.t, sim.q, sim.u)
-        sim.numeric_terms().evaluate(sim.t, sim.q, sim.u, sim.pvec)
+                sim.mode_compiler.entry([sim.forms.constraint_terms(c) for c in active], sim.t, sim.q, sim.u, sim.pvec)
+        sim.mode_compiler.numeric_terms().evaluate(sim.t, sim.q, sim.u, sim.pvec)
         k = n + max([len(md.constraints) for md in sim.aut.modes.values()] + [1]) + 2
         for size in range(1, k + 1):
             a = np.eye(size) + 0.1

@@ -102,7 +102,7 @@ def test_entry_terms_agree_with_the_constraints_own_terms(name):
             if name == "disk_fence":                 # on the (default arc) fence's length
                 q[3] = sim.param("L") + rng.uniform(0, 5)
             got = et(t, q, u, sim.pvec)
-            ref = sim._entry(rows, t, q, u)          # no entry terms cached: assembled
+            ref = sim.mode_compiler.entry(rows, t, q, u, sim.pvec)          # no entry terms cached: assembled
             for a, b in zip(got, ref):
                 assert np.all(np.isfinite(a))
                 assert np.asarray(a) == pytest.approx(np.asarray(b), rel=1e-11, abs=1e-11)

@@ -217,7 +217,7 @@ def install_profile(sim, uid, L_f, jet):
         sim.library.install_constraint_terms(name, ConstraintTerms(
             m, c, sim.psyms, fns=(Role(terms, tq, sl["BC"]), Role(terms, tqu, sl["gamma"]),
                                   Role(terms, tq, sl["phi"]))))
-    sim.numeric_terms().install_mode(mode.id, Role(terms, None, layout["monitors"]["monitors"]),
+    sim.mode_compiler.numeric_terms().install_mode(mode.id, Role(terms, None, layout["monitors"]["monitors"]),
                                      lam_names=mode.constraints)
     mine = copy.copy(entry)        # the event step's one call, for this profile
     mine.key = tuple(sorted(mode.constraints))
