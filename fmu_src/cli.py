@@ -32,15 +32,12 @@ def _err(message: str) -> None:
     print(f"{PROG}: error: {message}", file=sys.stderr)
 
 
-class ModelCodeError(Exception):
-    """The model's own code raised while it was imported or built (its traceback shown)."""
-
-
 def _model(src, raw: dict, others_allowed: bool = False) -> tuple:
     """(Scenario, build options, other ``--set`` texts) of the model ``src``: the ``--set``
     names that are keywords of its ``build()`` are its options (converted); the others are
     refused unless ``others_allowed``.  An exception of the model's own code (its import or
-    ``build()``) is shown with its traceback and becomes ModelCodeError."""
+    ``build()``) is shown with its traceback and becomes a ModelDefinitionError naming the
+    file."""
     import inspect
 
     from fmu_src.source import build_options
@@ -56,7 +53,7 @@ def _model(src, raw: dict, others_allowed: bool = False) -> tuple:
         raise
     except Exception as exc:
         traceback.print_exc()
-        raise ModelCodeError(f"{src.init_file}: the model's code failed: "
+        raise ModelDefinitionError(f"{src.init_file}: the model's code failed: "
                              f"{type(exc).__name__}: {exc}") from None
 
 
@@ -291,7 +288,7 @@ def main(argv=None) -> int:
     a = parser().parse_args(argv)
     try:
         return a.func(a)
-    except (ModelCodeError, ModelDefinitionError) as exc:
+    except ModelDefinitionError as exc:
         _err(str(exc))
         return 1
     except (EmbedError, OSError) as exc:
