@@ -1,8 +1,8 @@
 """``embed-fmu simulate`` (issue 13): an FMU stepped by fmpy's ``simulate_fmu`` with start
 values, inputs read from a CSV (fmpy's structured input: a time column, then one column per
 input), written as a CSV and plotted with the events marked (where ``event_count``
-increments) and the modes named.  It is an ordinary fmpy run: nothing of the engine is
-imported here."""
+increments) and the modes named.  It is an ordinary fmpy run: the FMU is stepped from the
+outside, as any fmpy script would."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ def plot(path: Path, result, outputs: list, mode_names: dict, title: str) -> Non
             ax.plot(t, result[name])
         ax.set_ylabel(name)
     axes[-1, 0].set_xlabel("time (s)")
-    fig.suptitle(f"{title}: {len(marks)} event steps (dashed)")
+    fig.suptitle(f"{title}: events (dashed) in {len(marks)} steps")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -114,9 +114,11 @@ def resolve(model: str) -> ModelSource:
         src = ModelSource(path.resolve(), False)
     elif path.is_file() and path.suffix == ".py":
         src = ModelSource(path.resolve(), False)
-    elif path.suffix == ".py" or "/" in model or path.exists():
-        raise InputError(f"{model}: no such model file (a .py file, or a folder with "
-                         "__init__.py, defining build())")
+    elif path.exists():
+        raise InputError(f"{model}: not a model (a .py file, or a folder with __init__.py, "
+                         "defining build())")
+    elif path.suffix == ".py" or "/" in model:
+        raise InputError(f"{model}: no such model file")
     else:
         raise InputError(f"unknown scenario {model!r}: give one of {', '.join(bundled_names())} "
                          "or the path of a model file")

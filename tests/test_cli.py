@@ -201,6 +201,24 @@ def test_user_model_fmu_validates_and_carries_that_model_only(user_fmu):
         assert not [n for n in names if f"/{other}" in n], other
 
 
+def test_a_package_model_travels_with_its_own_modules(work, user_fmu):
+    """A model folder (``__init__`` defines build(), importing a module of its own
+    relatively) builds into an FMU holding that folder, which steps as the one-file model."""
+    pkg = work / "cart_package"
+    pkg.mkdir()
+    (pkg / "numbers.py").write_text('"""Mode numbers."""\nFREE, WALL = 1, 2\n')
+    (pkg / "__init__.py").write_text(
+        USER_MODEL.replace("FREE, WALL = 1, 2\n", "from .numbers import FREE, WALL\n")
+        .replace('Scenario("cart_wall"', 'Scenario("cart_package"'))
+    embed_fmu("build", pkg, "--out", work / "pkg_out", cwd=work)
+    fmu = work / "pkg_out" / "cart_package.fmu"
+    assert resources(fmu)["scenarios"] == {"__init__.py", "cart_package/__init__.py",
+                                           "cart_package/numbers.py"}
+    a = simulate_fmu(str(fmu), stop_time=1.0, output_interval=0.01)
+    b = simulate_fmu(str(user_fmu), stop_time=1.0, output_interval=0.01)
+    assert a[-1]["event_count"] >= 1 and a.tolist() == b.tolist()
+
+
 def test_bundled_fmu_carries_its_own_scenario_only(disk_ramp_fmu):
     res = resources(disk_ramp_fmu)
     assert res["scenarios"] == {"__init__.py", "disk_ramp.py"}
