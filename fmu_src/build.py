@@ -280,6 +280,25 @@ def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> No
     tmp.replace(fmu)
 
 
+def _pythonfmu_builder():
+    """pythonfmu's FmuBuilder from its installation.  A process that has stepped one of these
+    FMUs in process (fmpy) imported pythonfmu from that FMU's resources, which lack its
+    binaries (and may be deleted since): that copy is dropped and the installed one imported."""
+    mod = sys.modules.get("pythonfmu")
+    if mod is not None and not (Path(mod.__file__).parent / "resources" / "binaries").is_dir():
+        for k in [k for k in sys.modules if k == "pythonfmu" or k.startswith("pythonfmu.")]:
+            del sys.modules[k]
+        saved = sys.path[:]
+        sys.path[:] = [p for p in sys.path if not (Path(p or ".") / "slavemodule.txt").is_file()]
+        try:
+            from pythonfmu.builder import FmuBuilder
+        finally:
+            sys.path[:] = saved
+        return FmuBuilder
+    from pythonfmu.builder import FmuBuilder
+    return FmuBuilder
+
+
 def build(model, out: Path, options=None, python: str = "", log=progress) -> Path:
     """Build the FMU of ``model`` into ``out``.
 
@@ -301,8 +320,7 @@ def build(model, out: Path, options=None, python: str = "", log=progress) -> Pat
     -------
     Path of the FMU.
     """
-    from pythonfmu.builder import FmuBuilder
-
+    FmuBuilder = _pythonfmu_builder()
     if isinstance(model, str) and model not in OTHERS:
         model = resolve(model)
     src = model if isinstance(model, ModelSource) else None
@@ -335,6 +353,7 @@ def build(model, out: Path, options=None, python: str = "", log=progress) -> Pat
         req.write_text("\n".join(REQUIREMENTS) + "\n")
         files.append(req)
         sys.path.insert(0, str(project))
+        sys.modules.pop(name, None)      # an FMU of this name stepped in this process
         try:
             fmu = FmuBuilder.build_FMU(script, dest=out, project_files=files,
                                        canGetAndSetFMUstate=True, canSerializeFMUstate=True)

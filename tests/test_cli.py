@@ -219,6 +219,27 @@ def test_a_package_model_travels_with_its_own_modules(work, user_fmu):
     assert a[-1]["event_count"] >= 1 and a.tolist() == b.tolist()
 
 
+def test_a_process_that_stepped_an_fmu_in_process_builds_whole_fmus(work, user_model, user_fmu):
+    """fmpy stepping an FMU in process imports pythonfmu (without its binaries) and the FMU's
+    entry module from the FMU's resources: a build in that process afterwards still gets
+    pythonfmu's binaries and its own entry class (the test suite builds after such runs)."""
+    again = work / "again"
+    script = f"""
+from pathlib import Path
+from fmpy import simulate_fmu
+simulate_fmu({str(user_fmu)!r}, stop_time=0.1)
+from fmu_src.build import build
+from fmu_src.source import resolve
+fmu = build(resolve({str(user_model)!r}), Path({str(again)!r}))
+print(int(simulate_fmu(str(fmu), stop_time=0.6)["event_count"][-1]))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], cwd=work, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[-1] == "1"            # the strike at 0.5 s
+    assert validate_fmu(str(again / "cart_wall.fmu")) == []
+
+
 def test_bundled_fmu_carries_its_own_scenario_only(disk_ramp_fmu):
     res = resources(disk_ramp_fmu)
     assert res["scenarios"] == {"__init__.py", "disk_ramp.py"}
