@@ -23,6 +23,7 @@ import symengine as se
 from . import events, state as state_mod
 from .activation import activation_jump
 from .automaton import Automaton, Jump
+from .check import reset_map
 from .context import Context
 from .embedding import partition
 from .errors import (EmbedError, InputError, IntegrationError, ModelDefinitionError,
@@ -201,7 +202,7 @@ class Simulator(AutomatonView, RunState):
             self.precompile_modes()
         self._starting = True
         try:
-            self._apply(self.aut.initial(Context(self)))
+            self._apply(reset_map(self.aut, "initial", Context(self)))
         finally:
             self._starting = False
 
@@ -289,7 +290,7 @@ class Simulator(AutomatonView, RunState):
         else:
             st.same_instant = 0
         ctx = Context(self, guard.name)
-        jump = self.aut.transition(ctx, guard.name)
+        jump = reset_map(self.aut, "transition", ctx, guard.name)
         if jump.impact:
             st.impact_count += 1
             self.impacts.append((float(st.t), guard.name, np.array(ctx.q), np.array(ctx.u),
@@ -308,7 +309,7 @@ class Simulator(AutomatonView, RunState):
                     f"Zeno behaviour at t = {st.t:.12g} s ({guard.name!r} in mode {mode.name!r}: "
                     f"{st.same_instant} events at one instant, impacts {ZENO_IMPACTS} in a row "
                     f"less than {self.zeno_dt} s apart) and no persistent mode to switch to")
-            jump = self.aut.zeno(ctx, guard.name)
+            jump = reset_map(self.aut, "zeno", ctx, guard.name)
             st.impact_gaps = []
             st.zeno_count += 1
         self._apply(jump)
