@@ -66,11 +66,16 @@ def _rank_finding(sim, mode, names, where):
     if not np.isfinite(B).all() or _rank(B) == len(names):
         return None
     groups = redundant_groups(B, list(names))
-    text = "; ".join(" and ".join(repr(c) for c in g) for g in groups)
+    text = "; ".join(_and(g) for g in groups)
     return Finding("error", "constraints " + ", ".join(repr(c) for g in groups for c in g),
                    f"{_label(mode)}: constraints {text} are redundant {where} (rank of B "
-                   f"{_rank(B)} < {len(names)}): their rows of B are dependent; remove one of "
-                   "each from the mode (or from Jump.constraints)")
+                   f"{_rank(B)} < {len(names)}): their rows of B are dependent; remove one "
+                   "constraint of each such group from the mode (or from Jump.constraints)")
+
+
+def _and(names):
+    quoted = [repr(c) for c in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
 def _start(scenario, params):

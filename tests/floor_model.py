@@ -29,7 +29,8 @@ FLIGHT, RESTING = 1, 2
 MISTAKES = ("guard_typo", "undefined_mode", "unknown_constraint", "undeclared_discrete",
             "missing_parameter", "redundant_pair", "no_way_out", "output_typo",
             "fmu_output_typo", "no_branch", "law_typo", "unknown_multiplier",
-            "initial_undefined_mode", "enabled_typo", "extra_output_typo", "transition_crash")
+            "initial_undefined_mode", "enabled_typo", "extra_output_typo", "transition_crash",
+            "redundant_triple")
 
 
 def build(mistake: str = "") -> Scenario:
@@ -55,6 +56,10 @@ def build(mistake: str = "") -> Scenario:
     if mistake == "redundant_pair":
         constraints["floor_twice"] = holonomic(model, "floor_twice", 2 * y)
         resting_set = ("floor", "floor_twice")
+    if mistake == "redundant_triple":       # no two dependent, the three are
+        constraints["wall"] = holonomic(model, "wall", x)
+        constraints["diagonal"] = holonomic(model, "diagonal", x + y)
+        resting_set = ("floor", "wall", "diagonal")
     touch = sp.Symbol("yy") if mistake == "guard_typo" else y
     push = sp.Symbol("lambda_flor" if mistake == "unknown_multiplier" else "lambda_floor")
     friction = sp.Symbol("mu_typo") if mistake == "law_typo" else sp.Integer(0)
