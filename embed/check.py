@@ -19,12 +19,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import symengine as se
 
 from .automaton import Jump
 from .context import Context
-from .errors import ConstraintRankError, EmbedError, ModelDefinitionError
+from .errors import EmbedError, ModelDefinitionError
 
 RANK_TOL = 1e-9          # a singular value below this (relative to the largest) is zero
 FMU_VARIABLES = ("solver", "h_max", "rtol", "embedding", "status")   # the slave's own
@@ -52,8 +51,8 @@ def _where(aut, ctx, kind, guard):
     return f"the {kind} reset map of mode {ctx.mode}{name}, guard {guard!r}"
 
 
-def validate_jump(aut, jump, where: str) -> Jump:
-    """``jump`` if the automaton ``aut`` can apply it, else ModelDefinitionError saying so.
+def jump_problem(aut, jump) -> str | None:
+    """What keeps the automaton ``aut`` from applying ``jump`` (a reset map's result), or None.
 
     Parameters
     ----------
@@ -61,35 +60,32 @@ def validate_jump(aut, jump, where: str) -> Jump:
         The automaton (a simulator's own view: modes added at run time count).
     jump : object
         What a reset map returned.
-    where : str
-        Which reset map returned it (mode and guard), for the message.
 
     Returns
     -------
-    Jump
+    str or None
+        The problem, worded to follow the name of the reset map.
     """
     if not isinstance(jump, Jump):
-        raise ModelDefinitionError(f"{where} returned {jump!r}, not a Jump; return "
-                                   "Jump(mode, {discrete: value}, ...)")
+        return f"returned {jump!r}, not a Jump; return Jump(mode, {{discrete: value}}, ...)"
     if jump.mode not in aut.modes:
-        raise ModelDefinitionError(f"{where} jumps to mode {jump.mode!r}, which does not exist; "
-                                   f"modes: {sorted(aut.modes)}")
+        return f"jumps to mode {jump.mode!r}, which does not exist; modes: {sorted(aut.modes)}"
     unknown = [k for k in jump.discrete if k not in aut.discrete]
     if unknown:
-        raise ModelDefinitionError(f"{where} sets discrete variables {unknown} that the automaton "
-                                   f"does not declare; declared: {sorted(aut.discrete)}: "
-                                   "declare them in Automaton(discrete=...) or correct the names")
+        return (f"sets discrete variables {unknown} that the automaton does not declare; "
+                f"declared: {sorted(aut.discrete)}: declare them in Automaton(discrete=...) or "
+                "correct the names")
     if jump.constraints is not None:
         unknown = [c for c in jump.constraints if c not in aut.constraints]
         if unknown:
-            raise ModelDefinitionError(f"{where} activates constraints {unknown}, which do not "
-                                       f"exist; known: {sorted(aut.constraints)}")
-    return jump
+            return (f"activates constraints {unknown}, which do not exist; known: "
+                    f"{sorted(aut.constraints)}")
+    return None
 
 
 def reset_map(aut, kind: str, ctx: Context, guard: str | None = None) -> Jump:
     """Call the automaton's reset map ``kind`` ("transition", "zeno": (ctx, guard); "initial":
-    (ctx)) and validate its jump (``validate_jump``).
+    (ctx)) and check its jump (``jump_problem``).
 
     Parameters
     ----------
@@ -113,22 +109,26 @@ def reset_map(aut, kind: str, ctx: Context, guard: str | None = None) -> Jump:
     EmbedError
         The reset map's own engine error (an impact it cannot resolve, say), as raised.
     """
-    where = _where(aut, ctx, kind, guard)
     try:
         jump = aut.initial(ctx) if kind == "initial" else getattr(aut, kind)(ctx, guard)
     except ModelDefinitionError as exc:
-        raise ModelDefinitionError(f"{where}: {exc}") from exc
+        raise ModelDefinitionError(f"{_where(aut, ctx, kind, guard)}: {exc}") from exc
     except EmbedError:
         raise
     except Exception as exc:  # noqa: BLE001 - a scenario's bug, named with its mode and guard
         raise ModelDefinitionError(
-            f"{where} raised {type(exc).__name__}: {exc}; give it a branch for every guard of "
-            "every mode (and read only declared discrete variables and parameters)") from exc
-    return validate_jump(aut, jump, where)
+            f"{_where(aut, ctx, kind, guard)} raised {type(exc).__name__}: {exc}; give it a "
+            "branch for every guard of every mode (and read only declared discrete variables "
+            "and parameters)") from exc
+    problem = jump_problem(aut, jump)
+    if problem is not None:
+        raise ModelDefinitionError(f"{_where(aut, ctx, kind, guard)} {problem}")
+    return jump
 
 
 # --------------------------------------------------------------------- static checks
-def _mode_label(mode):
+def mode_label(mode) -> str:
+    """How findings and messages name a mode: its id and name."""
     return f"mode {mode.id} {mode.name!r}"
 
 
@@ -183,7 +183,7 @@ def check_expressions(scenario) -> list[Finding]:
                                  f"output {name!r}", found)
     forces = {str(f) for f in aut.model.forces}
     for mode in aut.modes.values():
-        label = _mode_label(mode)
+        label = mode_label(mode)
         own = dict(mode.outputs)
         for name in own:
             if name not in aut.outputs:
@@ -222,7 +222,7 @@ def check_modes(scenario) -> list[Finding]:
     unique in a mode and their ``enabled`` reads only declared discrete variables."""
     aut, found = scenario.automaton, []
     for key, mode in aut.modes.items():
-        label = _mode_label(mode)
+        label = mode_label(mode)
         if key != mode.id:
             found.append(Finding("error", label, f"{label} is kept under the key {key!r}; key "
                                  "the modes dict by each mode's id"))
@@ -247,49 +247,60 @@ def check_modes(scenario) -> list[Finding]:
     if len(aut.modes) > 1:
         for mode in aut.modes.values():
             if not mode.guards:
-                found.append(Finding("warning", _mode_label(mode), f"{_mode_label(mode)} has no "
+                found.append(Finding("warning", mode_label(mode), f"{mode_label(mode)} has no "
                                      "guard: once entered it is never left; give it a switching "
                                      "condition if it should end"))
     return found
 
 
 def check_parameters(scenario, params=None) -> list[Finding]:
-    """Every model parameter and input has a Var; defaults are finite and in their ranges;
-    the names the scenario lists (positive, nonnegative, input_defaults) exist; the FMU's
-    variable names are unique."""
+    """Every model parameter has a value (a Var); the values (``params`` over the defaults) are
+    finite and in their ranges; the names the scenario lists (positive, nonnegative,
+    input_defaults) and those of ``params`` are parameters; discrete variables start at
+    finite numbers."""
     aut, found = scenario.automaton, []
     values = {**scenario.defaults(), **(params or {})}
-    for s in aut.model.params:
-        if str(s) not in values:
-            found.append(Finding("error", f"parameter {str(s)!r}", f"model parameter {s} has "
-                                 f"no value: add Var({str(s)!r}, <value>, ...) to the scenario's "
-                                 "parameters"))
-    inputs = {v.name for v in scenario.inputs}
-    for s in aut.model.inputs:
-        if str(s) not in inputs:
-            found.append(Finding("error", f"input {str(s)!r}", f"model input {s} has no Var in "
-                                 "the scenario's inputs: a master cannot set it; add one"))
-    for name in sorted(inputs - {str(s) for s in aut.model.inputs}):
-        found.append(Finding("warning", f"input {name!r}", f"{name!r} is not an input of the "
-                             "model: setting it changes nothing; remove it or add it to Model("
-                             "inputs=...)"))
+    model_params = {str(s) for s in aut.model.params}
+    for name in sorted(model_params - set(scenario.defaults())):   # the FMU needs a Var
+        found.append(Finding("error", f"parameter {name!r}", f"model parameter {name} has no "
+                             f"value: add Var({name!r}, <value>, ...) to the scenario's "
+                             "parameters"))
     for v in scenario.parameters:
-        problem = _bad_value(scenario, v, values.get(v.name, v.start))
+        problem = _bad_value(scenario, v, values[v.name])
         if problem:
             found.append(Finding("error", f"parameter {v.name!r}", problem))
     listed = [(n, "positive") for n in scenario.positive] + \
         [(n, "nonnegative") for n in scenario.nonnegative] + \
-        [(n, "input_defaults") for n in scenario.input_defaults.values()]
-    missing = {str(s) for s in aut.model.params}
+        [(n, "input_defaults") for n in scenario.input_defaults.values()] + \
+        [(n, "parameter values given to the check") for n in (params or {})]
+    known = set(scenario.defaults()) | model_params
     for name, where in listed:
-        if name not in values and name not in missing:
+        if name not in known:
             found.append(Finding("error", f"parameter {name!r}", f"the scenario's {where} "
                                  f"names {name!r}, which is not one of its parameters"))
     for k, v in aut.discrete.items():
         if not isinstance(v, (int, float)) or not math.isfinite(v):
             found.append(Finding("error", f"discrete variable {k!r}", f"its initial value "
                                  f"{v!r} is not a finite number"))
-    names = ([v.name for v in scenario.parameters + scenario.inputs + scenario.outputs]
+    return found
+
+
+def check_interface(scenario) -> list[Finding]:
+    """Every model input has a Var (a master can set it) and every input Var is the model's;
+    the FMU's variable names are unique."""
+    aut, found = scenario.automaton, []
+    inputs = {v.name for v in scenario.inputs}
+    model_inputs = {str(s) for s in aut.model.inputs}
+    for name in sorted(model_inputs - inputs):
+        found.append(Finding("error", f"input {name!r}", f"model input {name} has no Var in "
+                             "the scenario's inputs: a master cannot set it; add one"))
+    for name in sorted(inputs - model_inputs):
+        found.append(Finding("warning", f"input {name!r}", f"{name!r} is not an input of the "
+                             "model: setting it changes nothing; remove it or add it to Model("
+                             "inputs=...)"))
+    ext = scenario.extension
+    extra = list(getattr(ext, "inputs", ())) + list(getattr(ext, "outputs", ()))
+    names = ([v.name for v in scenario.parameters + scenario.inputs + scenario.outputs + extra]
              + list(FMU_VARIABLES))
     for name in sorted({n for n in names if names.count(n) > 1}):
         found.append(Finding("error", f"variable {name!r}", f"{name!r} is declared more than "
@@ -307,8 +318,10 @@ def _bad_value(scenario, v, value):
         return f"{v.name} = {value!r} is not a number"
     if not math.isfinite(x):
         return f"{v.name} = {value!r} is not finite"
-    if v.name in scenario.positive and x <= 0 or v.name in scenario.nonnegative and x < 0:
-        return f"{v.name} = {value!r} must be {'positive' if x <= 0 else 'nonnegative'}"
+    if v.name in scenario.positive and x <= 0:
+        return f"{v.name} = {value!r} must be positive"
+    if v.name in scenario.nonnegative and x < 0:
+        return f"{v.name} = {value!r} must not be negative"
     if v.min is not None and x < v.min or v.max is not None and x > v.max:
         return f"{v.name} = {value!r} lies outside [{v.min}, {v.max}]"
     return None
@@ -339,9 +352,6 @@ def check_outputs(scenario) -> list[Finding]:
     return found
 
 
-STATIC_CHECKS = (check_parameters, check_modes, check_expressions, check_outputs)
-
-
 def check_scenario(scenario, params=None) -> list[Finding]:
     """Everything found wrong with ``scenario`` (an ``embed.Scenario``), errors first.
 
@@ -360,8 +370,8 @@ def check_scenario(scenario, params=None) -> list[Finding]:
     list of Finding
         Empty when the scenario is clean.
     """
-    found = [f for check in STATIC_CHECKS for f in check(scenario, *(
-        (params,) if check is check_parameters else ()))]
+    found = (check_parameters(scenario, params) + check_interface(scenario)
+             + check_modes(scenario) + check_expressions(scenario) + check_outputs(scenario))
     if any(f.level == "error" for f in found):
         found.append(Finding("warning", "modes", "the modes were not compiled nor their reset "
                              "maps probed: fix the errors above first"))

@@ -16,17 +16,13 @@ from itertools import combinations
 
 import numpy as np
 
-from .check import RANK_TOL, Finding, reset_map
+from .check import RANK_TOL, Finding, mode_label, reset_map
 from .context import Context
 from .errors import ConstraintRankError, EmbedError, ModelDefinitionError
 
 
 PROBES = 3           # consistent states of each mode its reset maps are probed at
 SEED = 13            # of the random speeds of all but the first
-
-
-def _label(mode):
-    return f"mode {mode.id} {mode.name!r}"
 
 
 def _rank(B):
@@ -37,14 +33,15 @@ def _rank(B):
 
 
 def redundant_groups(B, names) -> list[tuple]:
-    """The constraints whose rows of B depend on others: every dependent pair, else, adding
-    rows one by one, each row that adds no rank with the rows kept before it."""
-    rows = range(len(names))
-    pairs = [(names[i], names[j]) for i, j in combinations(rows, 2) if _rank(B[[i, j]]) < 2]
-    pairs += [(names[i],) for i in rows if _rank(B[[i]]) == 0]
-    if pairs:
-        return pairs
-    kept, groups = [], []
+    """The constraints whose rows of B depend on others: every zero row and dependent pair,
+    else, adding rows one by one, each row that adds no rank with the rows kept before it."""
+    zero = [i for i in range(len(names)) if _rank(B[[i]]) == 0]
+    rows = [i for i in range(len(names)) if i not in zero]
+    groups = [(names[i],) for i in zero]
+    groups += [(names[i], names[j]) for i, j in combinations(rows, 2) if _rank(B[[i, j]]) < 2]
+    if groups:
+        return groups
+    kept = []
     for i in rows:
         if _rank(B[kept + [i]]) == len(kept) + 1:
             kept.append(i)
@@ -68,7 +65,7 @@ def _rank_finding(sim, mode, names, where):
     groups = redundant_groups(B, list(names))
     text = "; ".join(_and(g) for g in groups)
     return Finding("error", "constraints " + ", ".join(repr(c) for g in groups for c in g),
-                   f"{_label(mode)}: constraints {text} are redundant {where} (rank of B "
+                   f"{mode_label(mode)}: constraints {text} are redundant {where} (rank of B "
                    f"{_rank(B)} < {len(names)}): their rows of B are dependent; remove one "
                    "constraint of each such group from the mode (or from Jump.constraints)")
 
@@ -96,13 +93,13 @@ def _enter(sim, mode, start, u=None):
     try:
         sim.jump_to(mode.id, u=u, label="check")
     except ModelDefinitionError as exc:
-        return Finding("error", _label(mode), f"{_label(mode)} cannot be entered: {exc}")
+        return Finding("error", mode_label(mode), f"{mode_label(mode)} cannot be entered: {exc}")
     except EmbedError as exc:     # no consistent state near the start: judge B there
         sim.set_state(start)
         return (_rank_finding(sim, mode, names, "at the start state")
                 or _compile_only(sim, mode, names, exc))
     except Exception as exc:  # noqa: BLE001 - the scenario's own code (an enabled(), say)
-        return Finding("error", _label(mode), f"entering {_label(mode)} raised "
+        return Finding("error", mode_label(mode), f"entering {mode_label(mode)} raised "
                        f"{type(exc).__name__}: {exc}")
     return _rank_finding(sim, mode, names, "at a consistent state")
 
@@ -120,16 +117,16 @@ def _compile_only(sim, mode, names, why):
     except ConstraintRankError:
         pass
     except Exception as exc:  # noqa: BLE001 - a compile error, or the scenario's own code
-        return Finding("error", _label(mode), f"{_label(mode)} does not compile: "
+        return Finding("error", mode_label(mode), f"{mode_label(mode)} does not compile: "
                        f"{type(exc).__name__}: {exc}")
-    return Finding("warning", _label(mode), f"{_label(mode)} could not be entered from the "
+    return Finding("warning", mode_label(mode), f"{mode_label(mode)} could not be entered from the "
                    f"start state ({type(why).__name__}: {why}): it was compiled there but its "
                    "reset maps were not probed")
 
 
 def _probe(sim, mode, kind, guard):
     """Call reset map ``kind`` for ``guard`` here; (jump or None, Finding or None)."""
-    item = f"guard {guard!r} in {_label(mode)}"
+    item = f"guard {guard!r} in {mode_label(mode)}"
     try:
         return reset_map(sim.automaton, kind, Context(sim, guard), guard), None
     except ModelDefinitionError as exc:

@@ -89,7 +89,8 @@ def build(mistake: str = "") -> Scenario:
     def initial(ctx):
         return Jump(9 if mistake == "initial_undefined_mode" else FLIGHT)
 
-    energy = m * (vx ** 2 + vy ** 2) / 2 + (sp.Symbol("mm") if mistake == "output_typo" else m) * g * y
+    mass = sp.Symbol("mm") if mistake == "output_typo" else m
+    energy = m * (vx ** 2 + vy ** 2) / 2 + mass * g * y
     outputs = {"x": x, "y": y, "vx": vx, "vy": vy, "energy": energy, "N": push}
     aut = Automaton(model, constraints, modes, {"bounces": 0.0}, outputs, transition, initial)
     parameters = [Var("m", 1.0, "mass of the particle", "kg"),
@@ -97,7 +98,8 @@ def build(mistake: str = "") -> Scenario:
                   Var("e", 0.5, "coefficient of restitution", "", min=0.0, max=1.0),
                   Var("v_rest", 0.5, "rebounds slower than this end at rest", "m/s"),
                   Var("x_start", 0.0, "initial x", "m"), Var("y_start", 1.0, "initial height", "m"),
-                  Var("vx_start", 1.0, "initial vx", "m/s"), Var("vy_start", 0.0, "initial vy", "m/s")]
+                  Var("vx_start", 1.0, "initial vx", "m/s"),
+                  Var("vy_start", 0.0, "initial vy", "m/s")]
     if mistake == "missing_parameter":
         parameters = [v for v in parameters if v.name != "v_rest"]
     inputs = [Var("F_lift", 0.0, "upward force on the particle", "N")]

@@ -110,10 +110,12 @@ def test_each_mistake_is_caught_naming_the_item(mistake):
 
 
 def test_parameter_values_given_to_the_check_are_checked():
-    found = findings(params={"e": 1.5, "m": -1.0})
-    assert {f.item for f in errors(found)} == {"parameter 'e'", "parameter 'm'"}
-    assert any("outside [0.0, 1.0]" in f.message for f in found)
-    assert any("must be positive" in f.message for f in found)
+    found = findings(params={"e": 1.5, "m": -1.0, "g": -9.81, "k_typo": 1.0})
+    assert {f.item for f in errors(found)} == {
+        "parameter 'e'", "parameter 'm'", "parameter 'g'", "parameter 'k_typo'"}
+    for words in ("e = 1.5 lies outside [0.0, 1.0]", "m = -1.0 must be positive",
+                  "g = -9.81 must not be negative", "names 'k_typo'"):
+        assert any(words in f.message for f in found), (words, found)
 
 
 # -------------------------------------------------------- every bundled scenario, clean
