@@ -155,9 +155,18 @@ class Simulator(RunState):
         st, o = self.state, self.discrete_offset
         st.pvec[o:o + len(self.dnames)] = [float(st.discrete[k]) for k in self.dnames]
 
-    def start(self, t0, q0, u0):
+    def start(self, t0: float, q0, u0) -> None:
         """Initial reset map (eq 20): choose the first mode and embed it.  With more than one
-        mode the unconstrained terms are compiled now too (reset maps need M)."""
+        mode the unconstrained terms are compiled now too (reset maps need M).
+
+        Parameters
+        ----------
+        t0 : float
+            The start time (s); the fixed-step grid starts here.
+        q0, u0 : array_like
+            The generalized coordinates and speeds (the automaton's ``initial`` reset map may
+            project them on the first mode's constraints).
+        """
         st = self.state
         st.t = float(t0)
         self.integrator.restart(st.t)     # the fixed-step grid starts here
@@ -208,8 +217,18 @@ class Simulator(RunState):
         return self.mode_compiler.background_latency
 
     # ---------------------------------------------------- the parameter vector
-    def param(self, name):
-        """A parameter, input or discrete variable by name (its current value)."""
+    def param(self, name: str) -> float:
+        """A parameter, input or discrete variable by name.
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        float
+            Its current value (ModelDefinitionError if there is none).
+        """
         if name in self.pnames:
             return float(self.pvec[self.pnames.index(name)])
         try:
@@ -217,10 +236,20 @@ class Simulator(RunState):
         except KeyError:
             raise ModelDefinitionError(f"no parameter {name!r}") from None
 
-    def set_inputs(self, values: dict):
-        """Take the inputs in ``values`` (by name), all or none: a non-finite value, or one
-        outside the automaton's allowed values for that input, raises InputError naming it
-        and nothing is changed."""
+    def set_inputs(self, values: dict) -> None:
+        """Take the inputs in ``values``, all or none.
+
+        Parameters
+        ----------
+        values : dict of str to float
+            Inputs by name; others keep their values.
+
+        Raises
+        ------
+        InputError
+            Naming the input, for a non-finite value or one outside the automaton's allowed
+            values for it; nothing is changed.
+        """
         new, pvec, o = {}, self.state.pvec, self.n_params
         for i, s in enumerate(self.model.inputs):
             name = str(s)
@@ -244,9 +273,15 @@ class Simulator(RunState):
         self._dirty = True
 
     # ----------------------------------------------------------------- probes
-    def constraint_forces(self):
+    def constraint_forces(self) -> dict:
         """Multipliers of the active constraints: F + F* + B^T lambda = 0 (zero where a declared
-        force symbol carries the constraint force, see ``forces_now``)."""
+        force symbol carries the constraint force, see ``forces_now``).
+
+        Returns
+        -------
+        dict of str to float
+            Active constraint name -> multiplier (empty before ``start``).
+        """
         st = self.state
         if st.compiled_mode is None:
             return {}
@@ -259,8 +294,14 @@ class Simulator(RunState):
             return {}
         return dict(zip(map(str, self.model.forces), st.mon[st.compiled_mode.sl_forces].tolist()))
 
-    def outputs_now(self):
-        """The outputs now (by name)."""
+    def outputs_now(self) -> dict:
+        """The automaton's outputs at the current state.
+
+        Returns
+        -------
+        dict of str to float
+            Output name -> value (empty before ``start``).
+        """
         st = self.state
         if st.compiled_mode is None:
             return {}
@@ -272,14 +313,35 @@ class Simulator(RunState):
         return 0.0 if st.compiled_mode is None else float(st.mon[st.compiled_mode.i_res])
 
     # --------------------------------------------------------------- events
-    def jump_to(self, mode, q=None, u=None, label="reset", **discrete):
-        """Enter ``mode`` now with an optional new state (a reset from outside: an event)."""
+    def jump_to(self, mode: int, q=None, u=None, label: str = "reset", **discrete) -> None:
+        """Enter ``mode`` now with an optional new state (a reset from outside: an event).
+
+        Parameters
+        ----------
+        mode : int
+            A mode of the automaton.
+        q, u : array_like, optional
+            New coordinates and speeds (default: the current ones).
+        label : str
+            The event's name in ``events``.
+        **discrete : float
+            Discrete variables set by the reset.
+        """
         before = self.state.mode
         switching.apply(self, Jump(mode, discrete, q=q, u=u))
         switching.record(self, label, before)
 
-    def set_constraints(self, names, label="constraints"):
-        """Activate exactly the constraints ``names`` in the current mode now (an event)."""
+    def set_constraints(self, names, label: str = "constraints") -> None:
+        """Activate exactly the constraints ``names`` in the current mode now (an event, with
+        the momentum-consistent activation jump of mueller eq 7 for the new ones).
+
+        Parameters
+        ----------
+        names : iterable of str
+            Constraints of the automaton (ModelDefinitionError naming an unknown one).
+        label : str
+            The event's name in ``events``.
+        """
         for c in names:
             if c not in self.aut.constraints:
                 raise ModelDefinitionError(f"unknown constraint {c!r}; known: "
@@ -398,8 +460,14 @@ class Simulator(RunState):
                 switching.handle(self, gi)
 
     # ------------------------------------------------------------------ state
-    def get_state(self):
-        """Everything that decides the future, as plain Python/numpy values (``embed.state``)."""
+    def get_state(self) -> dict:
+        """Everything that decides the future.
+
+        Returns
+        -------
+        dict
+            Plain Python and numpy values (``embed.state.serialize``), for ``set_state``.
+        """
         return state_mod.serialize(self.state, self.integrator)
 
     def set_state(self, s):
