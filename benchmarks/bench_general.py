@@ -33,11 +33,11 @@ def constraint_errors(sim):
     tq = np.concatenate(([sim.t], sim.q, sim.pvec))
     pos = vel = 0.0
     for c in sim.active:
-        ct = sim.cterms(c)
-        bc = ct.BC(tq)
+        terms = sim.forms.constraint_terms(c)
+        bc = terms.BC(tq)
         vel = max(vel, abs(float(bc[:n] @ sim.u + bc[n])))
-        if ct.holonomic:
-            pos = max(pos, abs(float(ct.phi(tq)[0])))
+        if terms.holonomic:
+            pos = max(pos, abs(float(terms.phi(tq)[0])))
     return pos, vel
 
 
@@ -70,19 +70,19 @@ def activation_latency(sc, before, after, reps, setup=None):
     for _ in range(reps):
         sim = sc.simulator(embedding="numeric")
         for c in sc.automaton.constraints:          # each constraint's own terms, at init
-            sim.cterms(c)
+            sim.forms.constraint_terms(c)
         if before is not None:
             sim.set_constraints(before)
         sim.advance(0.01)
         if setup:
             setup(sim)
-        sim.cache["numeric"] = {k: v for k, v in sim.cache["numeric"].items()
-                                if k[1] != tuple(sorted(after))}
+        sim.library.numeric_modes = {k: v for k, v in sim.library.numeric_modes.items()
+                                     if k[1] != tuple(sorted(after))}
         t0 = time.perf_counter()
         sim.set_constraints(after)
         sim.advance(sim.t + 1e-3)
         out.append(time.perf_counter() - t0)
-        assert sim.cm.path == "numeric"
+        assert sim.compiled_mode.path == "numeric"
     return statistics.median(out), max(out)
 
 
@@ -128,9 +128,9 @@ def ours_symbolic(sc, mode_id, active, dep, reps):
     from embed.compile import compile_parts
     emb, comp = [], []
     for _ in range(reps):
-        sim.cache["emb"].clear()
+        sim.library.embeddings.clear()
         t0 = time.perf_counter()
-        parts = sim.mode_parts((mode_id, tuple(sorted(active)), tuple(dep)))
+        parts = sim.forms.mode_parts((mode_id, tuple(sorted(active)), tuple(dep)))
         t1 = time.perf_counter()
         compile_parts(parts, "bench")
         comp.append(time.perf_counter() - t1)

@@ -11,6 +11,8 @@ import functools
 
 import numpy as np
 
+from . import switching
+
 
 class Context:
     """The state at an event, forces and outputs formed on demand, and probes of other modes.
@@ -56,7 +58,7 @@ class Context:
         dict
             Force name -> value.
         """
-        return self.sim.forces_at(mode_id, {**self.discrete, **discrete}, self.t, self.q, self.u)
+        return switching.forces_at(self.sim, mode_id, {**self.discrete, **discrete}, self.t, self.q, self.u)
 
     def param(self, name):
         """A parameter, input or discrete variable by name."""
@@ -64,10 +66,10 @@ class Context:
 
     def mass_matrix(self):
         """The unconstrained generalized mass matrix M(q) here (F_r* = -M udot + ..., eq 2)."""
-        return self.sim.numeric_terms().mass(self.t, self.q, self.u, self.sim.pvec)
+        return self.sim.mode_compiler.numeric_terms().mass(self.t, self.q, self.u, self.sim.pvec)
 
     def row(self, name):
         """(B, C) of a constraint here, active or not: its velocity is B u + C (eq 7)."""
         n = self.sim.model.n
-        bc = self.sim.cterms(name).BC(np.concatenate(([self.t], self.q, self.sim.pvec)))
+        bc = self.sim.forms.constraint_terms(name).BC(np.concatenate(([self.t], self.q, self.sim.pvec)))
         return np.array(bc[:n]), float(bc[n])

@@ -113,7 +113,7 @@ def _compile_only(sim, mode, names, why):
             dep = sim.partition(names, sim.t, sim.q)
         except ConstraintRankError:     # singular or not finite here: the later speeds
             dep = tuple(range(n - m, n))
-        sim.compiled(mode.id, dep, names)
+        sim.mode_compiler.compiled(mode.id, dep, names)
     except ConstraintRankError:
         pass
     except Exception as exc:  # noqa: BLE001 - a compile error, or the scenario's own code
