@@ -212,8 +212,8 @@ def check_expressions(scenario) -> list[Finding]:
             lam = [] if e is None else _multipliers_outside(e, mode, aut.constraints)
             if lam:
                 found.append(Finding("error", item, f"guard {g.name!r} names {lam}, multipliers "
-                                     f"of constraints that {label} does not hold; a guard may name "
-                                     "only its own mode's multipliers"))
+                                     f"of constraints that {label} does not hold; a guard may "
+                                     "name only its own mode's multipliers"))
     return found
 
 

@@ -6,8 +6,9 @@ through ``Simulator.jump_to``: its configuration projected on the mode's constra
 (haug_pavesic2023 eq 13-16), the speeds made consistent (mueller eq 7), the speeds partitioned
 (eq 11) and the mode compiled; there its constraint Jacobian B (eq 7) must have full rank, and
 the scenario's ``transition`` (and, after an impact, ``zeno``) is called for each of the mode's
-guards and its jump validated.  A probe finds the branches the state it runs at takes: a
-reset map's other branches stay unprobed.
+guards and its jump validated, at the mode's state entered with the start speeds and with
+PROBES - 1 random speeds around them (fixed seed).  A probe finds only the branches its states
+take: branches that hang on the position or on discrete values may stay unprobed.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def _enter(sim, mode, start, u=None):
     try:
         sim.jump_to(mode.id, u=u, label="check")
     except ModelDefinitionError as exc:
-        return Finding("error", mode_label(mode), f"{mode_label(mode)} cannot be entered: {exc}")
+        return Finding("error", mode_label(mode),
+                       f"{mode_label(mode)} cannot be entered: {exc}")
     except EmbedError as exc:     # no consistent state near the start: judge B there
         sim.set_state(start)
         return (_rank_finding(sim, mode, names, "at the start state")
@@ -119,9 +121,9 @@ def _compile_only(sim, mode, names, why):
     except Exception as exc:  # noqa: BLE001 - a compile error, or the scenario's own code
         return Finding("error", mode_label(mode), f"{mode_label(mode)} does not compile: "
                        f"{type(exc).__name__}: {exc}")
-    return Finding("warning", mode_label(mode), f"{mode_label(mode)} could not be entered from the "
-                   f"start state ({type(why).__name__}: {why}): it was compiled there but its "
-                   "reset maps were not probed")
+    return Finding("warning", mode_label(mode), f"{mode_label(mode)} could not be entered "
+                   f"from the start state ({type(why).__name__}: {why}): it was compiled "
+                   "there but its reset maps were not probed")
 
 
 def _probe(sim, mode, kind, guard):
