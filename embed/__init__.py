@@ -4,20 +4,21 @@ Data flow (docs/design.md): model -> constraints -> embedding -> compile -> inte
 events -> automaton/simulator.  Nothing here knows about FMI.
 """
 
-from .automaton import Automaton, Guard, Jump, Mode
+from .automaton import Automaton, Guard, Jump, Mode, Output
 from .constraints import Constraint, ConstraintSet, holonomic, motion
 from .embedding import ModeEquations, embed, partition
 from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
                      ImpactError, InputError, IntegrationError, ModelDefinitionError,
                      StateError, StepBudgetError, ZenoError)
 from .model import Model
-from .scenario import Scenario, Var, engine_outputs
+from .scenario import Scenario, Start, Var, engine_outputs
 from .simulator import Simulator
 
 __all__ = [
-    "Automaton", "Guard", "Jump", "Mode", "Constraint", "ConstraintSet", "holonomic", "motion",
+    "Automaton", "Guard", "Jump", "Mode", "Output", "Constraint", "ConstraintSet", "holonomic",
+    "motion",
     "ModeEquations", "embed", "partition", "EmbedError", "CompilationError",
     "ConstraintRankError", "EventLocationError", "ImpactError", "InputError", "IntegrationError",
     "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError", "Model", "Scenario",
-    "Var", "engine_outputs", "Simulator",
+    "Start", "Var", "engine_outputs", "Simulator",
 ]
