@@ -49,6 +49,8 @@ def model_text(name: str):
     scenario's module (or the slave's) and the project's version."""
     path = ROOT / "fmu_src" / f"{OTHERS[name][0]}.py" if name in OTHERS else \
         ROOT / "scenarios" / f"{name}.py"
+    if not path.exists():                       # a scenario that is a package
+        path = ROOT / "scenarios" / name / "__init__.py"
     doc = ast.get_docstring(ast.parse(path.read_text())) or name
     version = re.search(r'^version\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
     return doc.splitlines()[0], version.group(1)

@@ -58,8 +58,8 @@ def first_embedding_times(reps):
     sim = sc.simulator()
     out = []
     for _ in range(reps):
-        sim.cache["emb"].clear()
-        sim.cache["mode"].clear()
+        sim.library.embeddings.clear()
+        sim.library.modes.clear()
         t0 = time.perf_counter()
         sim.compiled(disk_ramp.ROLLING, (1,))
         out.append(time.perf_counter() - t0)

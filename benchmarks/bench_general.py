@@ -76,13 +76,13 @@ def activation_latency(sc, before, after, reps, setup=None):
         sim.advance(0.01)
         if setup:
             setup(sim)
-        sim.cache["numeric"] = {k: v for k, v in sim.cache["numeric"].items()
-                                if k[1] != tuple(sorted(after))}
+        sim.library.numeric_modes = {k: v for k, v in sim.library.numeric_modes.items()
+                                     if k[1] != tuple(sorted(after))}
         t0 = time.perf_counter()
         sim.set_constraints(after)
         sim.advance(sim.t + 1e-3)
         out.append(time.perf_counter() - t0)
-        assert sim.cm.path == "numeric"
+        assert sim.compiled_mode.path == "numeric"
     return statistics.median(out), max(out)
 
 
@@ -128,7 +128,7 @@ def ours_symbolic(sc, mode_id, active, dep, reps):
     from embed.compile import compile_parts
     emb, comp = [], []
     for _ in range(reps):
-        sim.cache["emb"].clear()
+        sim.library.embeddings.clear()
         t0 = time.perf_counter()
         parts = sim.mode_parts((mode_id, tuple(sorted(active)), tuple(dep)))
         t1 = time.perf_counter()

@@ -10,6 +10,7 @@ from .embedding import ModeEquations, embed, partition
 from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
                      ImpactError, InputError, IntegrationError, ModelDefinitionError,
                      StateError, StepBudgetError, ZenoError)
+from .library import ModeLibrary
 from .model import Model
 from .scenario import Scenario, Start, Var, engine_outputs
 from .simulator import Simulator
@@ -20,5 +21,5 @@ __all__ = [
     "ModeEquations", "embed", "partition", "EmbedError", "CompilationError",
     "ConstraintRankError", "EventLocationError", "ImpactError", "InputError", "IntegrationError",
     "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError", "Model", "Scenario",
-    "Start", "Var", "engine_outputs", "Simulator",
+    "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
 ]

@@ -12,7 +12,7 @@ a time limit).
 Every rejection is an ``ExpressionError`` with a ``code`` (``SYNTAX``, ``NOT_ALLOWED``,
 ``NOT_FINITE``), the name of the ``check`` and the offending ``value``.  Nothing here knows
 what the expression describes: the run-time fence of the disk_fence scenario
-(``scenarios/fence/profile.py``) is one user.  See docs/design.md (layers).
+(``scenarios/disk_fence/profile.py``) is one user.  See docs/design.md (layers).
 """
 
 from __future__ import annotations

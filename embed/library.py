@@ -12,59 +12,54 @@ Typed caches of the compiled model, apart from any run's state (``embed.state``)
 - ``submitted``: background compiles asked for (key -> time asked);
 - ``terms``: the unconstrained terms compiled once (``NumericTerms``), or None.
 
-A library is kept in a plain dict (a ``Scenario``'s cache for one embedding path, which the
-scenario owns): its entries are those dicts, so code that still indexes the store by the old
-names ("mode", "numeric", "emb", "cterms", "entry", "exprs", "submitted", "terms") and a
-library over the same store see the same objects.  Keys other than those (a scenario's own
-caches, e.g. "profile_family") pass through to the store.  See docs/design.md, "Data flow":
-the compiled numeric step is cached per constraint set and partition.
+The simulators of a scenario share one library per embedding path (``ModeLibrary.of``: a
+process-wide registry keyed by the automaton, so a ``Scenario`` stays data); the background
+worker keeps its own.  See docs/design.md, "Data flow": the compiled numeric step is cached
+per constraint set and partition.
 """
 
 from __future__ import annotations
 
-_NAMES = {"modes": "mode", "numeric_modes": "numeric", "embeddings": "emb",
-          "constraint_terms": "cterms", "entry": "entry", "expressions": "exprs",
-          "submitted": "submitted"}
-_SELF = "library"     # the store's entry that holds its library
+import weakref
+
+_LIBRARIES = {}       # (id(automaton), embedding path) -> ModeLibrary, while the automaton lives
 
 
 class ModeLibrary:
-    """Typed caches of compiled modes and terms, shared by the simulators of one scenario.
+    """Typed caches of compiled modes and terms, shared by the simulators of one scenario."""
 
-    Parameters
-    ----------
-    store : dict, ModeLibrary or None
-        The dict the caches live in (created if None); a library is taken as it is.
-    """
+    __slots__ = ("modes", "numeric_modes", "embeddings", "constraint_terms", "entry",
+                 "expressions", "submitted", "terms", "_own")
 
-    __slots__ = ("store", "modes", "numeric_modes", "embeddings", "constraint_terms", "entry",
-                 "expressions", "submitted")
+    def __init__(self):
+        self.modes, self.numeric_modes, self.embeddings = {}, {}, {}
+        self.constraint_terms, self.entry, self.expressions, self.submitted = {}, {}, {}, {}
+        self.terms = None       # the unconstrained terms (``NumericTerms``), once compiled
+        self._own = {}          # a scenario's own shared objects (``shared``)
 
-    def __new__(cls, store=None):
-        if isinstance(store, ModeLibrary):
-            return store
-        if store is not None and isinstance(store.get(_SELF), ModeLibrary):
-            return store[_SELF]          # one library per store: its simulators share it
-        return super().__new__(cls)
+    @classmethod
+    def of(cls, automaton, embedding: str) -> "ModeLibrary":
+        """The library of ``automaton`` on the embedding path ``embedding``, shared by every
+        simulator of it in this process (dropped with the automaton).
 
-    def __init__(self, store=None):
-        if store is self or (store is not None and store.get(_SELF) is self):
-            return
-        self.store = store if store is not None else {}
-        self.store[_SELF] = self
-        for attr, key in _NAMES.items():
-            setattr(self, attr, self.store.setdefault(key, {}))
+        Parameters
+        ----------
+        automaton : embed.automaton.Automaton
+        embedding : str
+            "symbolic", "numeric" or "background".
+
+        Returns
+        -------
+        ModeLibrary
+        """
+        key = (id(automaton), embedding)
+        library = _LIBRARIES.get(key)
+        if library is None:
+            library = _LIBRARIES[key] = cls()
+            weakref.finalize(automaton, _LIBRARIES.pop, key, None)
+        return library
 
     # -------------------------------------------------------------- typed access
-    @property
-    def terms(self):
-        """The unconstrained terms (``NumericTerms``), None until compiled."""
-        return self.store.get("terms")
-
-    @terms.setter
-    def terms(self, value):
-        self.store["terms"] = value
-
     def mode(self, key):
         """The compiled mode of the symbolic path for key = (mode id, active, dep), or None.
 
@@ -105,9 +100,9 @@ class ModeLibrary:
     def shared(self, name, build):
         """A scenario's own object ``name`` (a family of fences, say), built by ``build()`` the
         first time and shared by every simulator of the scenario from then on."""
-        if name not in self.store:
-            self.store[name] = build()
-        return self.store[name]
+        if name not in self._own:
+            self._own[name] = build()
+        return self._own[name]
 
     def embedding(self, key, build):
         """The symbolic embedding for key = (constraint set key, dep), built by ``build()`` once."""
@@ -115,22 +110,3 @@ class ModeLibrary:
         if emb is None:
             emb = self.embeddings[key] = build()
         return emb
-
-    # ------------------------------------------- the store's names (older callers)
-    def __getitem__(self, key):
-        return self.store[key]
-
-    def __setitem__(self, key, value):
-        self.store[key] = value
-        attr = next((a for a, k in _NAMES.items() if k == key), None)
-        if attr is not None:        # a cache replaced whole: the typed view follows
-            setattr(self, attr, value)
-
-    def __contains__(self, key):
-        return key in self.store
-
-    def get(self, key, default=None):
-        return self.store.get(key, default)
-
-    def setdefault(self, key, default=None):
-        return self.store.setdefault(key, default)

@@ -18,6 +18,7 @@ import numpy as np
 
 from .automaton import SIM_ATTRIBUTES, Automaton
 from .errors import ModelDefinitionError
+from .library import ModeLibrary
 from .simulator import Simulator
 
 
@@ -168,7 +169,6 @@ class Scenario:
     start: Sequence[Start] = ()             # coordinates' and speeds' start declarations
     mode_description: str = ""              # of the generated ``mode`` output
     residual_description: str = RESIDUAL    # of the generated ``constraint_residual``
-    cache: dict = field(default_factory=dict)
 
     def __repr__(self):
         # the generated repr would print the automaton, the model and the compiled modes,
@@ -252,11 +252,12 @@ class Scenario:
                   embedding="symbolic", compiler=None, t0=0.0):
         """A simulator started at t = t0 from the *_start parameters (eq 20).
 
-        Simulators of one scenario share the cache of embedded modes per embedding path."""
+        Simulators of one scenario share its mode library per embedding path
+        (``ModeLibrary.of``)."""
         p = {**self.defaults(), **(params or {})}
-        cache = self.cache.setdefault(embedding, {})
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
-                        cache=cache, embedding=embedding, compiler=compiler,
+                        library=ModeLibrary.of(self.automaton, embedding), embedding=embedding,
+                        compiler=compiler,
                         precompile=self.precompile and embedding != "numeric")
         sim.set_inputs({**{v.name: v.start for v in self.inputs}, **(inputs or {})})
         q0, u0 = self.initial_state(p)

@@ -30,7 +30,7 @@ from .errors import (EmbedError, InputError, IntegrationError, ModelDefinitionEr
 from .events import (ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED,  # noqa: F401
                      approaching)
 from .integrators import make_integrator
-from .library import ModeLibrary  # noqa: F401 - re-exported
+from .library import ModeLibrary
 from .modeview import AutomatonView
 from .projection import PHI_TOL, Projection, max_abs as _max_abs
 from .state import RunState
@@ -59,8 +59,9 @@ class Simulator(AutomatonView, RunState):
         "rk4" (fixed step) or "adaptive" (Dormand-Prince 5(4)).
     h_max, rtol : float
         Largest step (s); the adaptive solver's relative tolerance.
-    cache : dict, ModeLibrary or None
-        The mode library shared by a scenario's simulators (a fresh one if None).
+    library : ModeLibrary or None
+        The mode library shared by a scenario's simulators (``ModeLibrary.of``; a fresh one
+        if None).
     embedding : str
         "symbolic" (embed and compile on first entry, then cached), "numeric" (the
         compiled-terms path only) or "background" (numeric at once, the symbolic path from
@@ -72,7 +73,7 @@ class Simulator(AutomatonView, RunState):
     """
 
     def __init__(self, automaton: Automaton, params: dict, *, solver="rk4", h_max=1e-3,
-                 rtol=1e-8, cache=None, embedding="symbolic", compiler=None, zeno_dt=1e-3,
+                 rtol=1e-8, library=None, embedding="symbolic", compiler=None, zeno_dt=1e-3,
                  precompile=False):
         if embedding not in EMBEDDINGS:
             raise InputError(f"embedding {embedding!r} is unknown; use one of {EMBEDDINGS}")
@@ -99,7 +100,7 @@ class Simulator(AutomatonView, RunState):
         # every parameter, also those only the reset maps read (restitution, zone layout, ...)
         self.params = {k: v for k, v in params.items() if isinstance(v, (int, float))}
         self.integrator = make_integrator(solver, h_max, rtol)
-        self.library = ModeLibrary(cache)       # shared: re-entering a mode costs nothing
+        self.library = library or ModeLibrary()   # shared: re-entering a mode costs nothing
         self.outputs = list(automaton.outputs)
         exprs = self.library.expressions
         if not exprs:   # switching conditions and outputs in the model's symbols, converted once
@@ -127,20 +128,6 @@ class Simulator(AutomatonView, RunState):
         self._checkpoint = None   # the state at the start of the running advance
 
     # ---------------------------------------------------------------- state views
-    @property
-    def cache(self):
-        """The mode library (indexable by the older cache names, see ``embed.library``)."""
-        return self.library
-
-    @property
-    def cm(self):
-        """The compiled mode the state runs in."""
-        return self.state.compiled_mode
-
-    @cm.setter
-    def cm(self, value):
-        self.state.compiled_mode = value
-
     @property
     def q(self):
         return self.state.x[:self.model.n]

@@ -3,9 +3,9 @@ fence_version and fence_curve announce a fence, the outputs report it (``FenceGe
 the extension ``fmu_src/slave.py`` calls before every step and for the FMU state).
 
 What this class does with an announcement: an arc sets the compiled arc family's discrete
-variables at once (``scenarios.fence.announce.announce_arc``); any other text goes to the fast
-background worker (``scenarios.fence.jobs.prepare_fence``), whose answers are installed one a
-step (``scenarios.fence.family.install_profile``, ``announce.activate``).  gillespie2005 Sec
+variables at once (``scenarios.disk_fence.announce.announce_arc``); any other text goes to the fast
+background worker (``scenarios.disk_fence.jobs.prepare_fence``), whose answers are installed one a
+step (``scenarios.disk_fence.family.install_profile``, ``announce.activate``).  gillespie2005 Sec
 6.2, Fig 11; issue 4.
 """
 
@@ -16,13 +16,13 @@ import time
 import numpy as np
 
 from scenarios.disk_fence import FENCE_INPUTS, FENCE_OUTPUTS
-from scenarios.fence import jobs, simulator_calls
-from scenarios.fence.announce import activate, announce_arc, check_length, profile_of
-from scenarios.fence.checks import validate
-from scenarios.fence.family import (install_profile, jet_function, profile_family,
+from scenarios.disk_fence import jobs, simulator_calls
+from scenarios.disk_fence.announce import activate, announce_arc, check_length, profile_of
+from scenarios.disk_fence.checks import validate
+from scenarios.disk_fence.family import (install_profile, jet_function, profile_family,
                                     profile_family_modes)
-from scenarios.fence.modes import ARC, FENCE_BASE, fence_uid
-from scenarios.fence.profile import FenceProfile, GeometryError
+from scenarios.disk_fence.modes import ARC, FENCE_BASE, fence_uid
+from scenarios.disk_fence.profile import FenceProfile, GeometryError
 
 
 class FenceGeometry:

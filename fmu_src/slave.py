@@ -556,12 +556,12 @@ class ScenarioSlave(Fmi2Slave):
         """The simulator as restored: its arrays of the lengths its mode needs, finite, and
         its parameters those of the state's variables (checked when they were set)."""
         sim = self.sim
-        if len(sim.x) != sim.cm.nx:
-            raise EmbedError(f"x has {len(sim.x)} entries; mode {sim.mode} needs {sim.cm.nx}")
+        if len(sim.x) != sim.compiled_mode.nx:
+            raise EmbedError(f"x has {len(sim.x)} entries; mode {sim.mode} needs {sim.compiled_mode.nx}")
         if not (math.isfinite(sim.t) and np.isfinite(sim.x).all() and np.isfinite(sim.mon).all()
                 and np.isfinite(sim.pvec).all()):
             raise EmbedError("the state's values are not finite")
-        if len(sim.cm.monitors(sim.t, sim.x, sim.pvec)) != len(sim.mon):
+        if len(sim.compiled_mode.monitors(sim.t, sim.x, sim.pvec)) != len(sim.mon):
             raise EmbedError(f"mon has {len(sim.mon)} entries, not those of mode {sim.mode}")
         for v in self.sc.parameters:
             if v.name in sim.pnames and sim.param(v.name) != float(state["variables"][v.name]):

@@ -1,6 +1,6 @@
 """Example systems from the papers: each scenario is a module, or a package, of this folder
-whose top level defines ``build()`` returning an ``embed.Scenario``.  A package without one
-(``fence``: the run-time fence of disk_fence) holds a scenario's parts."""
+whose top level defines ``build()`` returning an ``embed.Scenario`` (``disk_fence`` is a package:
+the scenario and its run-time fence)."""
 
 import ast
 import importlib

@@ -26,7 +26,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import Automaton, Guard, Jump, Mode, Model, Simulator, holonomic
+from embed import Automaton, Guard, Jump, Mode, ModeLibrary, Model, Simulator, holonomic
 from embed.impact import resolve
 
 FREE, WALL = 1, 2
@@ -81,13 +81,13 @@ def simulator(e, F, q0=(0.0, 0.0), u0=(0.0, 0.0), *, solver="rk4", h_max=1e-3, *
     if _AUT is None:
         _AUT = automaton()
     sim = Simulator(_AUT, {**PARAMS, **params, "e": e}, solver=solver, h_max=h_max,
-                    cache=_CACHE.setdefault(solver, {}))
+                    library=_LIBRARIES.setdefault(solver, ModeLibrary()))
     sim.set_inputs({"F": F})
     sim.start(0.0, list(q0), list(u0))
     return sim
 
 
-_CACHE = {}
+_LIBRARIES = {}   # one mode library per solver: its simulators share the compiled modes
 
 
 def mass(th, p=PARAMS):

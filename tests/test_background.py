@@ -27,14 +27,14 @@ def test_numeric_first_then_the_workers_symbolic_embedding():
             l = sc.defaults()["l"]
             s.pvec[s.pnames.index("y_m")] = -l * np.sum(np.cos(np.array(s.q)[:2]))
             s.set_constraints(["mid_y", "tip_y"])
-        assert sim.cm.path == "numeric"                  # stepping at once, no compile waited for
+        assert sim.compiled_mode.path == "numeric"                  # stepping at once, no compile waited for
         t = 0.05
-        while sim.cm.path == "numeric" and time.time() < deadline:
+        while sim.compiled_mode.path == "numeric" and time.time() < deadline:
             t += 1e-3
             sim.advance(t)
             ref.advance(t)
             time.sleep(0.001)                            # let the worker have the other core
-        assert sim.cm.path == "symbolic", bc.errors
+        assert sim.compiled_mode.path == "symbolic", bc.errors
         assert sim.background_latency is not None and sim.background_latency < 60
         for k in range(200):
             t += 1e-3
@@ -53,22 +53,22 @@ def test_numeric_first_then_the_workers_symbolic_embedding():
         # event step's one call)
         for _ in range(10):
             sim.poll_background()
-        et = sim.cache["entry"][("mid_y", "tip_y")]
+        et = sim.library.entry[("mid_y", "tip_y")]
         q, u = np.array(sim.q), np.array(sim.u)
         cts = [sim.cterms(c) for c in ("mid_y", "tip_y")]
-        sim.cache["entry"].pop(("mid_y", "tip_y"))
+        sim.library.entry.pop(("mid_y", "tip_y"))
         for a, b in zip(et(sim.t, q, u, sim.pvec), sim._entry(cts, sim.t, q, u)):
             assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
         # RK4 steps through the composed step: no right-hand side was sent; asked for it (as
         # the adaptive solver does), it comes in a frame of its own after the mode's
-        assert sim.cm.path == "symbolic" and sim.cm._rhs is None
-        bc.submit(sim.cm.key, rhs=True)
-        while (bc.outstanding or sim.cm._rhs is None) and time.time() < deadline:
+        assert sim.compiled_mode.path == "symbolic" and sim.compiled_mode._rhs is None
+        bc.submit(sim.compiled_mode.key, rhs=True)
+        while (bc.outstanding or sim.compiled_mode._rhs is None) and time.time() < deadline:
             sim.poll_background()
             time.sleep(0.01)
-        assert sim.cm.path == "symbolic" and sim.cm._rhs is not None
-        assert sim.cm.rhs(sim.t, sim.x, sim.pvec) == pytest.approx(
-            ref.cm.rhs(ref.t, ref.x, ref.pvec), rel=1e-9, abs=1e-9)
+        assert sim.compiled_mode.path == "symbolic" and sim.compiled_mode._rhs is not None
+        assert sim.compiled_mode.rhs(sim.t, sim.x, sim.pvec) == pytest.approx(
+            ref.compiled_mode.rhs(ref.t, ref.x, ref.pvec), rel=1e-9, abs=1e-9)
         bc.submit((-1, ("no_such_constraint",), (0,)))   # a bad request is answered too
         while bc.outstanding and time.time() < deadline:
             bc.poll()

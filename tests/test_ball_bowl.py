@@ -167,13 +167,13 @@ def test_accelerations_match_newton_euler(embedding):
         sim.start(0.0, q, u)
         np.testing.assert_array_equal(sim.q, q)             # consistent: nothing projected
         np.testing.assert_allclose(sim.u, u, rtol=0, atol=1e-14)
-        cm, x, pv = sim.cm, sim.x, sim.pvec
-        xd = cm.rhs(0.0, x, pv)
+        compiled, x, pv = sim.compiled_mode, sim.x, sim.pvec
+        xd = compiled.rhs(0.0, x, pv)
         ud = np.empty(n)
         eps = 1e-5
-        U = lambda xx: cm.monitors(0.0, xx, pv)[:n]        # noqa: E731  full speeds at x
+        U = lambda xx: compiled.monitors(0.0, xx, pv)[:n]        # noqa: E731  full speeds at x
         ud[:] = (U(x + eps * xd) - U(x - eps * xd)) / (2 * eps)
-        ind = list(cm.ind)
+        ind = list(compiled.ind)
         exact = np.zeros(n, dtype=bool)
         exact[ind] = True
         ud[ind] = xd[n:]

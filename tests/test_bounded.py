@@ -101,10 +101,10 @@ def test_a_non_finite_monitor_anywhere_is_refused(belt):
     sim = belt.simulator()
     sim.advance(1e-3)
     y = np.concatenate((sim.x, sim.mon, [1.0]))
-    y[sim.cm.nx + len(sim.mon) // 2] = math.inf
+    y[sim.compiled_mode.nx + len(sim.mon) // 2] = math.inf
     with pytest.raises(IntegrationError, match="non-finite"):
         sim._check_finite(y, "state")
-    y[sim.cm.nx + len(sim.mon) // 2] = math.nan
+    y[sim.compiled_mode.nx + len(sim.mon) // 2] = math.nan
     with pytest.raises(IntegrationError, match="non-finite"):
         sim._check_finite(y, "state")
 

@@ -10,8 +10,8 @@ import pytest
 from fmu_src.fence import FenceGeometry
 from fmu_src.master import FmuRunner
 from scenarios import disk_fence
-from scenarios.fence import announce, family, jet_mode, jobs, modes
-from scenarios.fence.profile import FenceProfile
+from scenarios.disk_fence import announce, family, jet_mode, jobs, modes
+from scenarios.disk_fence.profile import FenceProfile
 
 SC = disk_fence.build()
 P = SC.defaults()
@@ -163,7 +163,7 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
     margs = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
              + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms))
     mon_ref = lambdify(margs, list(outs) + list(guards), "reference monitors")
-    entry = sim.cache["entry"][mode_names(uid)]          # the event step's one call
+    entry = sim.library.entry[mode_names(uid)]          # the event step's one call
     entry_ref = EntryTerms(m, ConstraintSet([holonomic(m, n, phi) for n, phi in cons.items()]),
                            sim.psyms)
     rng = np.random.default_rng(4)
@@ -174,7 +174,7 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
         tq, tqu = np.r_[0.3, q, p], np.r_[0.3, q, u, p]
         for (name, phi), mine in zip(cons.items(), mode_names(uid)):
             ref = ConstraintTerms(m, holonomic(m, name, phi), sim.psyms)
-            got = sim.cache["cterms"][mine]
+            got = sim.library.constraint_terms[mine]
             assert got.BC(tq) == pytest.approx(ref.BC(tq), rel=1e-12, abs=1e-12)
             assert got.phi(tq) == pytest.approx(ref.phi(tq), rel=1e-12, abs=1e-12)
             assert got.gamma(tqu) == pytest.approx(ref.gamma(tqu), rel=1e-12, abs=1e-12)
@@ -205,7 +205,7 @@ def test_a_profile_on_the_familys_symbolic_path_moves_like_the_arc_family():
     while sim.t < 9.5 - 1e-12:
         sim.advance(min(9.5, sim.t + 0.01))
         if sim.mode == mid:
-            assert type(sim.cm).__name__ == "JetMode"
+            assert type(sim.compiled_mode).__name__ == "JetMode"
             worst.append(sim.residual())
     assert [e[1] for e in sim.events] == [e[1] for e in a.events] == ["ramp_end", "fence_end"]
     assert len(worst) > 100 and max(worst) <= 1e-9
@@ -373,7 +373,7 @@ def test_checks_that_run_too_long_are_stopped_by_the_worker(monkeypatch):
     """The fast worker stops a call after its time limit: an announcement whose checks do not
     finish in time is rejected with GEOMETRY_TIMEOUT, and the worker keeps serving."""
     from embed.background import BackgroundCompiler
-    from scenarios.fence.profile import GEOMETRY_TIMEOUT
+    from scenarios.disk_fence.profile import GEOMETRY_TIMEOUT
 
     pvec = np.array(SC.simulator().pvec)
     monkeypatch.setenv("EMBED_CHECK_TIME_LIMIT", "1e-4")   # no parse finishes in 0.1 ms

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy.integrate import solve_ivp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import Automaton, Guard, Jump, Mode, Model, Simulator, holonomic
+from embed import Automaton, Guard, Jump, Mode, ModeLibrary, Model, Simulator, holonomic
 from embed.impact import resolve
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -44,7 +44,7 @@ def trace(sim, output, fine=4):
     accept = sim._accept
 
     def spy(y):
-        steps.append((sim.t, sim.x, sim.cm))
+        steps.append((sim.t, sim.x, sim.compiled_mode))
         accept(y)
     sim._accept = spy
 
@@ -143,7 +143,7 @@ def particle_sim(e, ang, c, F, p0, v0, solver, h_max):
     n = np.array([-math.sin(ang), math.cos(ang)])
     sim = Simulator(particle_automaton(), {"m": 1.0, "g": 9.81, "nx": n[0], "ny": n[1], "c": c,
                                            "e": e},
-                    solver=solver, h_max=h_max, cache=_PARTICLE.setdefault(solver, {}))
+                    solver=solver, h_max=h_max, library=_PARTICLE.setdefault(solver, ModeLibrary()))
     sim.set_inputs({"Fx": F[0], "Fy": F[1]})
     sim.start(0.0, list(p0), list(v0))
     return sim, n

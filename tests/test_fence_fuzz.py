@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenarios.fence import checks
-from scenarios.fence.checks import time_limit, validate
-from scenarios.fence.profile import FenceProfile, GeometryError
+from scenarios.disk_fence import checks
+from scenarios.disk_fence.checks import time_limit, validate
+from scenarios.disk_fence.profile import FenceProfile, GeometryError
 from fmu_src.master import FmuRunner
 from test_fence_workers import workers
 

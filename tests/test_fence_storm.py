@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.fence.profile import SIGMA, FenceProfile
+from scenarios.disk_fence.profile import SIGMA, FenceProfile
 
 HERE = Path(__file__).resolve().parent
 STEP_BUDGET = float(os.environ.get("FENCE_STEP_BUDGET", "0.05"))       # s, one doStep
@@ -63,7 +63,7 @@ def within_budget(d):
 
 def on_its_own_fence(d):
     """The disk centre where the instance's own last fence puts it: P + s t + h(s) n + r N(s)
-    at s = q4 - L (scenarios/fence/profile.py's conventions), with the FMU's default L and r."""
+    at s = q4 - L (scenarios/disk_fence/profile.py's conventions), with the FMU's default L and r."""
     o, phi = d["outputs"], d["params"].get("phi", -math.radians(5.0))
     L, r = 25.3, 0.5
     s = o["q4"] - L

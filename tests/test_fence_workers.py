@@ -4,7 +4,6 @@ dies is started again with what was outstanding (said in the log)."""
 
 import math
 import os
-import re
 import signal
 import time
 from pathlib import Path

@@ -13,9 +13,9 @@ import sympy as sp
 
 from embed.errors import InputError
 from embed.expression import ExpressionError, parse_expression
-from scenarios.fence.checks import validate
-from scenarios.fence.plane import disk_centre_on_fence, fence_frame, fence_point, ramp_frame
-from scenarios.fence.profile import (GEOMETRY_BAD_PARAMETER, GEOMETRY_CURVATURE,
+from scenarios.disk_fence.checks import validate
+from scenarios.disk_fence.plane import disk_centre_on_fence, fence_frame, fence_point, ramp_frame
+from scenarios.disk_fence.profile import (GEOMETRY_BAD_PARAMETER, GEOMETRY_CURVATURE,
                                      GEOMETRY_NOT_ALLOWED, GEOMETRY_NOT_FINITE, GEOMETRY_NOT_SMOOTH,
                                      GEOMETRY_NOT_TANGENT, GEOMETRY_SYNTAX, SIGMA, FenceProfile,
                                      GeometryError, arc_sigma_extent)

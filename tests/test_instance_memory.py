@@ -3,10 +3,8 @@
 Counted in Python objects, not bytes: a freed instance leaves none of its own behind (its
 variables, getters, simulator and class), whatever the allocator keeps."""
 
-import gc
 import subprocess
 import sys
-from pathlib import Path
 
 SCRIPT = r'''
 import gc, sys

@@ -193,7 +193,7 @@ def test_never_seen_constraint_combination_on_the_numeric_path():
     ym = -l * np.sum(np.cos(q[:3]))
     sim.pvec[sim.pnames.index("y_m")] = ym
     sim.set_constraints(["mid_y", "tip_y"])
-    assert sim.cm.path == "numeric" and len(sim.cm.ind) == 4
+    assert sim.compiled_mode.path == "numeric" and len(sim.compiled_mode.ind) == 4
     assert sim.last_impulse                  # the middle joint's vertical speed was removed
     e0 = sum(sc.observe(sim)[k] for k in ("kinetic_energy", "potential_energy"))
     sim.advance(0.5)

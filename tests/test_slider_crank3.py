@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from embed import InputError, Simulator, partition
+from embed import InputError, ModeLibrary, Simulator, partition
 from scenarios import slider_crank3
 
 SC = slider_crank3.build()
@@ -116,8 +116,8 @@ def test_reference_holds_at_the_paper_start():
 def paths():
     """The engine's two embedding paths for every partition of the speeds (none started)."""
     P = SC.defaults()
-    num = Simulator(SC.automaton, P, embedding="numeric", cache={})
-    sym = Simulator(SC.automaton, P, embedding="symbolic", cache={})
+    num = Simulator(SC.automaton, P, embedding="numeric", library=ModeLibrary())
+    sym = Simulator(SC.automaton, P, embedding="symbolic", library=ModeLibrary())
     compiled = {dep: sym.compiled(1, dep, ACTIVE) for dep in PARTITIONS}
     return num, compiled
 
@@ -142,14 +142,14 @@ def test_accelerations_match_lagrange_multipliers(paths):
             x = np.concatenate((q, qd[ind]))
             scale = 1 + np.max(np.abs(qdd))
             # numeric path (compiled terms, D formed at run time)
-            cm = num.compiled(1, dep, ACTIVE)
-            rhs = cm.rhs(0.0, x, pvec)
-            mon = cm.monitors(0.0, x, pvec)
+            compiled = num.compiled(1, dep, ACTIVE)
+            rhs = compiled.rhs(0.0, x, pvec)
+            mon = compiled.monitors(0.0, x, pvec)
             # symbolic path (eq 11-16 recombined in symengine)
             lay = symbolic[dep]
             rhs_s, mon_s = lay.rhs(0.0, x, pvec), lay.monitors(0.0, x, pvec)
             tol_u = 1e-12 * (1 + np.max(np.abs(qd)))
-            for r, mo, lay_ in ((rhs, mon, cm), (rhs_s, mon_s, lay)):
+            for r, mo, lay_ in ((rhs, mon, compiled), (rhs_s, mon_s, lay)):
                 np.testing.assert_allclose(r[:4], qd, rtol=0, atol=tol_u)
                 np.testing.assert_allclose(r[4:], qdd[ind], rtol=0, atol=1e-10 * scale)
                 np.testing.assert_allclose(mo[lay_.sl_u], qd, rtol=0, atol=tol_u)
@@ -181,8 +181,8 @@ def test_component_helper_and_output_follow_eq_7(paths):
                 assert slider_crank3.component(q) == want
                 dep = partition(np.array(JACOBIAN(*q), float))
                 x = np.concatenate((q, np.zeros(2)))
-                cm = num.compiled(1, dep, ACTIVE)
-                assert cm.monitors(0.0, x, pvec)[cm.sl_outputs][out] == want
+                compiled = num.compiled(1, dep, ACTIVE)
+                assert compiled.monitors(0.0, x, pvec)[compiled.sl_outputs][out] == want
                 lay = symbolic[dep]
                 assert lay.monitors(0.0, x, pvec)[lay.sl_outputs][out] == want
     # the singular set: cos q2 = 0, sliders 1 and 3 together (rank Phi_q = 1)

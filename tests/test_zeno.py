@@ -84,7 +84,7 @@ def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
     bit for bit as it is without it; and it did run before the events."""
     import scenarios
     from embed.simulator import Simulator
-    from scenarios.fence.announce import announce_arc
+    from scenarios.disk_fence.announce import announce_arc
 
     sc = scenarios.load(name).build()
 

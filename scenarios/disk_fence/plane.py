@@ -1,6 +1,6 @@
 """The fence as a plane curve: the ramp's frame, the fence's points and frame, and the centre of
 a disk touching it (sympy, for the tests and for forming constraints by hand).  Conventions:
-``scenarios/fence/profile.py``.
+``scenarios/disk_fence/profile.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The checks of a fence profile from outside (``validate``) and the time limit they run under
 in the background worker: finite, tangent to the ramp at P, smooth, curvature within bounds.
-Conventions: ``scenarios/fence/profile.py``.
+Conventions: ``scenarios/disk_fence/profile.py``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 profile (h an undefined function), and the two families compiled with the automaton (the arc
 of radius R_arc and the polynomial c2 s^2 + c3 s^3), whose members are chosen by discrete
 variables.  The disk centre on a fence is P + s t + h(s) n + r N(s), s = q4 - L (conventions:
-``scenarios/fence/profile.py``); gillespie2005 Example 2, Sec 6.2.
+``scenarios/disk_fence/profile.py``); gillespie2005 Example 2, Sec 6.2.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def fence_mode(uid, profile: FenceProfile | None, L_f, mode_id=None):
 
 def _centre_and_normal_se(profile):
     """Disk centre P + s t + h(s) n + r N(s) and the fence normal N at s = q4 - L, formed in
-    symengine (scenarios/fence/profile.py's conventions; some ten times faster than in sympy).  With
+    symengine (scenarios/disk_fence/profile.py's conventions; some ten times faster than in sympy).  With
     ``profile`` None, h is the undefined function PROFILE_H of q4 (d/dq4 = d/ds)."""
     q = [se.Symbol(f"q{i}") for i in range(1, 5)]
     r, phi, L = se.symbols("r phi L")

@@ -4,7 +4,7 @@ disk_fence scenario (gillespie2005 Example 2, Sec 6.2, Fig 8; issue 4).
 The master sends the fence either as an arc of radius R (fence_radius) or as free text
 (fence_curve); ``FenceProfile`` is one description of both, with its derivatives, its jet (h
 and three derivatives, what the fence of any profile needs) and compiled numerics for the
-checks (``scenarios/fence/checks.py``).  The text goes through the engine's whitelist parser
+checks (``scenarios/disk_fence/checks.py``).  The text goes through the engine's whitelist parser
 (``embed.expression``): nothing of it is ever executed.
 
 Conventions (all of them used by the tests):

@@ -10,12 +10,12 @@ and ends at P, q4 = L.  Modes:
   momentum-consistent activation jump of mueller eq 7 (frictionless contact);
 - 2 on the ramp (2 dof): centre = q4 t + r n, two configuration constraints;
 - 3 on a fence (2 dof): centre = P + s t + h(s) n + r N(s), s = q4 - L, for the fence
-  announced last (``scenarios/fence/``: an arc of radius R or a height profile given as
+  announced last (this package's modules: an arc of radius R or a height profile given as
   text), all reported as 3: the arc family and the cubic family h = c2 s^2 + c3 s^3 are
   compiled at set-up (announcing one sets discrete variables).  Any other profile steps at
   once on the fence of any profile, formed once with h an undefined function of q4 and
-  given the profile's jet, h and three derivatives (``fence.family``: its terms and its symbolic embedding;
-  ``fence.jet_mode.JetMode``); the fast worker checks
+  given the profile's jet, h and three derivatives (``family``: its terms and its symbolic embedding;
+  ``jet_mode.JetMode``); the fast worker checks
   the text and differentiates it in a few ms.  The slow worker then embeds the profile on
   its own, its RK4 step composed into one function, which replaces the family's mode (a
   profile with abs() keeps the family's).
@@ -24,6 +24,21 @@ Leaving: the normal force N turning tensile (mode 1), the ramp's end q4 = L (ont
 fence if one is known, else into free flight), back from the fence onto the ramp
 (q4 = L), the fence's end (free flight).  The contact is smooth: the multipliers of the
 two contact constraints are the force on the disk centre, N its normal component.
+
+The package's modules (the scenario itself is this ``__init__``; the FMU side, inputs,
+outputs and state, is ``fmu_src/fence.py``):
+
+| module | what |
+|---|---|
+| ``profile`` | a fence as a height profile h(s), parsed through ``embed.expression`` |
+| ``checks`` | the checks of a profile from outside, and their time limit |
+| ``plane`` | the fence as a plane curve (ramp frame, fence frame, disk centre) |
+| ``modes`` | a fence's constraints and mode; the compiled arc and polynomial families |
+| ``family`` | the fence of any profile (terms and embedding formed once), installed per profile |
+| ``jet_mode`` | one profile's mode on the family's embedding, evaluated with its jet |
+| ``announce`` | announcing a fence to a simulator (discrete variables, checks) |
+| ``jobs`` | the fast worker's job: check, differentiate, relay the embedding request |
+| ``simulator_calls`` | what the fence asks of a simulator, one adapter each |
 """
 
 from __future__ import annotations
@@ -38,9 +53,8 @@ from embed import (Automaton, Guard, Jump, Mode, Model, Scenario, Var, engine_ou
                    motion)
 from embed.targets import ExtensionReference
 
-from scenarios.fence import jobs
-from scenarios.fence.modes import (ARC, FENCE_BASE, FREE, POLY, POLY_C, RAMP, arc_family,
-                                   normal_force, poly_family)
+from . import jobs
+from .modes import ARC, FENCE_BASE, FREE, POLY, POLY_C, RAMP, arc_family, normal_force, poly_family
 
 # the fast worker's jobs (embed.worker: "module:function"), and what it runs once at start
 WORKER_JOBS = (jobs.PREPARE_FENCE,)
