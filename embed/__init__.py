@@ -6,6 +6,7 @@ events -> automaton/simulator.  Nothing here knows about FMI.
 
 from .automaton import Automaton, Guard, Jump, Mode, Output
 from .constraints import Constraint, ConstraintSet, holonomic, motion
+from .context import Context
 from .embedding import ModeEquations, embed, partition
 from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
                      ImpactError, InputError, IntegrationError, ModelDefinitionError,
@@ -16,10 +17,9 @@ from .scenario import Scenario, Start, Var, engine_outputs
 from .simulator import Simulator
 
 __all__ = [
-    "Automaton", "Guard", "Jump", "Mode", "Output", "Constraint", "ConstraintSet", "holonomic",
-    "motion",
-    "ModeEquations", "embed", "partition", "EmbedError", "CompilationError",
-    "ConstraintRankError", "EventLocationError", "ImpactError", "InputError", "IntegrationError",
-    "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError", "Model", "Scenario",
-    "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
+    "Automaton", "Guard", "Jump", "Mode", "Output", "Context", "Constraint", "ConstraintSet",
+    "holonomic", "motion", "ModeEquations", "embed", "partition", "EmbedError",
+    "CompilationError", "ConstraintRankError", "EventLocationError", "ImpactError", "InputError",
+    "IntegrationError", "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError",
+    "Model", "Scenario", "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
 ]

@@ -9,11 +9,16 @@ import functools
 import importlib.util
 import math
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import sympy as sp
 from scipy.integrate import quad
+
+from embed import (Automaton, Guard, Jump, Mode, ModelDefinitionError, Output, Scenario, Start,
+                   Var, holonomic)
 
 HERE = Path(__file__).resolve().parent
 MODELS = HERE / "user_models"
@@ -230,13 +235,113 @@ def test_gripper_lets_go_where_the_contact_force_vanishes():
     assert out["grip_force"] == 0.0 and out["gap"] > 0
 
 
+# ------------------------------------------------------- mistakes the declarations name
+@functools.lru_cache(maxsize=None)
+def flap():
+    """The latch's unconstrained model and its symbols (for automata built here)."""
+    spec = importlib.util.spec_from_file_location("user_model_latch_parts",
+                                                  MODELS / "latch" / "model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.build_model()
+    th, th_c = sp.Symbol("th"), sp.Symbol("th_c")
+    return model, th, th_c, holonomic(model, "latch", th - th_c)
+
+
+def test_a_guard_without_reset_map_is_named_when_it_fires():
+    model, th, th_c, latch = flap()
+    modes = {1: Mode(name="free", guards=(Guard("strike", th_c - th, -1),)),
+             2: Mode(name="latched", constraints=("latch",))}
+    aut = Automaton(model, [latch], modes, outputs=[Output("th", th, "angle", "rad")])
+    assert aut.unhandled_guards() == [(1, "free", "strike")]
+    sc = Scenario("no_reset", aut, [Var(k, v) for k, v in LATCH.items()],
+                  [Var("T", 0.0), Var("release", 0)], start=[Start("w", 6.0)])
+    assert [v.name for v in sc.parameters][-2:] == ["th_start", "w_start"]
+    assert [v.name for v in sc.outputs][:2] == ["th", "constraint_residual"]
+    sim = sc.simulator()
+    with pytest.raises(ModelDefinitionError, match=r"mode 1 \(free\): guard 'strike' has no reset"):
+        sim.advance(0.5)
+
+
+def test_the_scenario_transition_serves_the_guards_without_reset_map():
+    model, th, th_c, latch = flap()
+    modes = {1: Mode(name="free", guards=(Guard("strike", th_c - th, -1),)),
+             2: Mode(name="latched", constraints=("latch",), guards=(
+                 Guard("released", 0.5 - sp.Symbol("release"), -1,
+                       reset=lambda ctx: Jump(1)),))}
+    aut = Automaton(model, [latch], modes, outputs=[Output("th", th)],
+                    transition=lambda ctx, guard: Jump(2, u=[0.0], impact=True))
+    assert aut.unhandled_guards() == []
+    sc = Scenario("mixed", aut, [Var(k, v) for k, v in LATCH.items()],
+                  [Var("T", 0.0), Var("release", 0)], start=[Start("w", 6.0)])
+    sim = sc.simulator()
+    sim.advance(0.5)
+    assert sim.mode == 2 and sim.q[0] == pytest.approx(LATCH["th_c"], abs=1e-12)
+    sim.set_inputs({"T": 0.0, "release": 1})
+    sim.advance(0.6)
+    assert sim.mode == 1
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda th, latch: Output("th"), "output 'th' has no value"),
+    (lambda th, latch: Output("th", th, multiplier="latch"), "give one of expr, multiplier"),
+    (lambda th, latch: [Output("th", th), Output("th", 2 * th)], r"outputs \['th'\] are declared"),
+    (lambda th, latch: Output("f", multiplier="lach"), "multiplier of 'lach', which is no constr"),
+    (lambda th, latch: Output("d", discrete="count"), "discrete variable 'count' is not declared"),
+])
+def test_outputs_name_what_is_wrong(make, message):
+    model, th, th_c, latch = flap()
+    with pytest.raises(ModelDefinitionError, match=message):
+        made = make(th, latch)
+        Automaton(model, [latch], {1: Mode(name="free")},
+                  outputs=made if isinstance(made, list) else [made])
+
+
+def test_modes_starts_and_engine_outputs_name_what_is_wrong():
+    model, th, th_c, latch = flap()
+    with pytest.raises(ModelDefinitionError, match="mode 'free' has id 2 but is listed under key 1"):
+        Automaton(model, [latch], {1: Mode(2, "free")}, outputs=[Output("th", th)])
+    with pytest.raises(ModelDefinitionError, match="constraints must be a tuple"):
+        Mode(name="latched", constraints="latch")
+    aut = Automaton(model, [latch], {1: Mode(name="free")}, outputs=[Output("th", th)])
+    with pytest.raises(ModelDefinitionError, match=r"start values for \['x'\], which are neither"):
+        Scenario("s", aut, start=[Start("x", 1.0)])
+    with pytest.raises(ModelDefinitionError, match="'th_start' is declared by hand and generated"):
+        Scenario("s", aut, [Var("th_start", 1.0)])
+    dup = Automaton(model, [latch], {1: Mode(name="free")}, outputs=[Output("mode", th)])
+    with pytest.raises(ModelDefinitionError, match=r"outputs \['mode'\] are declared twice"):
+        Scenario("s", dup)
+    old = Automaton(model, [latch], {1: Mode(1, "free")}, {}, {"th": th},
+                    lambda ctx, guard: Jump(1), lambda ctx: Jump(1))
+    with pytest.raises(ModelDefinitionError, match="no outputs; declare"):
+        Scenario("s", old)
+
+
 # -------------------------------------------------------------------------------- the guide
-def test_guide_code_is_the_latch_models_code():
-    """Every python block of docs/guide.md is a verbatim part of the latch's model file."""
+def test_guide_code_is_the_latch_models_code_and_its_usage_runs(monkeypatch):
+    """Every python block of docs/guide.md is a verbatim part of the latch's model file; the
+    usage blocks (py) run next to it."""
     text = GUIDE.read_text()
-    source = (MODELS / "latch" / "model.py").read_text()
+    folder = MODELS / "latch"
+    source = (folder / "model.py").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert len(blocks) >= 5
+    assert len(blocks) >= 6
     for block in blocks:
         assert block in source, block
-    assert "design.md#bibliography" in text
+    usage = re.findall(r"```py\n(.*?)```", text, flags=re.S)
+    assert usage
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, "model", raising=False)
+    for block in usage:
+        exec(compile(block, str(GUIDE), "exec"), {})
+    monkeypatch.delitem(sys.modules, "model", raising=False)
+    assert "design.md#bibliography" in text and "api.md" in text
+
+
+def test_api_reference_is_up_to_date():
+    """docs/api.md is what docs/make_api.py writes from the public API's docstrings."""
+    spec = importlib.util.spec_from_file_location("make_api", HERE.parent / "docs" / "make_api.py")
+    make_api = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_api)
+    assert (HERE.parent / "docs" / "api.md").read_text() == make_api.render(), \
+        "docs/api.md is out of date: run python docs/make_api.py"
