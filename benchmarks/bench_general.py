@@ -33,11 +33,11 @@ def constraint_errors(sim):
     tq = np.concatenate(([sim.t], sim.q, sim.pvec))
     pos = vel = 0.0
     for c in sim.active:
-        ct = sim.cterms(c)
-        bc = ct.BC(tq)
+        terms = sim.forms.constraint_terms(c)
+        bc = terms.BC(tq)
         vel = max(vel, abs(float(bc[:n] @ sim.u + bc[n])))
-        if ct.holonomic:
-            pos = max(pos, abs(float(ct.phi(tq)[0])))
+        if terms.holonomic:
+            pos = max(pos, abs(float(terms.phi(tq)[0])))
     return pos, vel
 
 
@@ -70,7 +70,7 @@ def activation_latency(sc, before, after, reps, setup=None):
     for _ in range(reps):
         sim = sc.simulator(embedding="numeric")
         for c in sc.automaton.constraints:          # each constraint's own terms, at init
-            sim.cterms(c)
+            sim.forms.constraint_terms(c)
         if before is not None:
             sim.set_constraints(before)
         sim.advance(0.01)
@@ -130,7 +130,7 @@ def ours_symbolic(sc, mode_id, active, dep, reps):
     for _ in range(reps):
         sim.library.embeddings.clear()
         t0 = time.perf_counter()
-        parts = sim.mode_parts((mode_id, tuple(sorted(active)), tuple(dep)))
+        parts = sim.forms.mode_parts((mode_id, tuple(sorted(active)), tuple(dep)))
         t1 = time.perf_counter()
         compile_parts(parts, "bench")
         comp.append(time.perf_counter() - t1)

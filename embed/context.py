@@ -64,10 +64,10 @@ class Context:
 
     def mass_matrix(self):
         """The unconstrained generalized mass matrix M(q) here (F_r* = -M udot + ..., eq 2)."""
-        return self.sim.numeric_terms().mass(self.t, self.q, self.u, self.sim.pvec)
+        return self.sim.mode_compiler.numeric_terms().mass(self.t, self.q, self.u, self.sim.pvec)
 
     def row(self, name):
         """(B, C) of a constraint here, active or not: its velocity is B u + C (eq 7)."""
         n = self.sim.model.n
-        bc = self.sim.cterms(name).BC(np.concatenate(([self.t], self.q, self.sim.pvec)))
+        bc = self.sim.forms.constraint_terms(name).BC(np.concatenate(([self.t], self.q, self.sim.pvec)))
         return np.array(bc[:n]), float(bc[n])

@@ -3,7 +3,7 @@
 Integrates the embedded minimal ODE of the active mode, locates switching conditions inside
 each step on the integrator's continuous extension (``embed.events``), applies the reset
 maps in time order (several per communication step if need be) and re-embeds on each mode
-change from the shared mode library (``embed.library``, ``embed.modeview``).  Numeric only:
+change from the shared mode library (``embed.library``, ``embed.mode_compiler``).  Numeric only:
 the symbolic work is done by ``embed.forming`` and ``embed.compile`` the first time a mode is
 visited.  Configuration constraints are held by ``embed.projection`` (haug_pavesic2023 eq
 13-16).  Everything that decides the future is one ``embed.state.RunState``, which this class
@@ -13,12 +13,10 @@ no indirection in the stepping loop or for the FMU's reads).  See docs/design.md
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 
 import numpy as np
-import symengine as se
 
 from . import events, state as state_mod
 from .activation import activation_jump
@@ -30,8 +28,9 @@ from .errors import (EmbedError, InputError, IntegrationError, ModelDefinitionEr
 from .events import (ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED,  # noqa: F401
                      approaching)
 from .integrators import make_integrator
+from .forming import AutomatonForms
 from .library import ModeLibrary
-from .modeview import AutomatonView
+from .mode_compiler import ModeCompiler
 from .projection import PHI_TOL, Projection, max_abs as _max_abs
 from .state import RunState
 from .warmup import warm_up
@@ -47,7 +46,7 @@ MAX_STEPS = 2_000_000  # internal steps one advance may take (slider_crank3 in 1
                        # communication steps at h_max = 1 ms takes 1e5); beyond: StepBudgetError
 
 
-class Simulator(AutomatonView, RunState):
+class Simulator(RunState):
     """Steps a hybrid automaton in time; the numeric heart that the FMU wraps.
 
     Parameters
@@ -80,15 +79,14 @@ class Simulator(AutomatonView, RunState):
         self.embedding = embedding
         self.compiler = compiler
         self.precompile = precompile
-        # this simulator's own view of the automaton: constraints and modes added at run time
-        # stay here (the caches they share are keyed by unique names and ids)
-        automaton = dataclasses.replace(automaton, constraints=dict(automaton.constraints),
-                                        modes=dict(automaton.modes))
-        self.aut = automaton
+        self.library = library or ModeLibrary()   # shared: re-entering a mode costs nothing
+        # this simulator's own view of the automaton (constraints and modes added at run time
+        # stay here) and its symbolic forms
+        self.forms = AutomatonForms(automaton, self.library)
+        self.aut = self.forms.automaton
         m = self.model = automaton.model
-        self.dnames = list(automaton.discrete)
-        self.psyms = list(m.params) + list(m.inputs) + [se.Symbol(k) for k in self.dnames]
-        self.pnames = [str(s) for s in self.psyms]
+        self.dnames, self.psyms, self.pnames = (self.forms.discrete_names, self.forms.psyms,
+                                                self.forms.pnames)
         self.n_params, self.n_inputs = len(m.params), len(m.inputs)
         self.discrete_offset = self.n_params + self.n_inputs
         missing = [str(s) for s in m.params if str(s) not in params]
@@ -100,12 +98,8 @@ class Simulator(AutomatonView, RunState):
         # every parameter, also those only the reset maps read (restitution, zone layout, ...)
         self.params = {k: v for k, v in params.items() if isinstance(v, (int, float))}
         self.integrator = make_integrator(solver, h_max, rtol)
-        self.library = library or ModeLibrary()   # shared: re-entering a mode costs nothing
-        self.outputs = list(automaton.outputs)
-        exprs = self.library.expressions
-        if not exprs:   # switching conditions and outputs in the model's symbols, converted once
-            exprs["out"] = [m.sym(e) for e in automaton.outputs.values()]
-        self._out_exprs = exprs["out"]
+        self.outputs = self.forms.outputs
+        self.mode_compiler = ModeCompiler(self.forms, embedding, compiler, self.integrator.uses_rhs)
         # the running state's fields are this object's own attributes (read in the stepping
         # loop and by the FMU at every step: no indirection); before the first mode x holds q
         # and mon holds u
@@ -113,16 +107,13 @@ class Simulator(AutomatonView, RunState):
                           discrete=dict(automaton.discrete), projection=Projection())
         self.state = self         # the running state (``embed.state.RunState``): our own fields
         if embedding != "symbolic":
-            self.numeric_terms()
+            self.mode_compiler.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
         self.reselect_compile_time = 0.0   # of reselect_time: first embeddings of a partition
-        self.background_latency = None
         self.last_impulse = {}
         self.impacts = []
         self.zeno_dt = float(zeno_dt)
-        self._starting = False
         self._rehearsed = None    # (mode, condition) whose event was rehearsed (_rehearse)
-        self.embed_times = []     # wall seconds of each cold embedding + compile
         self._dirty = True        # inputs or state changed since the monitors were computed
         self._rearm = False       # an input changed its value since the last advance
         self._checkpoint = None   # the state at the start of the running advance
@@ -160,7 +151,7 @@ class Simulator(AutomatonView, RunState):
     def partition(self, active, t, q):
         """The dependent speeds chosen for the constraint set ``active`` at (t, q) by
         pivoting on B (gillespie2005 eq 11)."""
-        return self._partition(active, t, q)
+        return self.forms.partition(active, t, q, self.pvec)
 
     def expect_background_mode(self, key):
         """Mode ``key`` was asked of the background workers by someone else (a worker relayed
@@ -181,16 +172,16 @@ class Simulator(AutomatonView, RunState):
         st.mon = np.array(u0, dtype=float)
         self._sync_discrete()
         if len(self.aut.modes) > 1:
-            self.numeric_terms()
+            self.mode_compiler.numeric_terms()
             for name in self.aut.constraints:      # each constraint's own terms (Sec 5.5)
-                self.cterms(name)
+                self.forms.constraint_terms(name)
         if self.precompile:
-            self.precompile_modes()
-        self._starting = True
+            self.mode_compiler.precompile()
+        self.mode_compiler.starting = True
         try:
             self._apply(self.aut.initial(Context(self)))
         finally:
-            self._starting = False
+            self.mode_compiler.starting = False
 
     def warm_up(self):
         """Pay first-call costs now (``embed.warmup.warm_up``)."""
@@ -204,11 +195,118 @@ class Simulator(AutomatonView, RunState):
 
     def activation_jump(self, names, q, u, tol=1e-12, entry=None):
         """Momentum-consistent velocity jump when the constraints ``names`` become active
-        (mueller eq 7, ``embed.activation``); ``entry``: ``_entry``'s (K, B, rhs, Phi) at
+        (mueller eq 7, ``embed.activation``); ``entry``: ``ModeCompiler.entry``'s (K, B, rhs, Phi) at
         (q, u), if known already.  Returns the new full speeds and each constraint's impulse."""
-        K, _, rhs, _ = entry if entry is not None else self._entry(
-            [self.cterms(c) for c in names], self.state.t, q, u)
+        K, _, rhs, _ = entry if entry is not None else self.mode_compiler.entry(
+            [self.forms.constraint_terms(c) for c in names], self.state.t, q, u, self.pvec)
         return activation_jump(K, rhs, u, names, self.state.t, tol)
+
+    # ------------------------------------------------------- compiled modes
+    def add_constraint(self, c):
+        """Make a constraint known at run time (``ModeCompiler.add_constraint``)."""
+        self.mode_compiler.add_constraint(c)
+
+    def add_mode(self, mode):
+        """A mode defined at run time (``ModeCompiler.add_mode``); its constraints must be known."""
+        self.mode_compiler.add_mode(mode)
+
+    def poll_background(self):
+        """Take the background worker's finished compiles; the active mode moves to the
+        symbolic path at once (x and the monitors do not change)."""
+        arrived = self.mode_compiler.poll_background(self.state.compiled_mode)
+        if arrived is not None:
+            self.state.compiled_mode = arrived
+
+    @property
+    def background_latency(self):
+        """Seconds from asking the background worker for a mode to its latest answer."""
+        return self.mode_compiler.background_latency
+
+    # ---------------------------------------------------- the parameter vector
+    def param(self, name):
+        """A parameter, input or discrete variable by name (its current value)."""
+        if name in self.pnames:
+            return float(self.pvec[self.pnames.index(name)])
+        try:
+            return float(self.params[name])
+        except KeyError:
+            raise ModelDefinitionError(f"no parameter {name!r}") from None
+
+    def set_inputs(self, values: dict):
+        """Take the inputs in ``values`` (by name), all or none: a non-finite value, or one
+        outside the automaton's allowed values for that input, raises InputError naming it
+        and nothing is changed."""
+        new, pvec, o = {}, self.state.pvec, self.n_params
+        for i, s in enumerate(self.model.inputs):
+            name = str(s)
+            if name in values:
+                try:
+                    v = float(values[name])
+                except (TypeError, ValueError):
+                    raise InputError(f"input {name} = {values[name]!r} is not a number; keeping "
+                                     f"{pvec[o + i]!r}") from None
+                if not math.isfinite(v):
+                    raise InputError(f"input {name} = {v} is not finite; keeping its previous value")
+                allowed = self.aut.allowed.get(name)
+                if allowed is not None and v not in allowed:
+                    raise InputError(f"input {name} = {values[name]!r} is not one of the allowed "
+                                     f"values {list(allowed)}; keeping {pvec[o + i]:g}")
+                new[o + i] = v
+        for k, v in new.items():
+            if v != pvec[k]:
+                self._rearm = True
+            pvec[k] = v
+        self._dirty = True
+
+    # ----------------------------------------------------------------- probes
+    def constraint_forces(self):
+        """Multipliers of the active constraints: F + F* + B^T lambda = 0 (zero where a declared
+        force symbol carries the constraint force, see ``forces_now``)."""
+        st = self.state
+        if st.compiled_mode is None:
+            return {}
+        return dict(zip(st.active, st.mon[st.compiled_mode.sl_lambda].tolist()))
+
+    def forces_now(self):
+        """Declared force symbols' values now (by name)."""
+        st = self.state
+        if st.compiled_mode is None:
+            return {}
+        return dict(zip(map(str, self.model.forces), st.mon[st.compiled_mode.sl_forces].tolist()))
+
+    def outputs_now(self):
+        """The outputs now (by name)."""
+        st = self.state
+        if st.compiled_mode is None:
+            return {}
+        return dict(zip(self.outputs, st.mon[st.compiled_mode.sl_outputs].tolist()))
+
+    def residual(self):
+        """Largest residual of the active constraints (|B u + C| and |Phi|) at the current state."""
+        st = self.state
+        return 0.0 if st.compiled_mode is None else float(st.mon[st.compiled_mode.i_res])
+
+    def forces_at(self, mode_id, discrete, t, q, u):
+        """Contact forces in mode ``mode_id`` at (t, q, u) with the given discrete values.
+
+        Returns
+        -------
+        dict
+            Force name -> value.
+        """
+        st = self.state
+        saved = st.discrete
+        st.discrete = dict(discrete)
+        self._sync_discrete()
+        try:
+            active = tuple(sorted(self.aut.modes[mode_id].constraints))
+            dep = self.forms.partition(active, t, q, self.pvec)
+            compiled = self.mode_compiler.compiled(mode_id, dep, active)
+            mon = compiled.monitors(t, np.concatenate((q, u[list(compiled.ind)])), self.pvec)
+        finally:
+            st.discrete = saved
+            self._sync_discrete()
+        return dict(zip(map(str, self.model.forces), mon[compiled.sl_forces].tolist()))
 
     # --------------------------------------------------------------- events
     def _target(self, jump: Jump):
@@ -232,21 +330,21 @@ class Simulator(AutomatonView, RunState):
         # the new constraints at the reset configuration, evaluated once for the projection
         # (haug_pavesic2023 eq 13), the activation jump (mueller eq 7), the partition (eq 11)
         # (kappa(B1) comes with the monitors): an event step evaluates them once
-        rows = [self.cterms(c) for c in st.active]
+        rows = [self.forms.constraint_terms(c) for c in st.active]
         st.projection = Projection([row for row in rows if row.holonomic])
         st.watch = any(not row.constant_B for row in rows)
         st.chart = None
         if rows:
-            entry = self._entry(rows, st.t, q, u)
+            entry = self.mode_compiler.entry(rows, st.t, q, u, self.pvec)
             if st.projection.holonomic and _max_abs(entry[3]) > PHI_TOL:
                 q = self._project_q(q)
-                entry = self._entry(rows, st.t, q, u)
+                entry = self.mode_compiler.entry(rows, st.t, q, u, self.pvec)
             if jump.u is None and set(st.active) - set(before):
                 u, self.last_impulse = self.activation_jump(st.active, q, u, entry=entry)
             st.dep = partition(entry[1], st.active)
         else:
             st.dep = ()
-        compiled = st.compiled_mode = self.compiled(jump.mode, st.dep, st.active)
+        compiled = st.compiled_mode = self.mode_compiler.compiled(jump.mode, st.dep, st.active)
         st.x = np.concatenate((q, u[list(compiled.ind)]))
         st.mon = compiled.monitors(st.t, st.x, st.pvec)
         st.kappa0 = float(st.mon[compiled.i_kappa])
@@ -328,7 +426,8 @@ class Simulator(AutomatonView, RunState):
             _, active, q, u = self._target(jump)
             dep = ()
             if active:
-                entry = self._entry([self.cterms(c) for c in active], st.t, q, u)
+                rows = [self.forms.constraint_terms(c) for c in active]
+                entry = self.mode_compiler.entry(rows, st.t, q, u, self.pvec)
                 dep = partition(entry[1], active)
             compiled = self.library.mode((jump.mode, active, dep))
             if compiled is not None:
@@ -373,12 +472,13 @@ class Simulator(AutomatonView, RunState):
         t0 = time.process_time()
         st = self.state
         q, u = np.array(self.q), np.array(self.u)
-        dep = self._partition(st.active, st.t, q)
+        dep = self.forms.partition(st.active, st.t, q, self.pvec)
         if dep != st.dep:
             st.dep = dep
-            n_emb = len(self.embed_times)
-            compiled = st.compiled_mode = self.compiled(st.mode, dep, st.active)
-            self.reselect_compile_time += sum(self.embed_times[n_emb:])
+            times = self.mode_compiler.embed_times
+            n_emb = len(times)
+            compiled = st.compiled_mode = self.mode_compiler.compiled(st.mode, dep, st.active)
+            self.reselect_compile_time += sum(times[n_emb:])
             st.x = np.concatenate((q, u[list(compiled.ind)]))
             st.mon = compiled.monitors(st.t, st.x, st.pvec)
             st.reselections += 1
@@ -539,7 +639,7 @@ class Simulator(AutomatonView, RunState):
         s, compiled = self.check_state(s)
         st = self.state
         state_mod.restore(st, s)
-        rows = [self.cterms(c) for c in st.active]
+        rows = [self.forms.constraint_terms(c) for c in st.active]
         st.projection = Projection([row for row in rows if row.holonomic])
         st.watch = any(not row.constant_B for row in rows)
         st.compiled_mode = compiled

@@ -281,7 +281,7 @@ def check_state(sim, s):
     if not isinstance(s.get("path"), (str, type(None))):
         raise _bad("path", f"= {s.get('path')!r} is not a path name")
     try:
-        compiled = sim.compiled(int(mode), tuple(int(i) for i in dep), tuple(active))
+        compiled = sim.mode_compiler.compiled(int(mode), tuple(int(i) for i in dep), tuple(active))
         if s.get("path") == "numeric" and compiled.path != "numeric":
             compiled = sim.library.numeric_modes[compiled.key]   # replay on the path it ran on
     except (EmbedError, KeyError) as exc:

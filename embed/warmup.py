@@ -37,7 +37,7 @@ def warm_up(sim):
     tqu = np.concatenate(([sim.t], sim.q, sim.u, sim.pvec))
     with np.errstate(all="ignore"):
         for name in list(sim.aut.constraints):
-            terms = sim.cterms(name)
+            terms = sim.forms.constraint_terms(name)
             terms.BC(tq)
             terms.gamma(tqu)
             if terms.phi is not None:
@@ -45,11 +45,11 @@ def warm_up(sim):
         for mode in list(sim.aut.modes.values()):
             active = tuple(sorted(mode.constraints))
             if active and active not in library.entry:
-                library.entry[active] = EntryTerms(sim.model, sim.constraint_set(active),
+                library.entry[active] = EntryTerms(sim.model, sim.forms.constraint_set(active),
                                                    sim.psyms, "llvm")
             if active:
-                sim._entry([sim.cterms(c) for c in active], sim.t, sim.q, sim.u)
-        sim.numeric_terms().evaluate(sim.t, sim.q, sim.u, sim.pvec)
+                sim.mode_compiler.entry([sim.forms.constraint_terms(c) for c in active], sim.t, sim.q, sim.u, sim.pvec)
+        sim.mode_compiler.numeric_terms().evaluate(sim.t, sim.q, sim.u, sim.pvec)
         k = n + max([len(md.constraints) for md in sim.aut.modes.values()] + [1]) + 2
         for size in range(1, k + 1):
             a = np.eye(size) + 0.1

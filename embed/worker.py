@@ -4,7 +4,8 @@
 gillespie2005 Sec 6.2 (Fig 11): symbolic embedding runs in parallel with numerical
 integration.  A thread of the stepping interpreter would hold its GIL through every
 compile (docs/design.md: 2-20 ms stalls), so this runs as its own process.  It builds the
-scenario once (``MODULE.build(**options)``), runs the set-up function named by --set-up, and
+scenario once (``MODULE.build(**options)``), runs the set-up function named by --set-up
+(called as function(forms, default parameter vector)), and
 then answers requests, each a length-prefixed pickle (client, number,
 request, slot), the client being the instance that asked (its answers carry its number):
 
@@ -17,7 +18,8 @@ request, slot), the client being the instance that asked (its answers carry its 
 - ("constraint", constraint) and ("modedef", mode): announced at run time, for later modes;
 - ("call", "module:function", args): a scenario's own background work, one of the jobs
   named on the command line by --job (no other is run: the worker never imports a scenario
-  by itself), called as function(simulator, *args) and answered part by part, one frame each; a part that is a ``Relay`` goes to the slow worker
+  by itself), called as function(forms, *args), ``forms`` being the worker's
+  ``embed.forming.AutomatonForms`` of the scenario (no simulator), and answered part by part, one frame each; a part that is a ``Relay`` goes to the slow worker
   directly (--peer-out), the stepping process being told only how many answers it will
   send (("relayed", n));
 - ("stop",): exit.
@@ -188,15 +190,17 @@ def main(argv=None):
 
     from embed.compile import compile_parts, lambdify
     from embed.embedding import EXPLICIT_OPS_OFFLINE
+    from embed.forming import AutomatonForms
+    from embed.library import ModeLibrary
     from embed.numeric import EntryTerms
-    from embed.simulator import Simulator
     from embed.targets import load_target
 
     sc = load_target(f"{module}:build")(**options)
-    sim = Simulator(sc.automaton, sc.defaults(), embedding="symbolic")
+    forms = AutomatonForms(sc.automaton, ModeLibrary())   # the symbolic layer, no simulator
+    defaults = forms.parameter_vector(sc.defaults())
     jobs = {name: load_target(name) for name in job_names}
     if set_up is not None:   # e.g. first-call costs (parsers, LLVM) paid before the first request
-        load_target(set_up)(sim)
+        load_target(set_up)(forms, defaults)
     write(None, None, ("ready",))
     entries = set()          # constraint sets whose entry terms were sent
     todo = collections.deque()
@@ -214,11 +218,11 @@ def main(argv=None):
         if req[0] in ("constraint", "modedef"):
             try:
                 if req[0] == "constraint":
-                    if sim.aut.constraints.get(req[1].name) is not None:
+                    if forms.automaton.constraints.get(req[1].name) is not None:
                         continue        # announced already (by another client, or again)
-                    sim.add_constraint(req[1])
-                elif req[1].id not in sim.aut.modes:
-                    sim.add_mode(req[1])
+                    forms.add_constraint(req[1])
+                elif req[1].id not in forms.automaton.modes:
+                    forms.add_mode(req[1])
             except Exception as exc:  # noqa: BLE001 - report, keep serving
                 write(cid, None, ("error", req[0], f"{type(exc).__name__}: {exc}",
                                   traceback.format_exc()))
@@ -231,7 +235,7 @@ def main(argv=None):
                 write(cid, rid, ("done",))
                 continue
             try:
-                for part in jobs[fname](sim, *args):
+                for part in jobs[fname](forms, *args):
                     if isinstance(part, Relay):
                         n = sum(r[0] in ANSWERED for r in part.requests)
                         if peer is None:
@@ -251,7 +255,7 @@ def main(argv=None):
             continue
         key, opts = req[1], (req[2] if len(req) > 2 else {})
         try:
-            parts = sim.mode_parts(key, EXPLICIT_OPS_OFFLINE, opts.get("compose_ops"))
+            parts = forms.mode_parts(key, EXPLICIT_OPS_OFFLINE, opts.get("compose_ops"))
             fns = compile_parts(parts, key, "llvm")
             meta = {k: parts[k] for k in ("kind", "ind", "dep", "sizes")}
             meta["nx"] = len(parts["x"])
@@ -269,7 +273,7 @@ def main(argv=None):
             if active and active not in entries and opts.get("entry", True):
                 entries.add(active)
                 write(cid, rid, ("entry", active, EntryTerms(
-                    sim.model, sim.constraint_set(active), sim.psyms, "llvm")))
+                    forms.model, forms.constraint_set(active), forms.psyms, "llvm")))
             if opts.get("rhs") and parts["kind"] == "explicit":    # the adaptive solver's
                 write(cid, rid, ("rhs", key, lambdify(parts["args"], parts["f"],
                                                       f"rhs of {key}", "llvm")))

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from scenarios.disk_fence import FENCE_INPUTS, FENCE_OUTPUTS
-from scenarios.disk_fence import jobs, simulator_calls
+from scenarios.disk_fence import jobs
 from scenarios.disk_fence.announce import activate, announce_arc, check_length, profile_of
 from scenarios.disk_fence.checks import validate
 from scenarios.disk_fence.family import (install_profile, jet_function, profile_family,
@@ -174,4 +174,4 @@ class FenceGeometry:
             # the slow worker embeds the fence on its own (the fast worker sent it the
             # requests); its answer reaches the simulator's poll_background like any other
             # submission, and replaces the family's mode
-            simulator_calls.expect_mode(sim, part[2])
+            sim.expect_background_mode(part[2])

@@ -55,9 +55,9 @@ def test_numeric_first_then_the_workers_symbolic_embedding():
             sim.poll_background()
         et = sim.library.entry[("mid_y", "tip_y")]
         q, u = np.array(sim.q), np.array(sim.u)
-        cts = [sim.cterms(c) for c in ("mid_y", "tip_y")]
+        rows = [sim.forms.constraint_terms(c) for c in ("mid_y", "tip_y")]
         sim.library.entry.pop(("mid_y", "tip_y"))
-        for a, b in zip(et(sim.t, q, u, sim.pvec), sim._entry(cts, sim.t, q, u)):
+        for a, b in zip(et(sim.t, q, u, sim.pvec), sim.mode_compiler.entry(rows, sim.t, q, u, sim.pvec)):
             assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
         # RK4 steps through the composed step: no right-hand side was sent; asked for it (as
         # the adaptive solver does), it comes in a frame of its own after the mode's

@@ -159,7 +159,7 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
     mid = family.install_profile(sim, uid, 6.7, family.jet_function(prof))
     cons, mode = modes.fence_mode(modes.next_uid(),
                                        FenceProfile.from_text(same or text), 6.7)
-    outs, guards = sim.mode_exprs(mode.id, mode)
+    outs, guards = sim.forms.mode_exprs(mode.id, mode)
     margs = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
              + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms))
     mon_ref = lambdify(margs, list(outs) + list(guards), "reference monitors")
@@ -179,7 +179,7 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
             assert got.phi(tq) == pytest.approx(ref.phi(tq), rel=1e-12, abs=1e-12)
             assert got.gamma(tqu) == pytest.approx(ref.gamma(tqu), rel=1e-12, abs=1e-12)
         args = np.r_[0.3, q, u, lam, p]
-        assert sim.numeric_terms().mon[mid](args) == pytest.approx(mon_ref(args), rel=1e-12,
+        assert sim.mode_compiler.numeric_terms().mon[mid](args) == pytest.approx(mon_ref(args), rel=1e-12,
                                                                    abs=1e-12)
         for a, b in zip(entry(0.3, q, u, p), entry_ref(0.3, q, u, p)):
             assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
@@ -406,16 +406,16 @@ def test_the_familys_symbolic_modes_step_as_the_profile_embedded_on_its_own(text
     L, ph, r = sim.param("L"), sim.param("phi"), sim.param("r")
     rng = np.random.default_rng(7)
     for dep in family.FAMILY_DEPS:
-        jm = sim.compiled(mid, dep, mode_names(uid))
-        cm = ref.compiled(own, dep, tuple(sorted(ref.aut.modes[own].constraints)))
-        assert type(jm).__name__ == "JetMode" and jm.path == cm.path == "symbolic"
-        assert (jm.ind, jm.dep, jm.nx) == (cm.ind, cm.dep, cm.nx)
+        jm = sim.mode_compiler.compiled(mid, dep, mode_names(uid))
+        compiled = ref.mode_compiler.compiled(own, dep, tuple(sorted(ref.aut.modes[own].constraints)))
+        assert type(jm).__name__ == "JetMode" and jm.path == compiled.path == "symbolic"
+        assert (jm.ind, jm.dep, jm.nx) == (compiled.ind, compiled.dep, compiled.nx)
         for _ in range(3):
             s = rng.uniform(0.1, 6.0)
             x = np.r_[L * math.cos(ph) - r * math.sin(ph) + s, L * math.sin(ph) + r * math.cos(ph),
-                      rng.normal(), L + s, rng.normal(size=cm.nx - 4)]
+                      rng.normal(), L + s, rng.normal(size=compiled.nx - 4)]
             assert jm.rk4(7.0, 1e-3, x, sim.pvec) == pytest.approx(
-                cm.rk4(7.0, 1e-3, x, ref.pvec), rel=1e-10, abs=1e-10)
+                compiled.rk4(7.0, 1e-3, x, ref.pvec), rel=1e-10, abs=1e-10)
 
 
 def test_the_adaptive_solver_runs_a_free_form_fence():

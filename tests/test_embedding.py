@@ -95,14 +95,14 @@ def test_entry_terms_agree_with_the_constraints_own_terms(name):
     sets = {tuple(sorted(m.constraints)) for m in sim.aut.modes.values()} - {()}
     assert sets
     for active in sorted(sets):
-        et = EntryTerms(sim.model, sim.constraint_set(active), sim.psyms, "llvm")
-        cts = [sim.cterms(c) for c in active]
+        et = EntryTerms(sim.model, sim.forms.constraint_set(active), sim.psyms, "llvm")
+        rows = [sim.forms.constraint_terms(c) for c in active]
         for _ in range(5):
             t, q, u = rng.uniform(0, 2), rng.normal(size=n), rng.normal(size=n)
             if name == "disk_fence":                 # on the (default arc) fence's length
                 q[3] = sim.param("L") + rng.uniform(0, 5)
             got = et(t, q, u, sim.pvec)
-            ref = sim._entry(cts, t, q, u)          # no entry terms cached: assembled
+            ref = sim.mode_compiler.entry(rows, t, q, u, sim.pvec)          # no entry terms cached: assembled
             for a, b in zip(got, ref):
                 assert np.all(np.isfinite(a))
                 assert np.asarray(a) == pytest.approx(np.asarray(b), rel=1e-11, abs=1e-11)

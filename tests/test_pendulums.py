@@ -73,19 +73,19 @@ def test_line_accelerations_and_normal_force_match_lagrange(line, embedding):
     for _ in range(15):
         q, u = consistent_line_state(rng, P["l1"], P["l2"], P["d"])
         for dep in [(0,), (1,)]:
-            cm = sim.compiled(1, dep)
-            x = np.concatenate((q, u[list(cm.ind)]))
+            compiled = sim.mode_compiler.compiled(1, dep)
+            x = np.concatenate((q, u[list(compiled.ind)]))
             ud_ref, lam_ref = augmented(q, u, np.array([P["l1"], P["l2"]]),
                                         [P["m1"], P["m2"]], P["g"], ["tip_y"])
-            xdot = cm.rhs(0.0, x, sim.pvec)
+            xdot = compiled.rhs(0.0, x, sim.pvec)
             assert xdot[:2] == pytest.approx(u, abs=1e-12)
-            assert xdot[2:] == pytest.approx(ud_ref[list(cm.ind)], rel=1e-10, abs=1e-10)
-            mon = cm.monitors(0.0, x, sim.pvec)
-            assert mon[cm.sl_lambda][0] == pytest.approx(lam_ref[0], rel=1e-10, abs=1e-10)
-            assert mon[cm.sl_u] == pytest.approx(u, rel=1e-12, abs=1e-12)
+            assert xdot[2:] == pytest.approx(ud_ref[list(compiled.ind)], rel=1e-10, abs=1e-10)
+            mon = compiled.monitors(0.0, x, sim.pvec)
+            assert mon[compiled.sl_lambda][0] == pytest.approx(lam_ref[0], rel=1e-10, abs=1e-10)
+            assert mon[compiled.sl_u] == pytest.approx(u, rel=1e-12, abs=1e-12)
             # kappa(B1) = ||B||_1 ||B1^-1||_1 for the one row B = (l1 sin q1, l2 sin q2)
             B = np.array([P["l1"], P["l2"]]) * np.sin(q)
-            assert mon[cm.i_kappa] == pytest.approx(np.max(np.abs(B)) / abs(B[dep[0]]), rel=1e-10)
+            assert mon[compiled.i_kappa] == pytest.approx(np.max(np.abs(B)) / abs(B[dep[0]]), rel=1e-10)
 
 
 def test_line_energy_and_constraints_over_a_run(line):
@@ -134,11 +134,11 @@ def test_chain_accelerations_match_lagrange(chain, embedding):
     sim = chain.simulator(embedding=embedding)
     for _ in range(10):
         q, u = chain_state(rng, N, l, P["d"])
-        cm = sim.compiled(1, (N - 1,))
-        x = np.concatenate((q, u[list(cm.ind)]))
+        compiled = sim.mode_compiler.compiled(1, (N - 1,))
+        x = np.concatenate((q, u[list(compiled.ind)]))
         ud_ref, lam_ref = augmented(q, u, np.full(N, l), [P["m"]] * N, P["g"], ["tip_y"])
-        assert cm.rhs(0.0, x, sim.pvec)[N:] == pytest.approx(ud_ref[:-1], rel=1e-9, abs=1e-9)
-        assert cm.monitors(0.0, x, sim.pvec)[cm.sl_lambda][0] == pytest.approx(lam_ref[0], rel=1e-9)
+        assert compiled.rhs(0.0, x, sim.pvec)[N:] == pytest.approx(ud_ref[:-1], rel=1e-9, abs=1e-9)
+        assert compiled.monitors(0.0, x, sim.pvec)[compiled.sl_lambda][0] == pytest.approx(lam_ref[0], rel=1e-9)
 
 
 def test_latch_catches_the_tip_momentum_consistently(chain):

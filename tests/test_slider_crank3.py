@@ -118,7 +118,7 @@ def paths():
     P = SC.defaults()
     num = Simulator(SC.automaton, P, embedding="numeric", library=ModeLibrary())
     sym = Simulator(SC.automaton, P, embedding="symbolic", library=ModeLibrary())
-    compiled = {dep: sym.compiled(1, dep, ACTIVE) for dep in PARTITIONS}
+    compiled = {dep: sym.mode_compiler.compiled(1, dep, ACTIVE) for dep in PARTITIONS}
     return num, compiled
 
 
@@ -142,7 +142,7 @@ def test_accelerations_match_lagrange_multipliers(paths):
             x = np.concatenate((q, qd[ind]))
             scale = 1 + np.max(np.abs(qdd))
             # numeric path (compiled terms, D formed at run time)
-            compiled = num.compiled(1, dep, ACTIVE)
+            compiled = num.mode_compiler.compiled(1, dep, ACTIVE)
             rhs = compiled.rhs(0.0, x, pvec)
             mon = compiled.monitors(0.0, x, pvec)
             # symbolic path (eq 11-16 recombined in symengine)
@@ -181,7 +181,7 @@ def test_component_helper_and_output_follow_eq_7(paths):
                 assert slider_crank3.component(q) == want
                 dep = partition(np.array(JACOBIAN(*q), float))
                 x = np.concatenate((q, np.zeros(2)))
-                compiled = num.compiled(1, dep, ACTIVE)
+                compiled = num.mode_compiler.compiled(1, dep, ACTIVE)
                 assert compiled.monitors(0.0, x, pvec)[compiled.sl_outputs][out] == want
                 lay = symbolic[dep]
                 assert lay.monitors(0.0, x, pvec)[lay.sl_outputs][out] == want

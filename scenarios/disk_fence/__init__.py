@@ -38,7 +38,6 @@ outputs and state, is ``fmu_src/fence.py``):
 | ``jet_mode`` | one profile's mode on the family's embedding, evaluated with its jet |
 | ``announce`` | announcing a fence to a simulator (discrete variables, checks) |
 | ``jobs`` | the fast worker's job: check, differentiate, relay the embedding request |
-| ``simulator_calls`` | what the fence asks of a simulator, one adapter each |
 """
 
 from __future__ import annotations

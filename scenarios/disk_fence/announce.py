@@ -9,7 +9,6 @@ import math
 
 from embed import holonomic
 
-from . import simulator_calls
 from .modes import ARC, FENCE, FENCE_BASE, POLY, fence_mode, next_uid
 from .profile import GEOMETRY_BAD_PARAMETER, FenceProfile, GeometryError
 
@@ -48,9 +47,9 @@ def activate(sim, mode_id, **discrete):
     **discrete : float
         the family's discrete variables (R_arc, Lf_arc; c2_poly, c3_poly, Lf_poly).
     """
-    simulator_calls.set_discrete(sim, {
+    sim.set_discrete({
         **discrete, "fence": {ARC: -1.0, POLY: -2.0}.get(mode_id, float(mode_id - FENCE_BASE))})
-    current = simulator_calls.active_mode(sim)
+    current = sim.active_mode
     if current is not None and current.report == FENCE:
         sim.jump_to(mode_id, label="fence_switch")
 

@@ -20,7 +20,6 @@ from embed.errors import ModelDefinitionError
 from embed.model import TIME
 from embed.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
 
-from . import simulator_calls
 from .jet_mode import JET, LF_JET, JetMode
 from .modes import FENCE, FENCE_BASE, PROFILE_H, fence_mode
 from .profile import SIGMA
@@ -34,7 +33,7 @@ def profile_family(sim, backend="llvm"):
     time then needs only its jet compiled (``ProfileTerms``).  Its constraint set's entry terms
     (``numeric.EntryTerms``) likewise.  Returns (function, layout: the slice of each role, by
     "x", "y" and "monitors"; the family's mode; entry terms), shared by the simulators of the
-    scenario (``simulator_calls.shared``).
+    scenario (``ModeLibrary.shared``).
 
     Parameters
     ----------
@@ -47,7 +46,7 @@ def profile_family(sim, backend="llvm"):
     -------
     (function, layout, mode, entry terms)
     """
-    return simulator_calls.shared(sim, "profile_family", lambda: _form_profile_family(sim, backend))
+    return sim.library.shared("profile_family", lambda: _form_profile_family(sim, backend))
 
 
 def _form_profile_family(sim, backend):
@@ -69,7 +68,7 @@ def _form_profile_family(sim, backend):
             add(name[-1], role, es)
         family.append(Constraint(name, tuple(b.subs(to_jet) for b in c.B), c.C.subs(to_jet),
                                  c.phi.subs(to_jet)))
-    outs, guards = sim.mode_exprs(mode.id, mode)
+    outs, guards = sim.forms.mode_exprs(mode.id, mode)
     add("monitors", "monitors", list(outs) + list(guards))
     extra = list(JET) + [LF_JET]
     args = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
@@ -145,7 +144,7 @@ def profile_family_modes(sim):
     -------
     {dependent speeds: (meta, rhs, monitors)}, shared by the simulators of the scenario.
     """
-    return simulator_calls.shared(sim, "profile_modes", lambda: _form_profile_family_modes(sim))
+    return sim.library.shared("profile_modes", lambda: _form_profile_family_modes(sim))
 
 
 def _form_profile_family_modes(sim):
@@ -155,7 +154,7 @@ def _form_profile_family_modes(sim):
     args = None
     out = {}
     for dep in FAMILY_DEPS:
-        parts = sim.mode_parts((0, cset.key, dep), EXPLICIT_OPS_OFFLINE, mode=mode, cset=cset)
+        parts = sim.forms.mode_parts((0, cset.key, dep), EXPLICIT_OPS_OFFLINE, mode=mode, cset=cset)
         if parts["kind"] != "explicit":
             raise ModelDefinitionError(f"the fence of any profile is not explicit at {dep}")
         f, mon = ([_jet_of(e) for e in parts[k]] for k in ("f", "mon"))
@@ -203,10 +202,9 @@ def install_profile(sim, uid, L_f, jet):
     fam, layout, family, entry = profile_family(sim)
     mode = Mode(FENCE_BASE + uid, f"fence {uid}", (f"fence{uid}_x", f"fence{uid}_y"), (),
                 tuple(Guard(g.name, None, g.direction) for g in family.guards), (), FENCE)
-    simulator_calls.install_mode_stub(     # this simulator's view of the automaton
-        sim, mode, [Constraint(name, (), se.Integer(0), se.Integer(0))
-                    for name in mode.constraints])
-    if simulator_calls.has_constraint_terms(sim, mode.constraints[0]):   # the shared caches have it
+    sim.forms.know_mode(mode, [Constraint(name, (), se.Integer(0), se.Integer(0))   # stubs
+                               for name in mode.constraints])
+    if sim.library.has_constraint_terms(mode.constraints[0]):   # the shared caches have it
         return mode.id
     n, n_p, i_L = m.n, len(sim.psyms), sim.pnames.index("L")
     terms = ProfileTerms(fam, jet, L_f, fam.n_in - len(JET) - 1 - n_p + i_L)
@@ -216,16 +214,16 @@ def install_profile(sim, uid, L_f, jet):
     for name, role in zip(mode.constraints, "xy"):
         c = sim.automaton.constraints[name]
         sl = layout[role]
-        simulator_calls.install_constraint_terms(sim, name, ConstraintTerms(
+        sim.library.install_constraint_terms(name, ConstraintTerms(
             m, c, sim.psyms, fns=(Role(terms, tq, sl["BC"]), Role(terms, tqu, sl["gamma"]),
                                   Role(terms, tq, sl["phi"]))))
-    sim.numeric_terms().install_mode(mode.id, Role(terms, None, layout["monitors"]["monitors"]),
+    sim.mode_compiler.numeric_terms().install_mode(mode.id, Role(terms, None, layout["monitors"]["monitors"]),
                                      lam_names=mode.constraints)
     mine = copy.copy(entry)        # the event step's one call, for this profile
     mine.key = tuple(sorted(mode.constraints))
     mine.fn = ProfileTerms(entry.fn, jet, L_f, 1 + 2 * n + i_L)
-    simulator_calls.install_entry_terms(sim, mine.key, mine)
+    sim.library.install_entry_terms(mine.key, mine)
     for dep, (meta, f, mon) in profile_family_modes(sim).items():
         key = (mode.id, mine.key, dep)
-        simulator_calls.install_compiled_mode(sim, key, JetMode(key, meta, f, mon, jet, L_f, i_L))
+        sim.library.install(key, JetMode(key, meta, f, mon, jet, L_f, i_L))
     return mode.id

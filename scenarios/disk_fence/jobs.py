@@ -14,7 +14,7 @@ import sympy as sp
 from embed import holonomic
 from embed.worker_pipe import Relay
 
-from . import checks, simulator_calls
+from . import checks
 from .announce import check_length, profile_of
 from .checks import time_limit, validate
 from .family import jet_function
@@ -26,7 +26,7 @@ PREPARE_FENCE = f"{__name__}:prepare_fence"
 SET_UP_WORKER = f"{__name__}:set_up_worker"
 
 
-def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
+def prepare_fence(forms, version, spec, pvec, rhs=False, uid=None):
     """Background work for fence ``version`` (gillespie2005 Sec 6.2, Fig 11), run in the fast
     worker: check the geometry (with a time limit); a cubic polynomial only sets the compiled
     family's coefficients; any other profile gets its jet, all the fence of any profile needs
@@ -40,8 +40,8 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
 
     Parameters
     ----------
-    sim : embed.simulator.Simulator
-        the worker's simulator (the stepping process's, without a worker).
+    forms : embed.forming.AutomatonForms
+        the worker's symbolic forms of disk_fence's automaton.
     version : int
         the announcement's fence_version.
     spec : tuple
@@ -62,7 +62,7 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
         with time_limit():               # in the worker: GEOMETRY_TIMEOUT after 2 s
             check_length(spec[2])
             profile = profile_of(spec)
-            validate(profile, spec[2], disk_radius=float(pvec[sim.pnames.index("r")]))
+            validate(profile, spec[2], disk_radius=float(pvec[forms.pnames.index("r")]))
     except GeometryError as exc:
         yield ("rejected", version, exc.code, str(exc))
         return
@@ -73,20 +73,19 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
         return
     uid = next_uid() if uid is None else uid
     yield ("terms", version, uid, float(spec[2]), jet_function(profile))
-    if profile.h.has(sp.Abs) or FENCE_BASE + uid in sim.automaton.modes:
+    if profile.h.has(sp.Abs) or FENCE_BASE + uid in forms.automaton.modes:
         return      # abs(): the family's embedding only (fence_mode); or embedded already
     cons, mode = fence_mode(uid, profile, spec[2])
     for name, phi in cons.items():
-        sim.add_constraint(holonomic(sim.model, name, phi))
-    sim.add_mode(mode)
+        forms.add_constraint(holonomic(forms.model, name, phi))
+    forms.add_mode(mode)
     # the symbolic embedding, for the partition at the start of the fence, is the slow
     # worker's: these requests go to it directly, never through the stepping process
-    simulator_calls.set_parameter_vector(sim, pvec)
-    L, ph, r = (float(pvec[sim.pnames.index(k)]) for k in ("L", "phi", "r"))
+    L, ph, r = (float(pvec[forms.pnames.index(k)]) for k in ("L", "phi", "r"))
     q = np.array([L * math.cos(ph) - r * math.sin(ph), L * math.sin(ph) + r * math.cos(ph), 0, L])
     active = tuple(sorted(mode.constraints))
-    key = (mode.id, active, simulator_calls.partition(sim, active, 0.0, q))
-    yield Relay([("constraint", sim.automaton.constraints[c]) for c in cons]
+    key = (mode.id, active, forms.partition(active, 0.0, q, pvec))
+    yield Relay([("constraint", forms.automaton.constraints[c]) for c in cons]
                 + [("modedef", mode),
                    ("mode", key, {"entry": False, "compose_ops": COMPOSE_OPS, "rhs": rhs})],
                 ("embed", version, key))
@@ -98,7 +97,7 @@ def prepare_fence(sim, version, spec, pvec, rhs=False, uid=None):
 COMPOSE_OPS = 10 ** 6
 
 
-def set_up_worker(sim):
+def set_up_worker(forms, pvec):
     """Prepare a worker process for fence jobs (``embed.worker`` runs it once, before the
     first request): the checks' time limit ($EMBED_CHECK_TIME_LIMIT, 2 s), and the geometry
     path run once, since the first parse, checks and LLVM compile of a process cost several
@@ -106,11 +105,12 @@ def set_up_worker(sim):
 
     Parameters
     ----------
-    sim : embed.simulator.Simulator
-        the worker's simulator of disk_fence.
+    forms : embed.forming.AutomatonForms
+        the worker's symbolic forms of disk_fence's automaton.
+    pvec : numpy.ndarray
+        the default parameter vector.
     """
     checks.CHECK_TIME_LIMIT = float(os.environ.get("EMBED_CHECK_TIME_LIMIT", "2.0"))
-    pvec = np.array(sim.pvec)
-    for part in prepare_fence(sim, 0, ("curve", "0.01*s**2*(1 + 0.1*sin(s))", 6.7), pvec,
+    for part in prepare_fence(forms, 0, ("curve", "0.01*s**2*(1 + 0.1*sin(s))", 6.7), pvec,
                               uid=0):     # the stepping process numbers its fences from 1
         pass

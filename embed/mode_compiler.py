@@ -1,0 +1,188 @@
+"""A simulator's compiled modes: from the shared library, or formed and compiled when entered.
+
+The compiled mode of a (mode, constraint set, partition) on the symbolic path (gillespie2005
+eq 11-16: ``embed.forming``, ``embed.compile``) or on the compiled-terms path
+(``embed.numeric``), the entry terms of a constraint set (mueller eq 7), the unconstrained
+terms compiled once (Sec 5.5), and the background worker's answers (Sec 6.2).  Everything
+compiled goes to the ``ModeLibrary`` the simulators of a scenario share.  See docs/design.md,
+"Data flow".
+"""
+
+from __future__ import annotations
+
+import time
+from itertools import combinations
+
+import numpy as np
+
+from .compile import make_mode
+from .embedding import EXPLICIT_OPS_OFFLINE
+from .errors import ConstraintRankError
+from .numeric import NumericMode, NumericTerms
+
+
+class ModeCompiler:
+    """The compiled modes of one simulator's automaton.
+
+    Parameters
+    ----------
+    forms : embed.forming.AutomatonForms
+        The simulator's view of its automaton, in symbols.
+    embedding : str
+        "symbolic", "numeric" or "background" (see ``Simulator``).
+    compiler : embed.background.BackgroundCompiler or None
+        The background workers' client ("background").
+    uses_rhs : bool
+        Whether the integrator needs the right-hand side alone (the adaptive solver).
+    """
+
+    def __init__(self, forms, embedding, compiler=None, uses_rhs=False):
+        self.forms, self.library = forms, forms.library
+        self.embedding, self.compiler, self.uses_rhs = embedding, compiler, uses_rhs
+        self.starting = False            # the initial mode is being entered (``compiled``)
+        self.embed_times = []            # wall seconds of each cold embedding + compile
+        self.background_latency = None   # seconds from asking the worker to its latest answer
+
+    # ------------------------------------------------------ run-time definitions
+    def add_constraint(self, c):
+        """Make a constraint known at run time (it is compiled on its own, Sec 5.5)."""
+        self.forms.add_constraint(c)
+        if self.compiler is not None:
+            self.compiler.announce(c)
+
+    def add_mode(self, mode):
+        """A mode defined at run time (a geometry announced by the master, say); its
+        constraints must be known (``add_constraint``)."""
+        self.forms.add_mode(mode)
+        if self.library.terms is not None:
+            outs, guards = self.forms.mode_exprs(mode.id)
+            self.library.terms.add_mode(mode.id, mode.laws, outs, guards, mode.constraints)
+        if self.compiler is not None:
+            self.compiler.announce_mode(mode)
+
+    # ------------------------------------------------------------------ terms
+    def numeric_terms(self):
+        """The unconstrained terms compiled once (Sec 5.5), built on first use."""
+        if self.library.terms is None:
+            forms, modes = self.forms, self.forms.automaton.modes
+            self.library.terms = NumericTerms(
+                forms.model, forms.psyms, {k: forms.mode_exprs(k)[0] for k in modes},
+                {k: forms.mode_exprs(k)[1] for k in modes},
+                {k: md.laws for k, md in modes.items()},
+                {k: md.constraints for k, md in modes.items()})
+        return self.library.terms
+
+    def entry(self, rows, t, q, u, pvec):
+        """(K, B, [0; -(B u + C)], Phi) of the constraints ``rows`` (ConstraintTerms) at
+        (t, q, u) (``EntryTerms``, mueller eq 7): one call where the set's entry terms were
+        compiled at set-up (``warm_up``) or by the worker, else assembled from each
+        constraint's own terms and the unconstrained mass matrix."""
+        entry = self.library.entry_terms(tuple(row.name for row in rows))
+        if entry is not None:
+            return entry(t, q, u, pvec)
+        n, m = self.forms.model.n, len(rows)
+        B, C = self.forms.constraint_rows(rows, t, q, pvec)
+        K = np.zeros((n + m, n + m))
+        K[:n, :n] = self.numeric_terms().mass(t, q, u, pvec)
+        K[:n, n:] = B.T
+        K[n:, :n] = B
+        tq = np.concatenate(([t], q, pvec))
+        phi = [row.phi(tq)[0] for row in rows if row.holonomic]
+        return K, B, np.concatenate((np.zeros(n), -(B @ u + C))), np.array(phi)
+
+    # ------------------------------------------------------------------ modes
+    def compiled(self, mode_id, dep, active=None):
+        """The mode's compiled functions: symbolic (from the library, or embedded and compiled
+        now) or numeric.
+
+        Parameters
+        ----------
+        mode_id : int
+        dep : tuple of int
+            The dependent speeds.
+        active : tuple of str or None
+            The active constraints (default: the mode's own).
+
+        Returns
+        -------
+        compiled mode (``embed.modes.CompiledModeProtocol``)
+        """
+        forms, library = self.forms, self.library
+        mode = forms.automaton.modes[mode_id]
+        active = tuple(sorted(mode.constraints if active is None else active))
+        key = (mode_id, active, tuple(dep))
+        compiled = library.mode(key)
+        if compiled is not None:
+            return compiled
+        t0 = time.perf_counter()
+        # a constraint known only by its compiled terms (a stub, B empty: a geometry prepared
+        # elsewhere) has nothing to embed symbolically: its modes come ready-made (a family's
+        # embedding) or run on the numeric path
+        stub = any(not forms.automaton.constraints[c].B for c in active)
+        if self.embedding == "symbolic" and not stub:
+            compiled = library.install(key, make_mode(forms.mode_parts(key), key))
+        elif self.starting and not stub:
+            # the first mode of a background simulator is compiled at set-up, with LLVM
+            compiled = library.install(key, make_mode(forms.mode_parts(key), key, backend="llvm"))
+        else:
+            compiled = library.numeric_modes.get(key)
+            if compiled is None:
+                cset = forms.constraint_set(active)
+                compiled = library.numeric_modes[key] = NumericMode(
+                    self.numeric_terms(), mode, cset, dep, len(forms.outputs), key,
+                    [forms.constraint_terms(c.name) for c in cset.items])
+            if self.embedding == "background" and not stub and key not in library.submitted:
+                library.submitted[key] = time.perf_counter()
+                self.compiler.submit(key, rhs=self.uses_rhs)
+        self.embed_times.append(time.perf_counter() - t0)
+        return compiled
+
+    def precompile(self, max_partitions=12):
+        """Embed and compile (LLVM) every mode of the automaton for every choice of dependent
+        speeds, at set-up: mode switches then cost no compile at all (small automata only)."""
+        n = self.forms.model.n
+        for mode_id, mode in list(self.forms.automaton.modes.items()):
+            active = tuple(sorted(mode.constraints))
+            deps = list(combinations(range(n), len(active)))
+            if len(deps) > max_partitions:
+                continue
+            for dep in deps:
+                key = (mode_id, active, dep)
+                if self.library.mode(key) is not None:
+                    continue
+                try:
+                    self.library.install(key, make_mode(
+                        self.forms.mode_parts(key, EXPLICIT_OPS_OFFLINE), key, backend="llvm"))
+                except ConstraintRankError:
+                    continue          # this choice is singular everywhere
+
+    def poll_background(self, current=None):
+        """Take the background worker's finished compiles into the library.
+
+        Parameters
+        ----------
+        current : compiled mode or None
+            The mode the simulator runs in.
+
+        Returns
+        -------
+        compiled mode or None
+            The symbolic path's compiled mode for ``current``'s key if it arrived now (the
+            simulator moves to it at once: x and the monitors do not change).
+        """
+        if self.compiler is None:
+            return None
+        library, arrived = self.library, None
+        for key, fns, meta in self.compiler.results():
+            compiled = library.install(key, make_mode(meta, key, fns))
+            t_sub = library.submitted.get(key)
+            if t_sub is not None:
+                self.background_latency = time.perf_counter() - t_sub
+            if current is not None and current.key == key:
+                arrived = compiled
+        for kind, key, obj in self.compiler.extras():
+            if kind == "entry":
+                library.entry.setdefault(key, obj)
+            elif key in library.modes:
+                library.modes[key].set_rhs(obj)
+        return arrived
