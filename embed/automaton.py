@@ -254,12 +254,12 @@ class Automaton:
     """
 
     model: object
-    constraints: dict
+    constraints: dict | Sequence
     modes: dict
     discrete: dict = field(default_factory=dict)
-    outputs: dict = field(default_factory=dict)
+    outputs: dict | Sequence[Output] = field(default_factory=dict)
     transition: Optional[Callable] = None
-    initial: Optional[Callable] = None
+    initial: Optional[Callable | int] = None
     zeno: Optional[Callable] = None
     allowed: dict = field(default_factory=dict)
     declared_outputs: tuple = ()
