@@ -4,7 +4,7 @@ Data flow (docs/design.md): model -> constraints -> embedding -> compile -> inte
 events -> automaton/simulator.  Nothing here knows about FMI.
 """
 
-from .automaton import Automaton, Guard, Jump, Mode
+from .automaton import Automaton, Guard, Jump, Mode, Output
 from .constraints import Constraint, ConstraintSet, holonomic, motion
 from .embedding import ModeEquations, embed, partition
 from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
@@ -12,13 +12,14 @@ from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLoc
                      StateError, StepBudgetError, ZenoError)
 from .library import ModeLibrary
 from .model import Model
-from .scenario import Scenario, Var, engine_outputs
+from .scenario import Scenario, Start, Var, engine_outputs
 from .simulator import Simulator
+from .context import Context      # after simulator: context and switching import each other
 
 __all__ = [
-    "Automaton", "Guard", "Jump", "Mode", "Constraint", "ConstraintSet", "holonomic", "motion",
-    "ModeEquations", "embed", "partition", "EmbedError", "CompilationError",
-    "ConstraintRankError", "EventLocationError", "ImpactError", "InputError", "IntegrationError",
-    "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError", "Model", "Scenario",
-    "Var", "engine_outputs", "Simulator", "ModeLibrary",
+    "Automaton", "Guard", "Jump", "Mode", "Output", "Context", "Constraint", "ConstraintSet",
+    "holonomic", "motion", "ModeEquations", "embed", "partition", "EmbedError",
+    "CompilationError", "ConstraintRankError", "EventLocationError", "ImpactError", "InputError",
+    "IntegrationError", "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError",
+    "Model", "Scenario", "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
 ]

@@ -11,6 +11,8 @@ import functools
 
 import numpy as np
 
+from . import switching
+
 
 class Context:
     """The state at an event, forces and outputs formed on demand, and probes of other modes.
@@ -56,7 +58,7 @@ class Context:
         dict
             Force name -> value.
         """
-        return self.sim.forces_at(mode_id, {**self.discrete, **discrete}, self.t, self.q, self.u)
+        return switching.forces_at(self.sim, mode_id, {**self.discrete, **discrete}, self.t, self.q, self.u)
 
     def param(self, name):
         """A parameter, input or discrete variable by name."""

@@ -18,28 +18,22 @@ import time
 
 import numpy as np
 
-from . import events, state as state_mod
-from .activation import activation_jump
+from . import events, state as state_mod, switching
 from .automaton import Automaton, Jump
+from .check import reset_map
 from .context import Context
-from .embedding import partition
-from .errors import (EmbedError, InputError, IntegrationError, ModelDefinitionError,
-                     StepBudgetError, ZenoError)
+from .errors import (EmbedError, InputError, ModelDefinitionError,
+                     StepBudgetError)
 from .events import (ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED,  # noqa: F401
                      approaching)
 from .integrators import make_integrator
 from .forming import AutomatonForms
 from .library import ModeLibrary
 from .mode_compiler import ModeCompiler
-from .projection import PHI_TOL, Projection, max_abs as _max_abs
+from .projection import Projection
 from .state import RunState
 from .warmup import warm_up
 
-ZENO_LIMIT = 100      # events at one instant before the automaton is declared Zeno
-ZENO_IMPACTS = 5      # impacts in a row, each closer than zeno_dt to the last: accumulating
-IMPACT_LOG = 50       # impacts kept in Simulator.impacts (t, guard, q, u before, u after)
-RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
-                      # (10 cost accuracy near singular configurations of the slider-crank)
 EMBEDDINGS = ("symbolic", "numeric", "background")
 STATE_FIELDS = state_mod.STATE_KEYS
 MAX_STEPS = 2_000_000  # internal steps one advance may take (slider_crank3 in 100 s
@@ -66,7 +60,7 @@ class Simulator(RunState):
         compiled-terms path only) or "background" (numeric at once, the symbolic path from
         ``compiler``, a background worker, when its compile is done).
     zeno_dt : float
-        Impacts closer than this (s), ZENO_IMPACTS in a row, are accumulating.
+        Impacts closer than this (s), ``switching.ZENO_IMPACTS`` in a row, are accumulating.
     precompile : bool
         Embed every mode for every partition at ``start`` (small automata).
     """
@@ -162,9 +156,18 @@ class Simulator(RunState):
         st, o = self.state, self.discrete_offset
         st.pvec[o:o + len(self.dnames)] = [float(st.discrete[k]) for k in self.dnames]
 
-    def start(self, t0, q0, u0):
+    def start(self, t0: float, q0, u0) -> None:
         """Initial reset map (eq 20): choose the first mode and embed it.  With more than one
-        mode the unconstrained terms are compiled now too (reset maps need M)."""
+        mode the unconstrained terms are compiled now too (reset maps need M).
+
+        Parameters
+        ----------
+        t0 : float
+            The start time (s); the fixed-step grid starts here.
+        q0, u0 : array_like
+            The generalized coordinates and speeds (the automaton's ``initial`` reset map may
+            project them on the first mode's constraints).
+        """
         st = self.state
         st.t = float(t0)
         self.integrator.restart(st.t)     # the fixed-step grid starts here
@@ -179,7 +182,7 @@ class Simulator(RunState):
             self.mode_compiler.precompile()
         self.mode_compiler.starting = True
         try:
-            self._apply(self.aut.initial(Context(self)))
+            switching.apply(self, reset_map(self.aut, "initial", Context(self)))
         finally:
             self.mode_compiler.starting = False
 
@@ -192,14 +195,6 @@ class Simulator(RunState):
         """The mode as reported to the outside (Mode.report, else its id)."""
         md = self.aut.modes.get(self.state.mode)
         return self.state.mode if md is None or md.report is None else md.report
-
-    def activation_jump(self, names, q, u, tol=1e-12, entry=None):
-        """Momentum-consistent velocity jump when the constraints ``names`` become active
-        (mueller eq 7, ``embed.activation``); ``entry``: ``ModeCompiler.entry``'s (K, B, rhs, Phi) at
-        (q, u), if known already.  Returns the new full speeds and each constraint's impulse."""
-        K, _, rhs, _ = entry if entry is not None else self.mode_compiler.entry(
-            [self.forms.constraint_terms(c) for c in names], self.state.t, q, u, self.pvec)
-        return activation_jump(K, rhs, u, names, self.state.t, tol)
 
     # ------------------------------------------------------- compiled modes
     def add_constraint(self, c):
@@ -223,8 +218,18 @@ class Simulator(RunState):
         return self.mode_compiler.background_latency
 
     # ---------------------------------------------------- the parameter vector
-    def param(self, name):
-        """A parameter, input or discrete variable by name (its current value)."""
+    def param(self, name: str) -> float:
+        """A parameter, input or discrete variable by name.
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        float
+            Its current value (ModelDefinitionError if there is none).
+        """
         if name in self.pnames:
             return float(self.pvec[self.pnames.index(name)])
         try:
@@ -232,10 +237,20 @@ class Simulator(RunState):
         except KeyError:
             raise ModelDefinitionError(f"no parameter {name!r}") from None
 
-    def set_inputs(self, values: dict):
-        """Take the inputs in ``values`` (by name), all or none: a non-finite value, or one
-        outside the automaton's allowed values for that input, raises InputError naming it
-        and nothing is changed."""
+    def set_inputs(self, values: dict) -> None:
+        """Take the inputs in ``values``, all or none.
+
+        Parameters
+        ----------
+        values : dict of str to float
+            Inputs by name; others keep their values.
+
+        Raises
+        ------
+        InputError
+            Naming the input, for a non-finite value or one outside the automaton's allowed
+            values for it; nothing is changed.
+        """
         new, pvec, o = {}, self.state.pvec, self.n_params
         for i, s in enumerate(self.model.inputs):
             name = str(s)
@@ -259,9 +274,15 @@ class Simulator(RunState):
         self._dirty = True
 
     # ----------------------------------------------------------------- probes
-    def constraint_forces(self):
+    def constraint_forces(self) -> dict:
         """Multipliers of the active constraints: F + F* + B^T lambda = 0 (zero where a declared
-        force symbol carries the constraint force, see ``forces_now``)."""
+        force symbol carries the constraint force, see ``forces_now``).
+
+        Returns
+        -------
+        dict of str to float
+            Active constraint name -> multiplier (empty before ``start``).
+        """
         st = self.state
         if st.compiled_mode is None:
             return {}
@@ -274,8 +295,14 @@ class Simulator(RunState):
             return {}
         return dict(zip(map(str, self.model.forces), st.mon[st.compiled_mode.sl_forces].tolist()))
 
-    def outputs_now(self):
-        """The outputs now (by name)."""
+    def outputs_now(self) -> dict:
+        """The automaton's outputs at the current state.
+
+        Returns
+        -------
+        dict of str to float
+            Output name -> value (empty before ``start``).
+        """
         st = self.state
         if st.compiled_mode is None:
             return {}
@@ -286,243 +313,49 @@ class Simulator(RunState):
         st = self.state
         return 0.0 if st.compiled_mode is None else float(st.mon[st.compiled_mode.i_res])
 
-    def forces_at(self, mode_id, discrete, t, q, u):
-        """Contact forces in mode ``mode_id`` at (t, q, u) with the given discrete values.
-
-        Returns
-        -------
-        dict
-            Force name -> value.
-        """
-        st = self.state
-        saved = st.discrete
-        st.discrete = dict(discrete)
-        self._sync_discrete()
-        try:
-            active = tuple(sorted(self.aut.modes[mode_id].constraints))
-            dep = self.forms.partition(active, t, q, self.pvec)
-            compiled = self.mode_compiler.compiled(mode_id, dep, active)
-            mon = compiled.monitors(t, np.concatenate((q, u[list(compiled.ind)])), self.pvec)
-        finally:
-            st.discrete = saved
-            self._sync_discrete()
-        return dict(zip(map(str, self.model.forces), mon[compiled.sl_forces].tolist()))
-
     # --------------------------------------------------------------- events
-    def _target(self, jump: Jump):
-        """(mode, active constraints, q, u) that ``jump`` enters with: q and u are views of x
-        and mon (never changed in place) unless the reset map gives new values."""
-        mode = self.aut.modes[jump.mode]
-        active = tuple(sorted(mode.constraints if jump.constraints is None else jump.constraints))
-        q = self.q if jump.q is None else np.array(jump.q, dtype=float)
-        u = self.u if jump.u is None else np.array(jump.u, dtype=float)
-        return mode, active, q, u
+    def jump_to(self, mode: int, q=None, u=None, label: str = "reset", **discrete) -> None:
+        """Enter ``mode`` now with an optional new state (a reset from outside: an event).
 
-    def _apply(self, jump: Jump):
-        """Enter jump.mode with the reset state, re-embedding (from the library) if needed."""
-        st = self.state
-        before = st.active
-        mode, st.active, q, u = self._target(jump)
-        st.discrete = {**st.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
-        self._sync_discrete()
-        st.mode = jump.mode
-        self.last_impulse = {}
-        # the new constraints at the reset configuration, evaluated once for the projection
-        # (haug_pavesic2023 eq 13), the activation jump (mueller eq 7), the partition (eq 11)
-        # (kappa(B1) comes with the monitors): an event step evaluates them once
-        rows = [self.forms.constraint_terms(c) for c in st.active]
-        st.projection = Projection([row for row in rows if row.holonomic])
-        st.watch = any(not row.constant_B for row in rows)
-        st.chart = None
-        if rows:
-            entry = self.mode_compiler.entry(rows, st.t, q, u, self.pvec)
-            if st.projection.holonomic and _max_abs(entry[3]) > PHI_TOL:
-                q = self._project_q(q)
-                entry = self.mode_compiler.entry(rows, st.t, q, u, self.pvec)
-            if jump.u is None and set(st.active) - set(before):
-                u, self.last_impulse = self.activation_jump(st.active, q, u, entry=entry)
-            st.dep = partition(entry[1], st.active)
-        else:
-            st.dep = ()
-        compiled = st.compiled_mode = self.mode_compiler.compiled(jump.mode, st.dep, st.active)
-        st.x = np.concatenate((q, u[list(compiled.ind)]))
-        st.mon = compiled.monitors(st.t, st.x, st.pvec)
-        st.kappa0 = float(st.mon[compiled.i_kappa])
-        st.enabled = tuple(g.enabled is None or bool(g.enabled(st.discrete)) for g in mode.guards)
-        st.armed = events.arm(st.mon[compiled.sl_guards].tolist(), self._guards_later)
-        self._rehearsed = None
-        self._dirty = self._rearm = False
-
-    def _guards_later(self):
-        """The switching conditions an instant (PROBE) after the current state (events.arm)."""
-        st, compiled = self.state, self.state.compiled_mode
-        tau = min(PROBE, self.integrator.h_max / 100)
-        later = self.integrator.partial(compiled, st.t, st.x, st.pvec, tau)
-        o = compiled.nx
-        return later[o + compiled.sl_guards.start:o + compiled.sl_guards.stop].tolist()
-
-    def _handle(self, gi):
-        """Apply the reset map of switching condition gi; count events and watch for Zeno
-        behaviour (ANDY's multi-jump counter): too many events at one instant, or impacts
-        accumulating in time, hand over to the automaton's persistent mode (``zeno``)."""
-        st = self.state
-        mode = self.aut.modes[st.mode]
-        guard = mode.guards[gi]
-        before = st.mode
-        if st.events and st.t - st.last_event_time <= EVENT_TOL:
-            st.same_instant += 1
-        else:
-            st.same_instant = 0
-        ctx = Context(self, guard.name)
-        jump = self.aut.transition(ctx, guard.name)
-        if jump.impact:
-            st.impact_count += 1
-            self.impacts.append((float(st.t), guard.name, np.array(ctx.q), np.array(ctx.u),
-                                 None if jump.u is None else np.array(jump.u)))
-            del self.impacts[:-IMPACT_LOG]
-            gap = st.t - st.last_impact if st.last_impact is not None else np.inf
-            # a new list, never changed in place: the step's checkpoint keeps a reference
-            st.impact_gaps = (st.impact_gaps + [gap])[-ZENO_IMPACTS:]
-            st.last_impact = st.t
-        zeno = (st.same_instant > ZENO_LIMIT or
-                (jump.impact and len(st.impact_gaps) == ZENO_IMPACTS
-                 and max(st.impact_gaps) < self.zeno_dt))
-        if zeno:
-            if self.aut.zeno is None:
-                raise ZenoError(
-                    f"Zeno behaviour at t = {st.t:.12g} s ({guard.name!r} in mode {mode.name!r}: "
-                    f"{st.same_instant} events at one instant, impacts {ZENO_IMPACTS} in a row "
-                    f"less than {self.zeno_dt} s apart) and no persistent mode to switch to")
-            jump = self.aut.zeno(ctx, guard.name)
-            st.impact_gaps = []
-            st.zeno_count += 1
-        self._apply(jump)
-        self._record("zeno:" + guard.name if zeno else guard.name, before)
-
-    def _record(self, label, before):
-        """Count the event just applied (from mode ``before``) and log it."""
-        st = self.state
-        st.event_count += 1
-        st.last_event_time = st.t
-        st.events.append((float(st.t), label, before, st.mode))
-
-    def _approaching(self, g_prev, g_end):
-        """The condition to rehearse after a step (``events.approaching``), not one rehearsed
-        already in this mode."""
-        return approaching(g_prev, g_end, self.armed, self.enabled, self._rehearsed, self.mode)
-
-    def _rehearse(self, gi):
-        """Evaluate what the event of switching condition gi will need (its reset map, the
-        entered constraint set's entry terms, the partition, the new mode's monitors) without
-        applying any of it: an event step finds the caches cold and costs 0.4-0.6 ms where it
-        costs 0.15-0.2 ms warm; rehearsed one step ahead, that cost is split over two steps.
-        Changes no state; a failure here is left for the event itself to report.  Returns
-        whether the rehearsal went through."""
-        st = self.state
-        self._rehearsed = (st.mode, gi)
-        try:
-            name = self.aut.modes[st.mode].guards[gi].name
-            jump = self.aut.transition(Context(self, name), name)
-            _, active, q, u = self._target(jump)
-            dep = ()
-            if active:
-                rows = [self.forms.constraint_terms(c) for c in active]
-                entry = self.mode_compiler.entry(rows, st.t, q, u, self.pvec)
-                dep = partition(entry[1], active)
-            compiled = self.library.mode((jump.mode, active, dep))
-            if compiled is not None:
-                compiled.monitors(st.t, np.concatenate((q, u[list(compiled.ind)])), st.pvec)
-        except Exception:  # noqa: BLE001 - the event reports its own errors
-            return False
-        return True
-
-    def _locate(self, gi, x0, p, h, gb):
-        """Earliest tau in (0, h] where guard gi falls to its firing level (``events.locate``
-        on the integrator's continuous extension from x0; gb = its value at h)."""
-        st, integ = self.state, self.integrator
-        compiled, t0 = st.compiled_mode, st.t
-        o = compiled.nx + compiled.sl_guards.start + gi
-        level = LEVEL[st.armed[gi]]
-        g = lambda tau: integ.partial(compiled, t0, x0, p, tau)[o] - level  # noqa: E731
-        return events.locate(g, st.mon[compiled.sl_guards][gi] - level, gb - level, h,
-                             self.aut.modes[st.mode].guards[gi].name, t0)
-
-    def _project_q(self, q):
-        """q projected on Phi(q) = 0 with the state's chart (``Projection.project``)."""
-        st = self.state
-        q, st.chart, recharts = st.projection.project(st.t, q, st.pvec, st.chart)
-        st.recharts += recharts
-        return q
-
-    def _after_step(self):
-        """Hold the configuration constraints and watch the dependent block of B (Sec 5.4)."""
-        st = self.state
-        n, compiled = self.model.n, st.compiled_mode
-        if st.projection.holonomic and st.mon[compiled.i_res] > PHI_TOL:   # the residual includes |Phi|
-            q = st.x[:n]
-            qp = self._project_q(q)
-            if qp is not q:
-                st.x = np.concatenate((qp, st.x[n:]))
-                st.mon = compiled.monitors(st.t, st.x, st.pvec)
-        if st.watch and st.mon[compiled.i_kappa] > RESELECT * max(st.kappa0, 1.0):
-            self._reselect()        # kappa(B1) is a monitor: watching it costs nothing
-
-    def _reselect(self):
-        """New independent speeds by pivoting on B here; re-embed (library) without stopping."""
-        t0 = time.process_time()
-        st = self.state
-        q, u = np.array(self.q), np.array(self.u)
-        dep = self.forms.partition(st.active, st.t, q, self.pvec)
-        if dep != st.dep:
-            st.dep = dep
-            times = self.mode_compiler.embed_times
-            n_emb = len(times)
-            compiled = st.compiled_mode = self.mode_compiler.compiled(st.mode, dep, st.active)
-            self.reselect_compile_time += sum(times[n_emb:])
-            st.x = np.concatenate((q, u[list(compiled.ind)]))
-            st.mon = compiled.monitors(st.t, st.x, st.pvec)
-            st.reselections += 1
-        st.kappa0 = float(st.mon[st.compiled_mode.i_kappa])
-        self.reselect_time += time.process_time() - t0
-
-    def jump_to(self, mode, q=None, u=None, label="reset", **discrete):
-        """Enter ``mode`` now with an optional new state (a reset from outside: an event)."""
+        Parameters
+        ----------
+        mode : int
+            A mode of the automaton.
+        q, u : array_like, optional
+            New coordinates and speeds (default: the current ones).
+        label : str
+            The event's name in ``events``.
+        **discrete : float
+            Discrete variables set by the reset.
+        """
         before = self.state.mode
-        self._apply(Jump(mode, discrete, q=q, u=u))
-        self._record(label, before)
+        switching.apply(self, Jump(mode, discrete, q=q, u=u))
+        switching.record(self, label, before)
 
-    def set_constraints(self, names, label="constraints"):
-        """Activate exactly the constraints ``names`` in the current mode now (an event)."""
+    def set_constraints(self, names, label: str = "constraints") -> None:
+        """Activate exactly the constraints ``names`` in the current mode now (an event, with
+        the momentum-consistent activation jump of mueller eq 7 for the new ones).
+
+        Parameters
+        ----------
+        names : iterable of str
+            Constraints of the automaton (ModelDefinitionError naming an unknown one).
+        label : str
+            The event's name in ``events``.
+        """
         for c in names:
             if c not in self.aut.constraints:
                 raise ModelDefinitionError(f"unknown constraint {c!r}; known: "
                                            f"{sorted(self.aut.constraints)}")
         before = self.state.mode
-        self._apply(Jump(before, constraints=tuple(names)))
-        self._record(label, before)
+        switching.apply(self, Jump(before, constraints=tuple(names)))
+        switching.record(self, label, before)
 
     def _accept(self, y):
         nx = self.compiled_mode.nx
-        self._check_finite(y, "state")
+        state_mod.check_finite(self, y, "state")
         self.x = y[:nx]
         self.mon = y[nx:-1]
-
-    def _check_finite(self, y, what):
-        """IntegrationError unless every entry of y (state and monitors: outputs, forces,
-        conditions) is finite: nothing non-finite is ever accepted, so none reaches outputs."""
-        # the sum is nan or inf where any entry is (or where it overflows: then look closer)
-        if not math.isfinite(sum(y.tolist())) and not all(map(math.isfinite, y.tolist())):
-            compiled = self.state.compiled_mode
-            names = ([str(c) for c in self.model.q] + [str(self.model.u[i]) for i in compiled.ind]
-                     if len(y) > len(self.state.mon) else [])
-            names += ([str(u) for u in self.model.u] + [str(f) for f in self.model.forces]
-                      + list(self.outputs))
-            bad = [names[i] if i < len(names) else f"monitor {i}"
-                   for i, e in enumerate(y.tolist()) if not math.isfinite(e)]
-            raise IntegrationError(
-                f"non-finite {what} at t = {self.state.t:.9g} s in mode {compiled.key} "
-                f"({', '.join(bad[:5])}{', ...' if len(bad) > 5 else ''}); check inputs and "
-                "parameters; the last good state is kept")
 
     # ---------------------------------------------------------------- advance
     def rollback(self):
@@ -578,7 +411,7 @@ class Simulator(RunState):
             self.poll_background()
         if self._dirty:     # inputs changed at this communication point: a condition may be due now
             st.mon = st.compiled_mode.monitors(st.t, st.x, st.pvec)
-            self._check_finite(st.mon, "monitors")
+            state_mod.check_finite(self, st.mon, "monitors")
             self._dirty = False
             if self._rearm:
                 self._rearm = False
@@ -586,7 +419,7 @@ class Simulator(RunState):
                                                     st.armed)
             while (gi := events.due(st.mon[st.compiled_mode.sl_guards], st.armed, st.enabled,
                                     -PROBE_G)) is not None:
-                self._handle(gi)
+                switching.handle(self, gi)
         integ, p = self.integrator, st.pvec
         t_start = st.t
         budget = MAX_STEPS
@@ -609,27 +442,33 @@ class Simulator(RunState):
                 self._accept(y)
                 st.t = integ.t_next
                 if st.projection.holonomic or st.watch:
-                    self._after_step()
-                if (gi := self._approaching(g_prev, g_end)) is not None:
-                    self._rehearse(gi)
+                    switching.after_step(self)
+                if (gi := switching.approaching(self, g_prev, g_end)) is not None:
+                    switching.rehearse(self, gi)
                 if not all(a == ARMED for a in st.armed):
                     st.armed = tuple(ARMED if v > 0 else a for a, v in
                                      zip(st.armed, st.mon[st.compiled_mode.sl_guards].tolist()))
                 continue
             hits = [i for i, (v, a, e) in enumerate(zip(g_end, st.armed, st.enabled))
                     if a and e and v <= LEVEL[a]]
-            tau, gi = min((self._locate(i, x0, p, h, g_end[i]), i) for i in hits)
+            tau, gi = min((switching.locate(self, i, x0, p, h, g_end[i]), i) for i in hits)
             self._accept(integ.partial(compiled, st.t, x0, p, tau))
             st.t += tau
-            self._handle(gi)
+            switching.handle(self, gi)
             # a reset map may leave another condition already crossed (not merely at zero)
             while (gi := due(st.mon[st.compiled_mode.sl_guards], st.armed, st.enabled,
                              -PROBE_G)) is not None:
-                self._handle(gi)
+                switching.handle(self, gi)
 
     # ------------------------------------------------------------------ state
-    def get_state(self):
-        """Everything that decides the future, as plain Python/numpy values (``embed.state``)."""
+    def get_state(self) -> dict:
+        """Everything that decides the future.
+
+        Returns
+        -------
+        dict
+            Plain Python and numpy values (``embed.state.serialize``), for ``set_state``.
+        """
         return state_mod.serialize(self.state, self.integrator)
 
     def set_state(self, s):

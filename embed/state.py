@@ -4,7 +4,8 @@
 live in the mode library (``embed.library``), shared; this is what one run changes.  Its
 fields are the one list: the checkpoint an ``advance`` rolls back to, the serialized state
 (``get_state``/``set_state``, the FMU state of docs/design.md, "The FMU boundary") and the
-whole-state check (``check_state``) all follow it.  Adding a field means adding it here, with
+whole-state check (``check_state``) all follow it, and so does the finiteness check of a new
+state (``check_finite``).  Adding a field means adding it here, with
 its ``meta``: whether the checkpoint keeps it, how it is serialized and restored, and how a
 serialized value is checked.
 
@@ -23,7 +24,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .errors import EmbedError, StateError
+from .errors import EmbedError, IntegrationError, StateError
 from .events import ARMED, HELD, UNARMED
 
 
@@ -290,3 +291,21 @@ def check_state(sim, s):
     x = _vector("x", s["x"], compiled.nx)
     _vector("mon", s["mon"], len(compiled.monitors(float(s["t"]), x, pvec)))
     return s, compiled
+
+
+def check_finite(sim, y, what):
+    """IntegrationError unless every entry of y (state and monitors: outputs, forces,
+    conditions) is finite: nothing non-finite is ever accepted, so none reaches outputs."""
+    # the sum is nan or inf where any entry is (or where it overflows: then look closer)
+    if not math.isfinite(sum(y.tolist())) and not all(map(math.isfinite, y.tolist())):
+        compiled = sim.state.compiled_mode
+        names = ([str(c) for c in sim.model.q] + [str(sim.model.u[i]) for i in compiled.ind]
+                 if len(y) > len(sim.state.mon) else [])
+        names += ([str(u) for u in sim.model.u] + [str(f) for f in sim.model.forces]
+                  + list(sim.outputs))
+        bad = [names[i] if i < len(names) else f"monitor {i}"
+               for i, e in enumerate(y.tolist()) if not math.isfinite(e)]
+        raise IntegrationError(
+            f"non-finite {what} at t = {sim.state.t:.9g} s in mode {compiled.key} "
+            f"({', '.join(bad[:5])}{', ...' if len(bad) > 5 else ''}); check inputs and "
+            "parameters; the last good state is kept")

@@ -21,7 +21,7 @@ from pythonfmu import Boolean, Fmi2Causality, Fmi2Initial, Fmi2Slave, Fmi2Variab
 from pythonfmu.enums import Fmi2Status
 from pythonfmu import Integer, Real, String
 
-from embed import EmbedError
+from embed import EmbedError, ModelDefinitionError
 from embed.simulator import EMBEDDINGS, MAX_STEPS
 from fmu_src.fmi2 import DISCARD, ERROR, CallError, Loader, State, fmi2_call
 from fmu_src.status import INPUT_REJECTED, REFUSED, STATUS, status_of
@@ -119,6 +119,8 @@ class ScenarioSlave(Fmi2Slave):
         self.sc = self.scenario = scenario(self.scenario_name, self.scenario_options)
         self.sim = None
         self.status = 0
+        self._broken = None        # (status code, message) of a failure no step can get past
+        self._rejected = {}        # parameter -> why its last value was refused
         self._specs = {}           # value reference -> (Var, causality)
         for name, start, desc, unit in COMMON:
             start = self.sc.embedding if name == "embedding" else start
@@ -144,7 +146,9 @@ class ScenarioSlave(Fmi2Slave):
             kind, where = self.sc.source(v.name)
             if kind == "mon":
                 self._mon[where] = v.start
-        self._start_sim(worker=False)     # exact start values of the outputs
+        failed = self._start_sim(worker=False)     # exact start values of the outputs
+        if failed is not None:
+            self._fail(failed, rollback=False)
         # Output getters read the engine's monitor vector directly: publishing a step's
         # results is one reference assignment (``_publish``).
         self._getters = {}     # value reference -> getter, Real outputs
@@ -204,10 +208,19 @@ class ScenarioSlave(Fmi2Slave):
     @fmi2_call("exit_initialization_mode")
     def exit_initialization_mode(self):
         self.status = 0
+        if self._rejected:
+            raise CallError("initialization failed: values were refused for "
+                            f"{'; '.join(self._rejected.values())}; set valid values (the "
+                            "defaults are not used instead) and call fmi2ExitInitializationMode "
+                            "again", code=INPUT_REJECTED)
         self._read_inputs()
-        if not self._start_sim():
-            raise CallError("initialization failed (see the message above); set valid "
-                            "parameters and call fmi2ExitInitializationMode again")
+        failed = self._start_sim()
+        if failed is not None:
+            fix = ("fix the model (embed-fmu check) and build the FMU again"
+                   if _model_broken(failed) else "set valid parameters and call "
+                   "fmi2ExitInitializationMode again")
+            raise CallError(f"initialization failed: {_describe(failed)}; {fix}",
+                            code=status_of(failed))
         try:
             self.sim.warm_up()
         except Exception as exc:  # noqa: BLE001 - warming is an optimization only
@@ -240,7 +253,8 @@ class ScenarioSlave(Fmi2Slave):
     def _start_sim(self, worker=True):
         """A simulator from the parameters, at the start time; ``worker``: start the
         background embedding worker if the embedding asks for it (not at build time, when
-        pythonfmu only reads the start values).  Returns whether it started."""
+        pythonfmu only reads the start values).  Returns None if it started, else the
+        exception that stopped it (``self.sim`` is then None)."""
         for name, pname in self.sc.input_defaults.items():   # "used when set"
             if name not in self._inputs_set:
                 val = getattr(self, pname)
@@ -270,9 +284,10 @@ class ScenarioSlave(Fmi2Slave):
                 self.ext = self.sc.extension(
                     self.sim, bc, lambda msg: self.log(msg, Fmi2Status.warning))
         except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu
-            self._fail(exc, rollback=False)
+            self._publish()
+            return exc
         self._publish()
-        return self.sim is not None
+        return None
 
     @fmi2_call("do_step", default=lambda self, *a: True)
     def do_step(self, current_time, step_size):
@@ -294,7 +309,11 @@ class ScenarioSlave(Fmi2Slave):
             self._publish()
             self.fmi_state = State.STEP_FAILED
             self.loader.successful_until(t0)
-            self.loader.report(DISCARD)
+            if _model_broken(exc):      # no retry gets past it: every later step refuses too
+                self._broken = (self.status, _describe(exc))
+                self.loader.report(ERROR)
+            else:
+                self.loader.report(DISCARD)
             return True
         self._publish()
         self.t_comm = current_time + step_size
@@ -304,6 +323,11 @@ class ScenarioSlave(Fmi2Slave):
     def _check_step(self, current_time, step_size):
         """fmi2DoStep's arguments (FMI 2.0, Sec 4.2.3): a positive finite step from the
         previous communication point (rounding of a master's running sum tolerated)."""
+        if self._broken is not None:
+            code, message = self._broken
+            raise CallError(f"a step failed for good ({message}); no step can get past it: fix "
+                            "the model and build the FMU again (fmi2Reset starts over)",
+                            code=code)
         if not (math.isfinite(step_size) and step_size > 0):
             raise CallError(f"communicationStepSize = {step_size!r} must be positive and finite")
         t = self.t_comm
@@ -357,10 +381,8 @@ class ScenarioSlave(Fmi2Slave):
     def _fail(self, exc, rollback=True):
         """An engine (or internal) error: logged, ``status`` set, the last good state kept."""
         self.status = status_of(exc)
-        kind = type(exc).__name__ if isinstance(exc, EmbedError) else "internal error"
         t = self.sim.t if self.sim is not None else self.start_time
-        self.log(f"{kind} at t = {t:.9g} s: {exc}; the last good state is kept",
-                 Fmi2Status.error)
+        self.log(f"{_describe(exc, t)}; the last good state is kept", Fmi2Status.error)
         if rollback and self.sim is not None:
             self.sim.rollback()
 
@@ -410,9 +432,17 @@ class ScenarioSlave(Fmi2Slave):
         """Check every value first (causality, state, range); then apply them all."""
         if len(vrs) != len(values):
             raise CallError(f"{len(vrs)} value references but {len(values)} values")
-        checked = [(self._settable(vr, type_name), self._check_value(vr, value))
-                   for vr, value in zip(vrs, values)]
+        checked = []
+        for vr, value in zip(vrs, values):
+            v = self._settable(vr, type_name)
+            try:
+                checked.append((v, self._check_value(vr, value)))
+            except CallError as exc:     # a parameter refused: initialization will fail
+                if self._specs[vr][1] == Fmi2Causality.parameter:
+                    self._rejected[v.name] = str(exc).split("; the previous value")[0]
+                raise
         for v, value in checked:
+            self._rejected.pop(v.name, None)
             setattr(self, v.name, value)
             if v.name in self.sc.input_defaults:
                 self._inputs_set.add(v.name)
@@ -542,6 +572,7 @@ class ScenarioSlave(Fmi2Slave):
         self.fmi_state = State.BY_NAME[state["fmi_state"]]
         self.t_comm, self.start_time = float(state["t_comm"]), float(state["start_time"])
         self.status = int(state["status"])
+        self._broken = None             # a state from before a failure steps again
         self._good_inputs = {k: float(v) for k, v in state["inputs"].items()}
         self._inputs_changed = True     # the variables may differ from what the engine took
         self._inputs_set = set(state["inputs_set"])
@@ -594,6 +625,19 @@ class ScenarioSlave(Fmi2Slave):
     def _refuse_class_call(cls, message):
         if cls._class_loader is not None:
             cls._class_loader.report(ERROR)
+
+
+def _model_broken(exc):
+    """Whether ``exc`` says the model itself is wrong (or the engine is): no retry of the step
+    can succeed, so the call is fmi2Error and the instance steps no more."""
+    return isinstance(exc, ModelDefinitionError) or not isinstance(exc, EmbedError)
+
+
+def _describe(exc, t=None):
+    """The error's class (engine errors) or "internal error", where, and its message."""
+    kind = type(exc).__name__ if isinstance(exc, EmbedError) else \
+        f"internal error ({type(exc).__name__})"
+    return f"{kind}{'' if t is None else f' at t = {t:.9g} s'}: {exc}"
 
 
 def _jsonable(o):

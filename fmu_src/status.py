@@ -28,8 +28,9 @@ BY_ERROR = {            # engine error class -> status code
 
 STATUS = {
     OK: "ok",
-    INTERNAL: "internal error (see the FMI log)",
-    2: "model definition error",
+    INTERNAL: "internal error (see the FMI log); no step gets past it",
+    2: "model definition error (the FMI log names the mode and guard; `check` finds these "
+       "before a build); no step gets past it",
     3: "active constraints redundant or inconsistent",
     4: "compilation of a mode failed",
     5: "integration failed (non-finite state, step budget exceeded, configuration off the "

@@ -74,8 +74,8 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
-from embed import (Automaton, InputError, Jump, Mode, Model, Scenario, Var, engine_outputs,
-                   holonomic, motion)
+from embed import (Automaton, InputError, Mode, Model, Output, Scenario, Var, holonomic,
+                   motion)
 
 ROLLING = 1
 COORDS = ("rho", "alpha", "beta", "e0", "e1", "e2", "e3")
@@ -152,26 +152,12 @@ def build() -> Scenario:
         "roll_beta": motion(model, "roll_beta", rho * sp.cos(alpha) * dbeta - r * w.dot(ea)),
         "euler_norm": holonomic(model, "euler_norm", ((p.T * p)[0] - 1) / 2),
     }
-    modes = {ROLLING: Mode(ROLLING, "rolling", tuple(cons))}
-
     omega_p = w.dot(er)
     k = 2 * r / (7 * (R - r))
     first_integral = dbeta * sp.cos(alpha) ** 2 + k * omega_p * sp.sin(alpha)
     first_integral_0 = dbeta_start * sp.cos(alpha_start) ** 2 + k * omega_p_start * sp.sin(alpha_start)
     I = sp.Rational(2, 5) * m * r ** 2
     v2 = drho ** 2 + rho ** 2 * (dalpha ** 2 + sp.cos(alpha) ** 2 * dbeta ** 2)    # v_C . v_C
-    outputs = {
-        "rho": rho, "alpha": alpha, "beta": beta, "drho": drho, "dalpha": dalpha, "dbeta": dbeta,
-        "omega_x": u[3], "omega_y": u[4], "omega_z": u[5],
-        "kinetic_energy": m * v2 / 2 + I * w.dot(w) / 2,
-        "potential_energy": -m * g * rho * sp.sin(alpha),
-        "first_integral": first_integral,
-        "epsilon": sp.Abs(first_integral - first_integral_0),
-    }
-    aut = Automaton(model, cons, modes, {}, outputs,
-                    transition=lambda ctx, guard: Jump(ROLLING),
-                    initial=lambda ctx: Jump(ROLLING))
-
     parameters = [
         Var("R", 8.0, "bowl radius", "m"),
         Var("r", 1.0, "ball radius (R > r)", "m"),
@@ -186,25 +172,27 @@ def build() -> Scenario:
             "(footnote 6)", "rad/s"),
     ]
     s0 = start_outputs({v.name: v.start for v in parameters})
-    interface = [
-        Var("rho", s0["rho"], "distance of the ball centre from the bowl centre (R - r)", "m"),
-        Var("alpha", s0["alpha"], "angle of the centre below the bowl centre's horizontal plane",
-            "rad"),
-        Var("beta", s0["beta"], "azimuth of the centre", "rad"),
-        Var("drho", s0["drho"], "d rho/dt", "m/s"),
-        Var("dalpha", s0["dalpha"], "d alpha/dt", "rad/s"),
-        Var("dbeta", s0["dbeta"], "d beta/dt", "rad/s"),
-        Var("omega_x", s0["omega_x"], "angular velocity of the ball along i", "rad/s"),
-        Var("omega_y", s0["omega_y"], "angular velocity of the ball along j", "rad/s"),
-        Var("omega_z", s0["omega_z"], "angular velocity of the ball along k", "rad/s"),
-        Var("kinetic_energy", s0["kinetic_energy"], "1/2 m v_C^2 + 1/5 m r^2 omega^2", "J"),
-        Var("potential_energy", s0["potential_energy"],
-            "-m g rho sin(alpha) (zero at the bowl centre's height)", "J"),
-        Var("first_integral", s0["first_integral"], "dbeta cos(alpha)^2 + 2 r/(7 (R - r)) omega_p "
-            "sin(alpha), constant (braun_goldfarb2012 Fig 2 caption)", "1/s"),
-        Var("epsilon", 0.0, "|first_integral - its value at the start| (Fig 2(d))", "1/s"),
-    ] + engine_outputs(ROLLING, "active mode: 1 rolling")
-    return Scenario("ball_bowl", aut, parameters, [], interface, initial_state,
+    rows = (    # name, expression, description, unit
+        ("rho", rho, "distance of the ball centre from the bowl centre (R - r)", "m"),
+        ("alpha", alpha, "angle of the centre below the bowl centre's horizontal plane", "rad"),
+        ("beta", beta, "azimuth of the centre", "rad"),
+        ("drho", drho, "d rho/dt", "m/s"),
+        ("dalpha", dalpha, "d alpha/dt", "rad/s"),
+        ("dbeta", dbeta, "d beta/dt", "rad/s"),
+        ("omega_x", u[3], "angular velocity of the ball along i", "rad/s"),
+        ("omega_y", u[4], "angular velocity of the ball along j", "rad/s"),
+        ("omega_z", u[5], "angular velocity of the ball along k", "rad/s"),
+        ("kinetic_energy", m * v2 / 2 + I * w.dot(w) / 2, "1/2 m v_C^2 + 1/5 m r^2 omega^2", "J"),
+        ("potential_energy", -m * g * rho * sp.sin(alpha),
+         "-m g rho sin(alpha) (zero at the bowl centre's height)", "J"),
+        ("first_integral", first_integral, "dbeta cos(alpha)^2 + 2 r/(7 (R - r)) omega_p "
+         "sin(alpha), constant (braun_goldfarb2012 Fig 2 caption)", "1/s"),
+        ("epsilon", sp.Abs(first_integral - first_integral_0),
+         "|first_integral - its value at the start| (Fig 2(d))", "1/s"))
+    outputs = [Output(n, e, desc, unit, start=s0.get(n, 0.0)) for n, e, desc, unit in rows]
+    aut = Automaton(model, cons, {ROLLING: Mode(name="rolling", constraints=tuple(cons))},
+                    outputs=outputs)
+    return Scenario("ball_bowl", aut, parameters, initial_state=initial_state,
                     positive=("R", "r", "m"), nonnegative=("g",))
 
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBody,  # noqa: F401
                                      dynamicsymbols, inertia)
 
-from embed import Automaton, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs, motion
+from embed import Automaton, Guard, Jump, Mode, Model, Output, Scenario, Start, Var, motion
 
 SLIDING, ROLLING = 1, 2
 
@@ -50,22 +49,10 @@ def build_model():
 
 def build() -> Scenario:
     model, (u1, u2) = build_model()
-    q1 = dynamicsymbols("q1")
+    q1, q2 = dynamicsymbols("q1 q2")
     mu, L, N, F_f = sp.symbols("mu L N F_f")
     s, z = sp.symbols("s z_f")          # friction direction (+-1); 1 in the friction zone
-    rolling = motion(model, "rolling", u1 + u2)
     slip = u1 + u2
-    in_zone = lambda d: d["z_f"] == 1   # noqa: E731
-    modes = {
-        SLIDING: Mode(SLIDING, "sliding", (), ((F_f, z * mu * s * N),), (
-            Guard("rolling_constraint_satisfied", s * slip, -1, enabled=in_zone),
-            Guard("zone_boundary", (2 * z - 1) * (L - q1), -1),
-        )),
-        ROLLING: Mode(ROLLING, "rolling", ("rolling",), (), (
-            Guard("friction_cone", mu * N - sp.Abs(F_f), -1),
-            Guard("zone_boundary", L - q1, -1),
-        )),
-    }
 
     def try_rolling(ctx):
         """Sliding -> rolling if the friction the rolling mode needs lies in the cone."""
@@ -74,21 +61,14 @@ def build() -> Scenario:
             return Jump(ROLLING, {"z_f": 1.0})
         return Jump(SLIDING, {"z_f": 1.0, "s": math.copysign(1.0, f["F_f"])})
 
-    def transition(ctx, guard):
-        if ctx.mode == SLIDING and guard == "rolling_constraint_satisfied":
+    def zone_crossed(ctx):
+        """Sliding across q1 = L: out of the friction zone, or into it (rolling if it may)."""
+        if ctx.discrete["z_f"] == 1:
+            return Jump(SLIDING, {"z_f": 0.0})
+        sl = ctx.outputs["slip"]
+        if sl == 0:
             return try_rolling(ctx)
-        if ctx.mode == SLIDING and guard == "zone_boundary":
-            if ctx.discrete["z_f"] == 1:
-                return Jump(SLIDING, {"z_f": 0.0})
-            sl = ctx.outputs["slip"]
-            if sl == 0:
-                return try_rolling(ctx)
-            return Jump(SLIDING, {"z_f": 1.0, "s": math.copysign(1.0, sl)})
-        if ctx.mode == ROLLING and guard == "friction_cone":
-            return Jump(SLIDING, {"s": math.copysign(1.0, ctx.forces["F_f"])})
-        if ctx.mode == ROLLING and guard == "zone_boundary":
-            return Jump(SLIDING, {"z_f": 0.0, "s": 1.0})
-        raise AssertionError(f"no transition for {guard!r} in mode {ctx.mode}")
+        return Jump(SLIDING, {"z_f": 1.0, "s": math.copysign(1.0, sl)})
 
     def initial(ctx):
         zone = 1.0 if ctx.q[0] < ctx.param("L") else 0.0
@@ -97,11 +77,29 @@ def build() -> Scenario:
             return Jump(SLIDING, {"z_f": zone, "s": math.copysign(1.0, sl)})
         return try_rolling(ctx)
 
-    q2 = dynamicsymbols("q2")
-    outputs = {"q1": q1, "q2": q2, "u1": u1, "u2": u2, "slip": slip, "N": N, "F_f": F_f}
-    aut = Automaton(model, {"rolling": rolling}, modes, {"s": 1.0, "z_f": 1.0}, outputs,
-                    transition, initial)
-
+    in_zone = lambda d: d["z_f"] == 1   # noqa: E731
+    modes = {
+        SLIDING: Mode(name="sliding", laws=((F_f, z * mu * s * N),), guards=(
+            Guard("rolling_constraint_satisfied", s * slip, -1, enabled=in_zone,
+                  reset=try_rolling),
+            Guard("zone_boundary", (2 * z - 1) * (L - q1), -1, reset=zone_crossed))),
+        ROLLING: Mode(name="rolling", constraints=("rolling",), guards=(
+            Guard("friction_cone", mu * N - sp.Abs(F_f), -1, reset=lambda ctx: Jump(
+                SLIDING, {"s": math.copysign(1.0, ctx.forces["F_f"])})),
+            Guard("zone_boundary", L - q1, -1,
+                  reset=lambda ctx: Jump(SLIDING, {"z_f": 0.0, "s": 1.0})))),
+    }
+    outputs = [
+        Output("q1", q1, "position of the disk centre along the ramp", "m"),
+        Output("q2", q2, "disk angle", "rad"),
+        Output("u1", u1, "speed of the centre along the ramp", "m/s"),
+        Output("u2", u2, "r dq2/dt", "m/s"),
+        Output("slip", slip, "slip velocity of the contact point u1 + u2", "m/s"),
+        Output("N", N, "normal force of the ramp on the disk", "N"),
+        Output("F_f", F_f, "friction force on the disk (acting along -a1)", "N"),
+    ]
+    aut = Automaton(model, [motion(model, "rolling", u1 + u2)], modes, {"s": 1.0, "z_f": 1.0},
+                    outputs, initial=initial)
     parameters = [
         Var("m", 1.0, "disk mass", "kg"),
         Var("J", 0.5, "central moment of inertia of the disk", "kg.m2"),
@@ -110,26 +108,12 @@ def build() -> Scenario:
         Var("mu", 0.2, "Coulomb friction coefficient below q1 = L", ""),
         Var("L", 22.0, "end of the friction zone along the ramp", "m"),
         Var("g", 9.81, "gravitational acceleration", "m/s2"),
-        Var("q1_start", 14.0, "initial position of the disk centre along the ramp", "m"),
-        Var("q2_start", 0.0, "initial disk angle", "rad"),
-        Var("u1_start", 7.0, "initial speed of the centre along the ramp", "m/s"),
-        Var("u2_start", -4.0, "initial u2 = r dq2/dt", "m/s"),
     ]
+    start = [Start("q1", 14.0, "initial position of the disk centre along the ramp", "m"),
+             Start("q2", 0.0, "initial disk angle", "rad"),
+             Start("u1", 7.0, "initial speed of the centre along the ramp", "m/s"),
+             Start("u2", -4.0, "initial u2 = r dq2/dt", "m/s")]
     inputs = [Var("F_ext", 0.0, "force on the disk centre along the ramp (up positive)", "N"),
               Var("T_ext", 0.0, "torque on the disk about a3", "N.m")]
-    interface = [
-        Var("q1", 0.0, "position of the disk centre along the ramp", "m"),
-        Var("q2", 0.0, "disk angle", "rad"),
-        Var("u1", 0.0, "speed of the centre along the ramp", "m/s"),
-        Var("u2", 0.0, "r dq2/dt", "m/s"),
-        Var("slip", 0.0, "slip velocity of the contact point u1 + u2", "m/s"),
-        Var("N", 0.0, "normal force of the ramp on the disk", "N"),
-        Var("F_f", 0.0, "friction force on the disk (acting along -a1)", "N"),
-    ] + engine_outputs(1, "active mode: 1 sliding, 2 rolling")
-
-    def initial_state(p):
-        return (np.array([p["q1_start"], p["q2_start"]], dtype=float),
-                np.array([p["u1_start"], p["u2_start"]], dtype=float))
-
-    return Scenario("disk_ramp", aut, parameters, inputs, interface, initial_state,
+    return Scenario("disk_ramp", aut, parameters, inputs, start=start,
                     positive=("m", "J", "r"), nonnegative=("mu", "g"))

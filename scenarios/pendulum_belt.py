@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import Automaton, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic
+from embed import (Automaton, Guard, Jump, Mode, Model, Output, Scenario, Start, Var,
+                   holonomic)
 from embed.impact import resolve
 
 FREE, SLIDING, STUCK = 1, 2, 3
@@ -76,15 +76,6 @@ def build() -> Scenario:
     slip = tip_vx - vb
     constraints = {"on_belt": holonomic(model, "on_belt", tip_y + d),
                    "with_belt": holonomic(model, "with_belt", tip_x - x_c - vb * t)}
-    modes = {
-        FREE: Mode(FREE, "free", (), ((N, 0), (F_t, 0)), (Guard("strike", tip_y + d, -1),)),
-        SLIDING: Mode(SLIDING, "sliding", ("on_belt",), ((F_t, -mu_d_z * s_dir * N),), (
-            Guard("release", N, -1),
-            Guard("slip_zero", s_dir * slip, -1))),
-        STUCK: Mode(STUCK, "stuck", ("on_belt", "with_belt"), (), (
-            Guard("release", N, -1),
-            Guard("friction_cone", mu_s_z * N - sp.Abs(F_t), -1))),
-    }
 
     def material(ctx):
         """(e, mu_s, mu_d) of the part struck: material 2 where the belt coordinate of the
@@ -120,19 +111,12 @@ def build() -> Scenario:
                         u=r.u_plus, impact=True)
         return into_contact(ctx, r.u_plus, r.outcome, mu_s, mu_d, r.Pn, r.Pt)
 
-    def transition(ctx, guard):
-        if ctx.mode == FREE:
-            return strike(ctx)
-        if guard == "release":
-            return Jump(FREE, {"contact": 0.0})
-        if ctx.mode == SLIDING and guard == "slip_zero":
-            f = ctx.forces_in(STUCK, x_c=ctx.outputs["tip_x"] - ctx.param("v_b_in") * ctx.t)
-            if abs(f["F_t"]) <= ctx.discrete["mu_s_z"] * f["N"]:
-                return Jump(STUCK, {"x_c": ctx.outputs["tip_x"] - ctx.param("v_b_in") * ctx.t})
-            return Jump(SLIDING, {"s_dir": -math.copysign(1.0, f["F_t"])})
-        if ctx.mode == STUCK and guard == "friction_cone":
-            return Jump(SLIDING, {"s_dir": -math.copysign(1.0, ctx.forces["F_t"])})
-        raise AssertionError(f"no transition for {guard!r} in mode {ctx.mode}")
+    def slip_zero(ctx):
+        """Sliding -> stuck if the friction sticking needs lies in the static cone."""
+        f = ctx.forces_in(STUCK, x_c=ctx.outputs["tip_x"] - ctx.param("v_b_in") * ctx.t)
+        if abs(f["F_t"]) <= ctx.discrete["mu_s_z"] * f["N"]:
+            return Jump(STUCK, {"x_c": ctx.outputs["tip_x"] - ctx.param("v_b_in") * ctx.t})
+        return Jump(SLIDING, {"s_dir": -math.copysign(1.0, f["F_t"])})
 
     def zeno(ctx, guard):
         """Rebounds accumulating: persistent contact after a plastic impact (wang2019 eq 19)."""
@@ -142,17 +126,41 @@ def build() -> Scenario:
                     v_surface=ctx.param("v_b_in"))
         return into_contact(ctx, r.u_plus, r.outcome, mu_s, mu_d, r.Pn, r.Pt)
 
-    def initial(ctx):
-        return Jump(FREE, {"contact": 0.0})
-
+    release = Guard("release", N, -1, reset=lambda ctx: Jump(FREE, {"contact": 0.0}))
+    modes = {
+        FREE: Mode(name="free", laws=((N, 0), (F_t, 0)),
+                   guards=(Guard("strike", tip_y + d, -1, reset=strike),)),
+        SLIDING: Mode(name="sliding", constraints=("on_belt",),
+                      laws=((F_t, -mu_d_z * s_dir * N),),
+                      guards=(release, Guard("slip_zero", s_dir * slip, -1, reset=slip_zero))),
+        STUCK: Mode(name="stuck", constraints=("on_belt", "with_belt"), guards=(
+            release, Guard("friction_cone", mu_s_z * N - sp.Abs(F_t), -1, reset=lambda ctx: Jump(
+                SLIDING, {"s_dir": -math.copysign(1.0, ctx.forces["F_t"])})))),
+    }
     ke = (m1 * l1 ** 2 * u1 ** 2 + m2 * (tip_vx ** 2 + (l1 * sp.sin(q1) * u1
                                                        + l2 * sp.sin(q2) * u2) ** 2)) / 2
-    outputs = {"q1": q1, "q2": q2, "u1": u1, "u2": u2, "tip_x": tip_x, "tip_y": tip_y,
-               "tip_vx": tip_vx, "normal_force": N, "tangential_force": F_t,
-               "kinetic_energy": ke}
+    outputs = [
+        Output("q1", q1, "angle of R1 from the vertical", "rad"),
+        Output("q2", q2, "angle of R2 from the vertical", "rad"),
+        Output("u1", u1, "rate of q1", "rad/s"), Output("u2", u2, "rate of q2", "rad/s"),
+        Output("tip_x", tip_x, "horizontal position of the tip P2", "m"),
+        Output("tip_y", tip_y, "vertical position of the tip P2", "m"),
+        Output("last_impulse_n", discrete="last_impulse_n",
+               description="normal impulse of the last impact", unit="N.s"),
+        Output("last_impulse_t", discrete="last_impulse_t",
+               description="tangential impulse of the last impact", unit="N.s"),
+        Output("tip_vx", tip_vx, interface=False),
+        Output("normal_force", N, "normal force of the belt on the tip (up)", "N"),
+        Output("tangential_force", F_t, "friction force of the belt on the tip along n1", "N"),
+        Output("kinetic_energy", ke, "kinetic energy", "J"),
+        Output("contact", discrete="contact", description="the tip is on the belt",
+               type="Boolean"),
+        Output("impact_count", description="impacts so far", start=0, type="Integer"),
+    ]
     discrete = {"s_dir": 1.0, "x_c": 0.0, "mu_d_z": 0.0, "mu_s_z": 0.0, "contact": 0.0,
                 "last_impulse_n": 0.0, "last_impulse_t": 0.0}
-    aut = Automaton(model, constraints, modes, discrete, outputs, transition, initial, zeno)
+    aut = Automaton(model, constraints, modes, discrete, outputs,
+                    initial=lambda ctx: Jump(FREE, {"contact": 0.0}), zeno=zeno)
     parameters = [
         Var("l1", 1.0, "length of rod R1", "m"), Var("l2", 1.0, "length of rod R2", "m"),
         Var("m1", 1.0, "mass of particle P1", "kg"), Var("m2", 1.0, "mass of particle P2", "kg"),
@@ -169,35 +177,15 @@ def build() -> Scenario:
             "begins", "m"),
         Var("s2_end", -1.265, "belt coordinate where the part of material 2 ends", "m"),
         Var("contact_law", 0.0, "0: Smith's law (the paper's), 1: Newton restitution + Coulomb", ""),
-        Var("q1_start", -math.pi / 9, "initial angle of R1 from the vertical", "rad"),
-        Var("q2_start", -4 * math.pi / 9, "initial angle of R2 from the vertical", "rad"),
-        Var("u1_start", 3.0, "initial rate of q1", "rad/s"),
-        Var("u2_start", -0.3, "initial rate of q2", "rad/s"),
     ]
+    start = [Start("q1", -math.pi / 9, "initial angle of R1 from the vertical", "rad"),
+             Start("q2", -4 * math.pi / 9, "initial angle of R2 from the vertical", "rad"),
+             Start("u1", 3.0, "initial rate of q1", "rad/s"),
+             Start("u2", -0.3, "initial rate of q2", "rad/s")]
     inputs = [Var("v_b_in", 2.5, "belt speed from the master (the parameter v_b until set)", "m/s"),
               Var("F_tip_x", 0.0, "force on the tip P2 along n1", "N"),
               Var("F_tip_y", 0.0, "force on the tip P2 along n2 (up)", "N")]
-    interface = [Var(k, 0.0, desc, unit) for k, desc, unit in (
-        ("q1", "angle of R1 from the vertical", "rad"), ("q2", "angle of R2 from the vertical", "rad"),
-        ("u1", "rate of q1", "rad/s"), ("u2", "rate of q2", "rad/s"),
-        ("tip_x", "horizontal position of the tip P2", "m"),
-        ("tip_y", "vertical position of the tip P2", "m"),
-        ("last_impulse_n", "normal impulse of the last impact", "N.s"),
-        ("last_impulse_t", "tangential impulse of the last impact", "N.s"),
-        ("normal_force", "normal force of the belt on the tip (up)", "N"),
-        ("tangential_force", "friction force of the belt on the tip along n1", "N"),
-        ("kinetic_energy", "kinetic energy", "J"))]
-    interface += [Var("contact", 0.0, "the tip is on the belt", type="Boolean"),
-                  Var("impact_count", 0, "impacts so far", type="Integer")]
-    interface += engine_outputs(FREE, "active mode: 1 free, 2 sliding, 3 stuck")
-
-    def initial_state(p):
-        return (np.array([p["q1_start"], p["q2_start"]]), np.array([p["u1_start"], p["u2_start"]]))
-
-    return Scenario("pendulum_belt", aut, parameters, inputs, interface, initial_state,
-                    extra_outputs={"contact": ("discrete", "contact"),
-                                   "last_impulse_n": ("discrete", "last_impulse_n"),
-                                   "last_impulse_t": ("discrete", "last_impulse_t")},
+    return Scenario("pendulum_belt", aut, parameters, inputs, start=start,
                     input_defaults={"v_b_in": "v_b"},
                     # three modes, four partitions: all compiled (LLVM) at set-up, so that an
                     # impact step never waits for a compile

@@ -20,7 +20,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import (Automaton, Guard, InputError, Jump, Mode, Model, Scenario, Var, engine_outputs,
+from embed import (Automaton, Guard, InputError, Jump, Mode, Model, Output, Scenario, Var,
                    holonomic)
 
 LINE, POINT = 1, 2
@@ -62,20 +62,14 @@ def build(N=10) -> Scenario:
         "mid_y": holonomic(model, "mid_y", ym - y_m),
     }
     armed = pin - 1        # 1 when the latch is armed, 0 when open
+    caught = lambda ctx: Jump(POINT)      # noqa: E731 - mueller eq 7 activates tip_x
     modes = {
-        LINE: Mode(LINE, "tip_on_line", ("tip_y",), guards=(
-            Guard("latch_from_left", armed * (x_p - xt), -1),
-            Guard("latch_from_right", armed * (xt - x_p), -1))),
-        POINT: Mode(POINT, "tip_at_point", ("tip_x", "tip_y"), guards=(
-            Guard("latch_opened", pin - 1.5, -1),)),
+        LINE: Mode(name="tip_on_line", constraints=("tip_y",), guards=(
+            Guard("latch_from_left", armed * (x_p - xt), -1, reset=caught),
+            Guard("latch_from_right", armed * (xt - x_p), -1, reset=caught))),
+        POINT: Mode(name="tip_at_point", constraints=("tip_x", "tip_y"), guards=(
+            Guard("latch_opened", pin - 1.5, -1, reset=lambda ctx: Jump(LINE)),)),
     }
-
-    def transition(ctx, guard):
-        return Jump(LINE if guard == "latch_opened" else POINT)
-
-    def initial(ctx):
-        return Jump(LINE)
-
     vx = sum(l * ui * sp.cos(qi) for qi, ui in zip(q, u))
     ke, pe, vxi, vyi = 0, 0, 0, 0
     for i in range(N):
@@ -83,10 +77,21 @@ def build(N=10) -> Scenario:
         vyi = vyi + l * u[i] * sp.sin(q[i])
         ke = ke + m * (vxi ** 2 + vyi ** 2) / 2
         pe = pe + m * g * pts[i][1]
-    outputs = {**{f"q{i + 1}": q[i] for i in range(N)}, **{f"u{i + 1}": u[i] for i in range(N)},
-               "tip_x": xt, "tip_y": yt, "tip_vx": vx, "kinetic_energy": ke, "potential_energy": pe}
-    aut = Automaton(model, constraints, modes, {}, outputs, transition, initial,
-                    allowed={"pin": (1, 2)})
+    outputs = [Output(f"q{i + 1}", q[i], f"angle of link {i + 1} from the vertical", "rad")
+               for i in range(N)]
+    outputs += [Output(f"u{i + 1}", u[i], f"rate of q{i + 1}", "rad/s") for i in range(N)]
+    outputs += [
+        Output("tip_x", xt, "horizontal position of the tip", "m"),
+        Output("tip_y", yt, "vertical position of the tip", "m"),
+        Output("tip_vx", vx, "horizontal velocity of the tip", "m/s"),
+        Output("normal_force", multiplier="tip_y",
+               description="force of the line on the tip along n2 (up)", unit="N"),
+        Output("pin_force_x", multiplier="tip_x",
+               description="horizontal force of the pin on the tip (mode 2)", unit="N"),
+        Output("kinetic_energy", ke, "kinetic energy", "J"),
+        Output("potential_energy", pe, "potential energy", "J"),
+    ]
+    aut = Automaton(model, constraints, modes, outputs=outputs, allowed={"pin": (1, 2)})
     parameters = [
         Var("l", 0.2, "length of every link", "m"), Var("m", 0.1, "mass at the end of every link", "kg"),
         Var("d", 0.2 * N * 0.8, "depth of the line below the pivot", "m"),
@@ -99,15 +104,6 @@ def build(N=10) -> Scenario:
     ]
     inputs = [Var("pin", 1, "latch at x_p on the line: 1 open, 2 armed (catches the tip when it "
                   "passes x_p)", type="Integer", min=1, max=2)]
-    interface = [Var(f"q{i + 1}", 0.0, f"angle of link {i + 1} from the vertical", "rad") for i in range(N)]
-    interface += [Var(f"u{i + 1}", 0.0, f"rate of q{i + 1}", "rad/s") for i in range(N)]
-    interface += [Var(k, 0.0, desc, unit) for k, desc, unit in (
-        ("tip_x", "horizontal position of the tip", "m"), ("tip_y", "vertical position of the tip", "m"),
-        ("tip_vx", "horizontal velocity of the tip", "m/s"),
-        ("normal_force", "force of the line on the tip along n2 (up)", "N"),
-        ("pin_force_x", "horizontal force of the pin on the tip (mode 2)", "N"),
-        ("kinetic_energy", "kinetic energy", "J"), ("potential_energy", "potential energy", "J"))]
-    interface += engine_outputs(1, "active mode: 1 tip on the line, 2 tip at the point")
 
     def initial_state(p):
         th = p["q_start"]
@@ -124,7 +120,6 @@ def build(N=10) -> Scenario:
         us[-1] = -math.sin(qs[0]) * us[0] / s_last if s_last else 0.0
         return qs, us
 
-    return Scenario("pendulum_chain", aut, parameters, inputs, interface, initial_state,
-                    extra_outputs={"normal_force": ("lambda", "tip_y"),
-                                   "pin_force_x": ("lambda", "tip_x")},
+    return Scenario("pendulum_chain", aut, parameters, inputs, initial_state=initial_state,
+                    mode_description="active mode: 1 tip on the line, 2 tip at the point",
                     positive=("l", "m", "g"), embedding="background")

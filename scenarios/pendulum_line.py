@@ -17,7 +17,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import Automaton, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic
+from embed import Automaton, Mode, Model, Output, Scenario, Start, Var, holonomic
 
 SLIDER_CRANK = 1
 
@@ -44,45 +44,39 @@ def build_model():
 def build() -> Scenario:
     model, (q1, q2, u1, u2), (l1, l2, m1, m2, d, g), r2 = build_model()
     line = holonomic(model, "tip_on_line", d - l1 * sp.cos(q1) - l2 * sp.cos(q2))
-    tip_x = l1 * sp.sin(q1) + l2 * sp.sin(q2)
     ke = (m1 * l1 ** 2 * u1 ** 2 + m2 * ((l1 * sp.cos(q1) * u1 + l2 * sp.cos(q2) * u2) ** 2
                                           + (l1 * sp.sin(q1) * u1 + l2 * sp.sin(q2) * u2) ** 2)) / 2
     pe = -g * (m1 * l1 * sp.cos(q1) + m2 * (l1 * sp.cos(q1) + l2 * sp.cos(q2)))
-    outputs = {"q1": q1, "q2": q2, "u1": u1, "u2": u2, "tip_x": tip_x,
-               "tip_y": -l1 * sp.cos(q1) - l2 * sp.cos(q2),
-               "kinetic_energy": ke, "potential_energy": pe}
-    modes = {SLIDER_CRANK: Mode(SLIDER_CRANK, "slider_crank", ("tip_on_line",))}
-
-    def transition(ctx, guard):
-        raise AssertionError(f"pendulum_line has no switching condition ({guard})")
-
-    aut = Automaton(model, {"tip_on_line": line}, modes, {}, outputs, transition,
-                    lambda ctx: Jump(SLIDER_CRANK))
+    outputs = [
+        Output("q1", q1, "angle of R1 from the vertical", "rad"),
+        Output("q2", q2, "angle of R2 from the vertical", "rad"),
+        Output("u1", u1, "rate of q1", "rad/s"), Output("u2", u2, "rate of q2", "rad/s"),
+        Output("tip_x", l1 * sp.sin(q1) + l2 * sp.sin(q2), "horizontal position of P2", "m"),
+        Output("tip_y", -l1 * sp.cos(q1) - l2 * sp.cos(q2), "vertical position of P2", "m"),
+        Output("normal_force", multiplier="tip_on_line",
+               description="force of the line on P2 along n2 (up)", unit="N"),
+        Output("kinetic_energy", ke, "kinetic energy", "J"),
+        Output("potential_energy", pe, "potential energy", "J"),
+    ]
+    aut = Automaton(model, [line], {SLIDER_CRANK: Mode(name="slider_crank",
+                                                       constraints=("tip_on_line",))},
+                    outputs=outputs)
     parameters = [
         Var("l1", 1.0, "length of rod R1", "m"), Var("l2", 1.0, "length of rod R2", "m"),
         Var("m1", 1.0, "mass of particle P1", "kg"), Var("m2", 1.0, "mass of particle P2", "kg"),
         Var("d", 1.2, "depth of the line below the pivot O", "m"),
         Var("g", 9.81, "gravitational acceleration", "m/s2"),
-        Var("q1_start", -math.pi / 9, "initial angle of R1 from the vertical", "rad"),
-        Var("q2_start", -4 * math.pi / 9,
-            "initial angle of R2; only its sign is used: q2 follows from the line", "rad"),
-        Var("u1_start", 3.0, "initial rate of q1 (u2 follows from the line)", "rad/s"),
-        Var("u2_start", -0.3, "not used: u2 follows from u1 and the line", "rad/s"),
     ]
-    interface = [Var(k, 0.0, desc, unit) for k, desc, unit in (
-        ("q1", "angle of R1 from the vertical", "rad"), ("q2", "angle of R2 from the vertical", "rad"),
-        ("u1", "rate of q1", "rad/s"), ("u2", "rate of q2", "rad/s"),
-        ("tip_x", "horizontal position of P2", "m"), ("tip_y", "vertical position of P2", "m"),
-        ("normal_force", "force of the line on P2 along n2 (up)", "N"),
-        ("kinetic_energy", "kinetic energy", "J"), ("potential_energy", "potential energy", "J"))]
-    interface += engine_outputs(1, "active mode: 1 slider-crank (tip on the line)")
-
-    def initial_state(p):
-        return start_on_line(p)
-
-    return Scenario("pendulum_line", aut, parameters, [], interface, initial_state,
-                    positive=("l1", "l2", "m1", "m2", "g"), nonnegative=(),
-                    extra_outputs={"normal_force": ("lambda", "tip_on_line")})
+    start = [
+        Start("q1", -math.pi / 9, "initial angle of R1 from the vertical", "rad"),
+        Start("q2", -4 * math.pi / 9,
+              "initial angle of R2; only its sign is used: q2 follows from the line", "rad"),
+        Start("u1", 3.0, "initial rate of q1 (u2 follows from the line)", "rad/s"),
+        Start("u2", -0.3, "not used: u2 follows from u1 and the line", "rad/s"),
+    ]
+    return Scenario("pendulum_line", aut, parameters, initial_state=start_on_line, start=start,
+                    mode_description="active mode: 1 slider-crank (tip on the line)",
+                    positive=("l1", "l2", "m1", "m2", "g"), nonnegative=())
 
 
 def start_on_line(p):

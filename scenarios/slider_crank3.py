@@ -52,7 +52,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
-from embed import Automaton, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic
+from embed import Automaton, Mode, Model, Output, Scenario, Start, Var, holonomic
 from embed.errors import InputError
 
 MOVING = 1
@@ -134,17 +134,30 @@ def build() -> Scenario:
     phis = loop_constraints(q)
     cons = {"slider3_link": holonomic(model, "slider3_link", phis[0]),
             "slider4_link": holonomic(model, "slider4_link", phis[1])}
-    modes = {MOVING: Mode(MOVING, "moving", ("slider3_link", "slider4_link"))}
     ke = ((m1 + m2) * u1 ** 2 + J2 * u2 ** 2 + m3 * u3 ** 2 + m4 * u4 ** 2) / 2
     pe = m4 * g * q4 + torque_potential(q2, K, sp)
-    outputs = {"q1": q1, "q2": q2, "q3": q3, "q4": q4, "u1": u1, "u2": u2, "u3": u3, "u4": u4,
-               "tau": torque(q2, K, sp), "kinetic_energy": ke, "potential_energy": pe,
-               "component": _component_expr(q1, q2, q3)}
-
-    def transition(ctx, guard):
-        raise AssertionError(f"slider_crank3 has no switching conditions (got {guard!r})")
-
-    aut = Automaton(model, cons, modes, {}, outputs, transition, lambda ctx: Jump(MOVING))
+    outputs = [
+        Output("q1", q1, "slider 1 position along x", "m"),
+        Output("q2", q2, "crank angle from the x-axis", "rad"),
+        Output("q3", q3, "slider 3 position along x", "m", start=2.0),
+        Output("q4", q4, "slider 4 position along y", "m", start=2.0),
+        Output("u1", u1, "dq1/dt", "m/s", start=6.0),
+        Output("u2", u2, "dq2/dt", "rad/s", start=2.0),
+        Output("u3", u3, "dq3/dt", "m/s", start=6.0),
+        Output("u4", u4, "dq4/dt", "m/s"),
+        Output("tau", torque(q2, K, sp), "torque applied to the crank", "N.m"),
+        Output("kinetic_energy", ke, "kinetic energy", "J"),
+        Output("potential_energy", pe, "potential of gravity and of the crank torque, "
+               "m4 g q4 - (K/2) ln(1 - (2 q2/pi)^2)", "J"),
+        Output("component", _component_expr(q1, q2, q3),
+               "path component of eq 7 (1..4; 0 at a singular configuration)", start=3.0),
+        Output("lambda1", multiplier="slider3_link", unit="N/m", description="multiplier of "
+               "Phi_1 (eq 5); the tension of the unit link is -lambda1 x 1 m"),
+        Output("lambda2", multiplier="slider4_link", unit="N/m", description="multiplier of "
+               "Phi_2 (eq 5); the tension of the link of length 2 is -lambda2 x 2 m"),
+    ]
+    aut = Automaton(model, cons, {MOVING: Mode(name="moving", constraints=tuple(cons))},
+                    outputs=outputs)
     parameters = [
         Var("m1", 2.0, "mass of slider 1", "kg"),
         Var("m2", 10.0, "mass of the crank (centroid on its pivot in slider 1)", "kg"),
@@ -153,37 +166,18 @@ def build() -> Scenario:
         Var("m4", 2.0, "mass of slider 4", "kg"),
         Var("K", 100.0, "gain of the crank torque tau = -K q2 / ((pi/2)^2 - q2^2)", "N.m"),
         Var("g", 0.0, "gravitational acceleration along -y (the paper applies none)", "m/s2"),
-        Var("q1_start", 0.0, "initial position of slider 1 along x", "m"),
-        Var("q2_start", 0.0, "initial crank angle from the x-axis", "rad"),
-        Var("q3_start", 2.0, "initial position of slider 3 along x (0 starts in C~1)", "m"),
-        Var("q4_start", 2.0, "initial position of slider 4 along y", "m"),
-        Var("u1_start", 6.0, "initial dq1/dt", "m/s"),
-        Var("u2_start", 2.0, "initial dq2/dt", "rad/s"),
-        Var("u3_start", 6.0, "initial dq3/dt (the engine recomputes the dependent rates, here "
-            "u3 and u4, from the loop constraints)", "m/s"),
-        Var("u4_start", 0.0, "initial dq4/dt (recomputed: dependent at the paper's start)", "m/s"),
     ]
-    interface = [
-        Var("q1", 0.0, "slider 1 position along x", "m"),
-        Var("q2", 0.0, "crank angle from the x-axis", "rad"),
-        Var("q3", 2.0, "slider 3 position along x", "m"),
-        Var("q4", 2.0, "slider 4 position along y", "m"),
-        Var("u1", 6.0, "dq1/dt", "m/s"),
-        Var("u2", 2.0, "dq2/dt", "rad/s"),
-        Var("u3", 6.0, "dq3/dt", "m/s"),
-        Var("u4", 0.0, "dq4/dt", "m/s"),
-        Var("tau", 0.0, "torque applied to the crank", "N.m"),
-        Var("kinetic_energy", 0.0, "kinetic energy", "J"),
-        Var("potential_energy", 0.0, "potential of gravity and of the crank torque, "
-            "m4 g q4 - (K/2) ln(1 - (2 q2/pi)^2)", "J"),
-        Var("component", 3.0, "path component of eq 7 (1..4; 0 at a singular configuration)"),
-        Var("lambda1", 0.0, "multiplier of Phi_1 (eq 5); the tension of the unit link is "
-            "-lambda1 x 1 m", "N/m"),
-        Var("lambda2", 0.0, "multiplier of Phi_2 (eq 5); the tension of the link of length 2 is "
-            "-lambda2 x 2 m", "N/m"),
-    ] + engine_outputs(MOVING, "active mode (1: moving; the only one)",
-                       "largest residual of the loop constraints (eq 5) and of their rates "
-                       "(Phi_q qdot = 0)")
+    start = [
+        Start("q1", 0.0, "initial position of slider 1 along x", "m"),
+        Start("q2", 0.0, "initial crank angle from the x-axis", "rad"),
+        Start("q3", 2.0, "initial position of slider 3 along x (0 starts in C~1)", "m"),
+        Start("q4", 2.0, "initial position of slider 4 along y", "m"),
+        Start("u1", 6.0, "initial dq1/dt", "m/s"),
+        Start("u2", 2.0, "initial dq2/dt", "rad/s"),
+        Start("u3", 6.0, "initial dq3/dt (the engine recomputes the dependent rates, here "
+              "u3 and u4, from the loop constraints)", "m/s"),
+        Start("u4", 0.0, "initial dq4/dt (recomputed: dependent at the paper's start)", "m/s"),
+    ]
 
     def initial_state(p):
         q0 = np.array([p[f"q{i}_start"] for i in range(1, 5)], dtype=float)
@@ -192,9 +186,10 @@ def build() -> Scenario:
                              "q3 = q1); start inside a path component of eq 7")
         return q0, np.array([p[f"u{i}_start"] for i in range(1, 5)], dtype=float)
 
-    return Scenario("slider_crank3", aut, parameters, [], interface, initial_state,
-                    extra_outputs={"lambda1": ("lambda", "slider3_link"),
-                                   "lambda2": ("lambda", "slider4_link")},
+    return Scenario("slider_crank3", aut, parameters, initial_state=initial_state, start=start,
+                    mode_description="active mode (1: moving; the only one)",
+                    residual_description="largest residual of the loop constraints (eq 5) and "
+                    "of their rates (Phi_q qdot = 0)",
                     # a run visits five partitions of the speeds; each compiles in 5-170 ms
                     embedding="symbolic",
                     positive=("m1", "m2", "J2", "m3", "m4"), nonnegative=("K",))

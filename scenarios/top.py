@@ -40,7 +40,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
-from embed import Automaton, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic
+from embed import Automaton, Mode, Model, Output, Scenario, Var, holonomic
 
 TOP = 1
 COORDS = ("x", "y", "z", "e0", "e1", "e2", "e3")
@@ -139,16 +139,18 @@ def build(speeds="omega") -> Scenario:
     """The top in the speeds u = [rdot; omega'; p^T pdot] (default) or the paper's u = qdot."""
     model, q, u, qd, w = build_model(speeds)
     cons = constraints(model, q)
-    modes = {TOP: Mode(TOP, "top", ("normalization", "tip"))}
     T, V = energies(q, qd, w)
-    outputs = {c: qi for c, qi in zip(COORDS, q)}
-    outputs.update({s: e for s, e in zip(SPEEDS, qd)})
-    outputs.update(kinetic_energy=T, potential_energy=V)
-
-    def transition(ctx, guard):
-        raise AssertionError(f"the top has no switching condition (got {guard!r})")
-
-    aut = Automaton(model, cons, modes, {}, outputs, transition, lambda ctx: Jump(TOP))
+    desc = {"x": "centroid x", "y": "centroid y", "z": "centroid z (up)",
+            "e0": "Euler parameter e0 (scalar part)", "e1": "Euler parameter e1",
+            "e2": "Euler parameter e2", "e3": "Euler parameter e3"}
+    outputs = [Output(c, qi, desc[c], "m" if c in "xyz" else "", start=float(c == "e0"))
+               for c, qi in zip(COORDS, q)]
+    outputs += [Output(s, e, "time derivative of " + desc[c], "m/s" if c in "xyz" else "1/s")
+                for c, s, e in zip(COORDS, SPEEDS, qd)]
+    outputs += [Output("kinetic_energy", T, "1/2 m rdot^T rdot + 1/2 omega'^T J' omega'", "J"),
+                Output("potential_energy", V, "m g z", "J")]
+    aut = Automaton(model, cons, {TOP: Mode(name="top", constraints=("normalization", "tip"))},
+                    outputs=outputs)
     parameters = [
         Var("m", 30.0, "mass of the top", "kg"),
         Var("Jxx", 90.0, "central moment of inertia about the body x and y axes (Jyy = Jxx)",
@@ -163,18 +165,8 @@ def build(speeds="omega") -> Scenario:
         Var("omega_y_start", 1e-12, "initial body y component of the angular velocity "
             "(the paper's perturbation eps)", "rad/s"),
     ]
-    desc = {"x": "centroid x", "y": "centroid y", "z": "centroid z (up)",
-            "e0": "Euler parameter e0 (scalar part)", "e1": "Euler parameter e1",
-            "e2": "Euler parameter e2", "e3": "Euler parameter e3"}
-    interface = [Var(c, float(v), desc[c], "m" if c in "xyz" else "")
-                 for c, v in zip(COORDS, (0, 0, 0, 1, 0, 0, 0))]
-    interface += [Var("d" + c, 0.0, "time derivative of " + desc[c], "m/s" if c in "xyz" else "1/s")
-                  for c in COORDS]
-    interface += [
-        Var("kinetic_energy", 0.0, "1/2 m rdot^T rdot + 1/2 omega'^T J' omega'", "J"),
-        Var("potential_energy", 0.0, "m g z", "J"),
-    ] + engine_outputs(TOP, "active mode: 1 top (both constraints)",
-                       "largest residual of the active constraints (|Phi| and |Phi_q qdot|)")
-    return Scenario("top", aut, parameters, [], interface,
-                    lambda P: initial_state(P, speeds),
+    return Scenario("top", aut, parameters, initial_state=lambda P: initial_state(P, speeds),
+                    mode_description="active mode: 1 top (both constraints)",
+                    residual_description="largest residual of the active constraints (|Phi| and "
+                    "|Phi_q qdot|)",
                     positive=("m", "Jxx", "Jzz"), nonnegative=("g",))

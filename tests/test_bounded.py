@@ -17,6 +17,7 @@ import pytest
 
 from embed import InputError, IntegrationError, StepBudgetError
 from embed.simulator import MAX_STEPS
+from embed.state import check_finite
 from fmu_src.status import status_of
 
 
@@ -103,10 +104,10 @@ def test_a_non_finite_monitor_anywhere_is_refused(belt):
     y = np.concatenate((sim.x, sim.mon, [1.0]))
     y[sim.compiled_mode.nx + len(sim.mon) // 2] = math.inf
     with pytest.raises(IntegrationError, match="non-finite"):
-        sim._check_finite(y, "state")
+        check_finite(sim, y, "state")
     y[sim.compiled_mode.nx + len(sim.mon) // 2] = math.nan
     with pytest.raises(IntegrationError, match="non-finite"):
-        sim._check_finite(y, "state")
+        check_finite(sim, y, "state")
 
 
 def run_60(sc, dt, solver="rk4", t_end=60.0):

@@ -278,7 +278,10 @@ def test_parameters_out_of_range_are_refused_with_their_name(disk_fmu, name, val
         refused(r.fmu.setReal, [r.vr(name)], [value])
         error_logged(r, name, words)
         assert r.get("status")["status"] == 9
-        r.fmu.exitInitializationMode()           # runs with the values in force
+        refused(r.fmu.exitInitializationMode)    # never the default in the refused one's place
+        error_logged(r, "initialization failed", name)
+        r.set(**{name: float(r.vars[name].start)})
+        r.fmu.exitInitializationMode()
         r.t = 0.0
         r.step(0.5)
         assert r.get("mode", "status") == {"mode": 2, "status": 0}   # rolling at 0.365 s

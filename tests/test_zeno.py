@@ -79,11 +79,11 @@ def test_zeno_without_persistent_mode_stops_with_a_clear_error():
 @pytest.mark.parametrize("name, t_end", [("disk_fence", 9.5), ("pendulum_belt", 3.0),
                                          ("disk_ramp", 3.0)])
 def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
-    """Simulator._rehearse (an approaching event's reset map, entry terms, partition and new
+    """switching.rehearse (an approaching event's reset map, entry terms, partition and new
     monitors evaluated a step ahead, to warm the caches of a real-time loop) leaves the run
     bit for bit as it is without it; and it did run before the events."""
     import scenarios
-    from embed.simulator import Simulator
+    from embed import switching
     from scenarios.disk_fence.announce import announce_arc
 
     sc = scenarios.load(name).build()
@@ -98,10 +98,10 @@ def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
         return sim
 
     calls = []
-    rehearse = Simulator._rehearse
-    monkeypatch.setattr(Simulator, "_rehearse", lambda self, gi: calls.append(rehearse(self, gi)))
+    rehearse = switching.rehearse
+    monkeypatch.setattr(switching, "rehearse", lambda sim, gi: calls.append(rehearse(sim, gi)))
     a = run()
-    monkeypatch.setattr(Simulator, "_approaching", lambda self, g0, g1: None)
+    monkeypatch.setattr(switching, "approaching", lambda sim, g0, g1: None)
     b = run()
     assert any(calls) and a.events
     assert a.events == b.events
