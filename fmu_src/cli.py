@@ -155,8 +155,8 @@ def _fmu_of(model: str, raw: dict, tmp: Path, check: bool):
     if check and not run_check(sc, out=sys.stderr):
         raise ModelDefinitionError(f"{sc.name}: the checker found errors (above); not built")
     names = {}
-    for m in sc.automaton.modes.values():
-        k = m.id if m.report is None else m.report
+    for key, m in sc.automaton.modes.items():
+        k = key if m.report is None else m.report
         names[k] = "/".join(filter(None, [names.get(k), m.name]))
     return build(src, tmp, options), names, rest
 
