@@ -163,19 +163,10 @@ def test_an_initial_jump_to_an_undefined_mode_is_a_model_definition_error():
 
 # ------------------------------------------------------------------- the built FMUs
 def _build_floor(out: Path, mistake: str) -> str:
-    """floor_model built into an FMU by build_fmu.py's own functions, from a copy of the
-    project with the model as one of its scenarios (``floor``, build option ``mistake``)."""
-    import build_fmu
-    project = out / "project"
-    for pkg in build_fmu.PACKAGES:
-        shutil.copytree(ROOT / pkg, project / pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", project)
-    shutil.copy(ROOT / "tests" / "floor_model.py", project / "scenarios" / "floor.py")
-    saved, build_fmu.ROOT = build_fmu.ROOT, project
-    try:
-        return str(build_fmu.build("floor", out, {"mistake": mistake}))
-    finally:
-        build_fmu.ROOT = saved
+    """floor_model built into an FMU from its own file, as a user's model (fmu_src.build,
+    build option ``mistake``; the builder does not run the checker: ``embed-fmu build`` does)."""
+    from fmu_src.build import build
+    return str(build(str(ROOT / "tests" / "floor_model.py"), out, {"mistake": mistake}))
 
 
 @pytest.fixture(scope="module")
