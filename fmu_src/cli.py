@@ -218,7 +218,8 @@ def cmd_simulate(a) -> int:
     simulate.write_csv(Path(a.out), result)
     print(f"{PROG}: wrote {a.out} ({len(result)} rows)", file=sys.stderr)
     if a.plot:
-        simulate.plot(Path(a.plot), result, outputs, mode_names, md.modelName)
+        names = mode_names or simulate.mode_names(md)       # an FMU: from its description
+        simulate.plot(Path(a.plot), result, outputs, names, md.modelName)
         print(f"{PROG}: wrote {a.plot}", file=sys.stderr)
     return 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -87,6 +88,17 @@ def read_inputs(path: Path, md) -> np.ndarray:
             raise InputError(f"--input {path}:{line}: time {values[0]} goes back")
         data.append(tuple(values))
     return np.array(data, dtype=dtype)
+
+
+def mode_names(md) -> dict:
+    """{number: name} read from the ``mode`` output's description when it lists them as the
+    scenarios generate it ("active mode: 1 sliding, 2 rolling"); else empty (numbers only)."""
+    v = next((v for v in md.modelVariables if v.name == "mode"), None)
+    text = (v.description or "") if v is not None else ""
+    if not text.startswith("active mode:"):
+        return {}
+    items = [re.fullmatch(r"\s*(\d+)\s+(.+?)\s*", part) for part in text[12:].split(",")]
+    return {int(m.group(1)): m.group(2) for m in items if m}
 
 
 def chosen_outputs(md, names: list | None) -> list:

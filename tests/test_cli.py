@@ -191,6 +191,8 @@ def test_user_model_fmu_validates_and_carries_that_model_only(user_fmu):
     md = read_model_description(str(user_fmu))
     assert md.coSimulation.modelIdentifier == "cart_wall"
     assert md.description == "A cart whose pendulum bob strikes a wall: a user's model outside the project."
+    from fmu_src.simulate import mode_names          # the plot's names of an FMU's modes
+    assert mode_names(md) == {1: "free", 2: "on the wall"}
     res = resources(user_fmu)
     assert res["scenarios"] == {"__init__.py", "cart_wall.py"}
     assert res["fmu_src"] == {"__init__.py", "slave.py", "fmi2.py", "status.py"}
