@@ -112,6 +112,8 @@ def reset_map(aut, kind: str, ctx: Context, guard: str | None = None) -> Jump:
     try:
         jump = aut.initial(ctx) if kind == "initial" else getattr(aut, kind)(ctx, guard)
     except ModelDefinitionError as exc:
+        if guard is not None and repr(guard) in str(exc):
+            raise             # it names its guard already (a guard without a reset map)
         raise ModelDefinitionError(f"{_where(aut, ctx, kind, guard)}: {exc}") from exc
     except EmbedError:
         raise
@@ -219,7 +221,8 @@ def check_expressions(scenario) -> list[Finding]:
 
 def check_modes(scenario) -> list[Finding]:
     """Every constraint a mode names exists, mode ids match their keys, guards' names are
-    unique in a mode and their ``enabled`` reads only declared discrete variables."""
+    unique in a mode, their ``enabled`` reads only declared discrete variables and each has a
+    reset map (eq 19: attached to it, or the automaton's transition)."""
     aut, found = scenario.automaton, []
     for key, mode in aut.modes.items():
         label = mode_label(mode)
@@ -244,6 +247,11 @@ def check_modes(scenario) -> list[Finding]:
                 found.append(Finding("error", f"guard {g.name!r} in {label}",
                                      f"its enabled() fails on the declared discrete variables "
                                      f"{sorted(aut.discrete)}: {type(exc).__name__}: {exc}"))
+    for mode_id, mode_name, guard in aut.unhandled_guards():
+        label = mode_label(aut.modes[mode_id])
+        found.append(Finding("error", f"guard {guard!r} in {label}", f"guard {guard!r} of "
+                             f"{label} has no reset map: give it one (Guard(..., reset=...)) "
+                             "or give the automaton a transition"))
     if len(aut.modes) > 1:
         for mode in aut.modes.values():
             if not mode.guards:

@@ -260,6 +260,10 @@ def test_a_guard_without_reset_map_is_named_when_it_fires():
                   [Var("T", 0.0), Var("release", 0)], start=[Start("w", 6.0)])
     assert [v.name for v in sc.parameters][-2:] == ["th_start", "w_start"]
     assert [v.name for v in sc.outputs][:2] == ["th", "constraint_residual"]
+    from embed.check import check_scenario
+    found = [f for f in check_scenario(sc) if f.level == "error"]
+    assert found and all("'strike'" in f.item and "mode 1 'free'" in f.item for f in found), found
+    assert any("has no reset map" in f.message for f in found), found
     sim = sc.simulator()
     with pytest.raises(ModelDefinitionError, match=r"mode 1 \(free\): guard 'strike' has no reset"):
         sim.advance(0.5)
