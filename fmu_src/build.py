@@ -93,8 +93,8 @@ class {name}({base}):
     default_experiment = DefaultExperiment(start_time=0.0, stop_time={stop!r}, step_size={step!r})
 
 
-# pythonfmu runs this file again in the (shared) module {name} of every FMU with this model
-# identifier at every fmi2Instantiate and then takes the class from the module, keeping a
+# pythonfmu runs this file again in its module ({entry}, this build's own) at every
+# fmi2Instantiate and then takes the class from the module, keeping a
 # reference to it: this FMU's class, and the same one each time (kept in this FMU's own slave
 # module), or each instance would leave a class behind.
 _CLASSES = vars(_sys.modules[{base}.__module__]).setdefault("ENTRY_CLASSES", {{}})
@@ -342,8 +342,12 @@ def build(model, out: Path, options=None, python: str = "", log=progress) -> Pat
             doc = ast.get_docstring(ast.parse((ROOT / "fmu_src" / f"{module}.py").read_text()))
             description = (doc or name).splitlines()[0]
         stop, step = EXPERIMENTS.get(name, (10.0, 0.01))
-        script = tmp / f"{name}.py"
-        script.write_text(ENTRY.format(name=name, options=dict(options or {}), tag=tag,
+        # the entry module's name is this build's own: a module of the FMU's name already in
+        # the process that steps it (the user's model file, imported by their script) would
+        # otherwise stand in for it, and pythonfmu finds no slave class in it
+        entry = f"{name}_fmu{tag}"
+        script = tmp / f"{entry}.py"
+        script.write_text(ENTRY.format(name=name, entry=entry, options=dict(options or {}), tag=tag,
                                        module=module, base=base,
                                        packages=[p + tag for p in PACKAGES], stop=stop, step=step,
                                        description=description, version=version()))
@@ -353,7 +357,7 @@ def build(model, out: Path, options=None, python: str = "", log=progress) -> Pat
         req.write_text("\n".join(REQUIREMENTS) + "\n")
         files.append(req)
         sys.path.insert(0, str(project))
-        sys.modules.pop(name, None)      # an FMU of this name stepped in this process
+
         try:
             fmu = FmuBuilder.build_FMU(script, dest=out, project_files=files,
                                        canGetAndSetFMUstate=True, canSerializeFMUstate=True)
@@ -361,7 +365,7 @@ def build(model, out: Path, options=None, python: str = "", log=progress) -> Pat
             status_codes = slave.STATUS if slave else {}
         finally:
             sys.path.remove(str(project))
-            for k in [k for k in sys.modules if k.split(".")[0].endswith(tag) or k == name]:
+            for k in [k for k in sys.modules if k.split(".")[0].endswith(tag)]:
                 del sys.modules[k]
         fmu = Path(fmu)
         with zipfile.ZipFile(fmu) as z:

@@ -221,6 +221,28 @@ def test_a_package_model_travels_with_its_own_modules(work, user_fmu):
     assert a[-1]["event_count"] >= 1 and a.tolist() == b.tolist()
 
 
+def test_a_module_named_like_the_fmu_in_the_process_does_not_stand_in_for_it(work, user_model,
+                                                                           user_fmu):
+    """A user's script imports their model file as the module ``cart_wall`` and steps
+    cart_wall.fmu with fmpy in the same process: the FMU's pythonfmu entry module has a name of
+    its build's own, so the user's module is not taken for it (which crashed the process in
+    fmi2Instantiate).  Run in a subprocess: a crash must fail this test, not the suite."""
+    script = f"""
+import shutil, sys
+shutil.copy({str(user_model)!r}, {str(work / "cart_wall.py")!r})
+sys.path.insert(0, {str(work)!r})
+import cart_wall                        # the user's own module, named like the FMU
+from fmpy import simulate_fmu
+rows = simulate_fmu({str(user_fmu)!r}, stop_time=1.0, output_interval=0.01)
+print("events", int(rows[-1]["event_count"]), cart_wall.build().name)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], cwd=work, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    events, name = proc.stdout.split()[-2:]
+    assert int(events) >= 1 and name == "cart_wall"
+
+
 def test_a_process_that_stepped_an_fmu_in_process_builds_whole_fmus(work, user_model, user_fmu):
     """fmpy stepping an FMU in process imports pythonfmu (without its binaries) and the FMU's
     entry module from the FMU's resources: a build in that process afterwards still gets
