@@ -38,7 +38,8 @@ def test_status_override_and_inquiries(disk_fmu):
         lib = loader_of(r)
         lib.embed_fmi2_set_status.argtypes = [ctypes.c_int]
         lib.embed_fmi2_set_last_successful_time.argtypes = [ctypes.c_double]
-        cls = sys.modules["disk_ramp"].disk_ramp            # this FMU's slave class
+        entry = (Path(r.dir) / "resources" / "slavemodule.txt").read_text().strip()
+        cls = sys.modules[entry].disk_ramp        # this FMU's slave class, in its entry module
         plain = cls.do_step
         wanted = {}
 
