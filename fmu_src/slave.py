@@ -11,7 +11,6 @@ the FMI logger and reported in ``status`` (see ``STATUS``).  No exception reache
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import weakref
@@ -23,13 +22,13 @@ from pythonfmu import Integer, Real, String
 
 from embed import EmbedError, ModelDefinitionError
 from embed.simulator import EMBEDDINGS, MAX_STEPS
+from fmu_src import fmu_state
 from fmu_src.fmi2 import DISCARD, ERROR, CallError, Loader, State, fmi2_call
 from fmu_src.status import INPUT_REJECTED, REFUSED, STATUS, status_of
 
 __all__ = ["ScenarioSlave", "STATUS"]
 
 WORKER_START_TIMEOUT = 60.0   # s that initialization waits for the background worker's start
-STATE_FORMAT = 2                 # version of the FMU state's layout
 _SCENARIOS = {}   # (name, options) -> Scenario, built once per process (pythonfmu re-runs __init__)
 _COMPILERS = {}   # (name, options) -> background embedding worker, one per process
 
@@ -507,102 +506,25 @@ class ScenarioSlave(Fmi2Slave):
     # ---------------------------------------------------------------- state
     @fmi2_call("state", default=lambda self: {"invalid": "the state could not be taken"})
     def _get_fmu_state(self):
-        return self._state()
-
-    def _state(self):
-        """Everything that decides this instance's future, as plain values."""
-        return {"format": STATE_FORMAT, "guid": self.model_guid,
-                "fmi_state": State.NAMES[self.fmi_state], "t_comm": self.t_comm,
-                "start_time": self.start_time, "status": self.status,
-                "variables": {v.name: getattr(self, v.name) for v, causality
-                              in self._specs.values() if causality != Fmi2Causality.output},
-                "inputs": dict(self._good_inputs), "inputs_set": sorted(self._inputs_set),
-                "sim": self.sim.get_state() if self.sim is not None else None,
-                "ext": self.ext.state() if self.ext is not None else None}
+        return fmu_state.snapshot(self)
 
     @fmi2_call("state")
     def _set_fmu_state(self, state):
         """Restore a state taken by fmi2GetFMUstate or deserialized: checked whole first
         (its FMU, its layout, every variable's value); on any failure nothing is changed."""
-        self._check_state(state)
-        saved = self._state()
+        fmu_state.check(self, state)
+        saved = fmu_state.snapshot(self)
         try:
-            self._apply_state(state)
+            fmu_state.apply(self, state)
         except Exception as exc:  # noqa: BLE001 - back to where we were, then refuse
-            self._apply_state(saved)
+            fmu_state.apply(self, saved)
             raise CallError(f"the FMU state could not be restored ({type(exc).__name__}: "
                             f"{exc}); the instance is unchanged") from exc
-
-    def _check_state(self, state):
-        if not isinstance(state, dict) or "invalid" in state:
-            raise CallError("not a valid FMU state: "
-                            f"{state.get('invalid') if isinstance(state, dict) else state!r}")
-        if state.get("guid") != self.model_guid or state.get("format") != STATE_FORMAT:
-            raise CallError(f"the FMU state belongs to another FMU or build (guid "
-                            f"{state.get('guid')!r}, this FMU {self.model_guid!r})")
-        if state.get("fmi_state") not in State.BY_NAME:
-            raise CallError(f"FMU state: unknown fmi_state {state.get('fmi_state')!r}")
-        for key in ("t_comm", "start_time"):
-            if not isinstance(state.get(key), (int, float)) or not math.isfinite(state[key]):
-                raise CallError(f"FMU state: {key} = {state.get(key)!r} is not a finite number")
-        names = {v.name: vr for vr, (v, c) in self._specs.items() if c != Fmi2Causality.output}
-        variables = state.get("variables")
-        if not isinstance(variables, dict) or set(variables) != set(names):
-            raise CallError("FMU state: its variables are not this FMU's")
-        for name, value in variables.items():
-            try:
-                self._check_value(names[name], value)
-            except (CallError, TypeError, ValueError) as exc:
-                raise CallError(f"FMU state: {exc}") from None
-        if (state.get("sim") is None) != (state["fmi_state"] in ("INSTANTIATED",
-                                                                 "INITIALIZATION_MODE")):
-            raise CallError("FMU state: its simulator does not match its FMI state")
-        sim = state.get("sim")
-        if sim is not None and self.sim is None:
-            raise CallError("a state taken after initialization cannot be restored before "
-                            "this instance has initialized")
-        if sim is not None and (not isinstance(sim, dict)
-                                or not isinstance(sim.get("pvec"), (list, np.ndarray))
-                                or len(sim["pvec"]) != len(self.sim.pvec)):
-            raise CallError("FMU state: its parameter vector is not this model's")
-
-    def _apply_state(self, state):
-        for name, value in state["variables"].items():
-            setattr(self, name, value)
-        self.fmi_state = State.BY_NAME[state["fmi_state"]]
-        self.t_comm, self.start_time = float(state["t_comm"]), float(state["start_time"])
-        self.status = int(state["status"])
-        self._broken = None             # a state from before a failure steps again
-        self._good_inputs = {k: float(v) for k, v in state["inputs"].items()}
-        self._inputs_changed = True     # the variables may differ from what the engine took
-        self._inputs_set = set(state["inputs_set"])
-        if state.get("ext") is not None and self.ext is not None:
-            self.ext.set_state(state["ext"])     # first: it may install what the state uses
-        if state["sim"] is not None:
-            self.sim.set_state(state["sim"])
-            self._check_simulator(state)
-        self._publish()
-
-    def _check_simulator(self, state):
-        """The simulator as restored: its arrays of the lengths its mode needs, finite, and
-        its parameters those of the state's variables (checked when they were set)."""
-        sim = self.sim
-        if len(sim.x) != sim.compiled_mode.nx:
-            raise EmbedError(f"x has {len(sim.x)} entries; mode {sim.mode} needs {sim.compiled_mode.nx}")
-        if not (math.isfinite(sim.t) and np.isfinite(sim.x).all() and np.isfinite(sim.mon).all()
-                and np.isfinite(sim.pvec).all()):
-            raise EmbedError("the state's values are not finite")
-        if len(sim.compiled_mode.monitors(sim.t, sim.x, sim.pvec)) != len(sim.mon):
-            raise EmbedError(f"mon has {len(sim.mon)} entries, not those of mode {sim.mode}")
-        for v in self.sc.parameters:
-            if v.name in sim.pnames and sim.param(v.name) != float(state["variables"][v.name]):
-                raise EmbedError(f"its parameter vector says {v.name} = {sim.param(v.name)}, "
-                                 f"its variables {state['variables'][v.name]}")
 
     @classmethod
     def _fmu_state_to_bytes(cls, state):
         try:
-            return json.dumps(state, default=_jsonable, allow_nan=True).encode("utf-8")
+            return fmu_state.to_bytes(state)
         except Exception as exc:  # noqa: BLE001
             cls._refuse_class_call(f"the FMU state could not be serialized: {exc}")
             return b"{}"
@@ -612,10 +534,7 @@ class ScenarioSlave(Fmi2Slave):
         """A serialized state, parsed; anything that is not one becomes a state that
         fmi2SetFMUstate refuses (fmi2DeSerializeFMUstate itself answers fmi2Error)."""
         try:
-            state = json.loads(bytes(data).decode("utf-8"))
-            if not isinstance(state, dict):
-                raise ValueError("not a JSON object")
-            return state
+            return fmu_state.from_bytes(data)
         except Exception as exc:  # noqa: BLE001
             reason = f"the serialized FMU state is corrupted ({type(exc).__name__}: {exc})"
             cls._refuse_class_call(reason)
@@ -638,11 +557,3 @@ def _describe(exc, t=None):
     kind = type(exc).__name__ if isinstance(exc, EmbedError) else \
         f"internal error ({type(exc).__name__})"
     return f"{kind}{'' if t is None else f' at t = {t:.9g} s'}: {exc}"
-
-
-def _jsonable(o):
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (np.floating, np.integer, np.bool_)):
-        return o.item()
-    raise TypeError(f"cannot serialize {type(o).__name__} in the FMU state")

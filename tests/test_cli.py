@@ -195,7 +195,7 @@ def test_user_model_fmu_validates_and_carries_that_model_only(user_fmu):
     assert mode_names(md) == {1: "free", 2: "on the wall"}
     res = resources(user_fmu)
     assert res["scenarios"] == {"__init__.py", "cart_wall.py"}
-    assert res["fmu_src"] == {"__init__.py", "slave.py", "fmi2.py", "status.py"}
+    assert res["fmu_src"] == {"__init__.py", "slave.py", "fmi2.py", "status.py", "fmu_state.py"}
     assert "engine" not in res and "embed" in res and "worker.py" in res["embed"]
     with zipfile.ZipFile(user_fmu) as z:
         names = z.namelist()
@@ -267,7 +267,7 @@ print(int(simulate_fmu(str(fmu), stop_time=0.6)["event_count"][-1]))
 def test_bundled_fmu_carries_its_own_scenario_only(disk_ramp_fmu):
     res = resources(disk_ramp_fmu)
     assert res["scenarios"] == {"__init__.py", "disk_ramp.py"}
-    assert res["fmu_src"] == {"__init__.py", "slave.py", "fmi2.py", "status.py"}
+    assert res["fmu_src"] == {"__init__.py", "slave.py", "fmi2.py", "status.py", "fmu_state.py"}
 
 
 def test_user_fmu_stepped_by_fmpy_meets_the_analytic_strike_and_keeps_energy(user_fmu):

@@ -51,7 +51,7 @@ def test_fmu_carries_its_own_model_only(fmu_dir, name):
     for parts in files:
         if len(parts) == 3 and "_" in parts[1]:
             tree.setdefault(parts[1].rsplit("_", 1)[0], set()).add(parts[2])
-    slave = {"__init__.py", "slave.py", "fmi2.py", "status.py"}
+    slave = {"__init__.py", "slave.py", "fmi2.py", "status.py", "fmu_state.py"}
     if name in build_fmu.OTHERS:
         assert tree["fmu_src"] == {"__init__.py", f"{build_fmu.OTHERS[name][0]}.py"}
         assert "scenarios" not in tree
