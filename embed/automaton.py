@@ -192,14 +192,16 @@ class GuardResets:
 
     def __init__(self, modes: Mapping[int, Mode], fallback: Optional[Callable] = None):
         self.modes, self.fallback = modes, fallback
+        self._resets = {}     # (mode id, guard name) -> reset or None: modes are never replaced
 
     def reset(self, mode_id, guard_name):
         """The reset map of guard ``guard_name`` in mode ``mode_id``, or None."""
-        mode = self.modes.get(mode_id)
-        for g in (mode.guards if mode is not None else ()):
-            if g.name == guard_name and g.reset is not None:
-                return g.reset
-        return None
+        key = (mode_id, guard_name)
+        if key not in self._resets:
+            mode = self.modes.get(mode_id)
+            self._resets[key] = next((g.reset for g in (mode.guards if mode is not None else ())
+                                      if g.name == guard_name and g.reset is not None), None)
+        return self._resets[key]
 
     def __call__(self, ctx, guard_name):
         reset = self.reset(ctx.mode, guard_name)

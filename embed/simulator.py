@@ -24,8 +24,7 @@ from .check import reset_map
 from .context import Context
 from .errors import (EmbedError, InputError, ModelDefinitionError,
                      StepBudgetError)
-from .events import (ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED,  # noqa: F401
-                     approaching)
+from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED  # noqa: F401
 from .integrators import make_integrator
 from .forming import AutomatonForms
 from .library import ModeLibrary
@@ -423,7 +422,7 @@ class Simulator(RunState):
         integ, p = self.integrator, st.pvec
         t_start = st.t
         budget = MAX_STEPS
-        due = events.due
+        due, approaching = events.due, events.approaching   # looked up once an advance
         while t_end - st.t > EVENT_TOL:
             budget -= 1
             if budget < 0:
@@ -443,9 +442,10 @@ class Simulator(RunState):
                 st.t = integ.t_next
                 if st.projection.holonomic or st.watch:
                     switching.after_step(self)
-                if (gi := switching.approaching(self, g_prev, g_end)) is not None:
+                if (gi := approaching(g_prev, g_end, st.armed, st.enabled, self._rehearsed,
+                                      st.mode)) is not None:
                     switching.rehearse(self, gi)
-                if not all(a == ARMED for a in st.armed):
+                if UNARMED in st.armed or HELD in st.armed:       # not all ARMED
                     st.armed = tuple(ARMED if v > 0 else a for a, v in
                                      zip(st.armed, st.mon[st.compiled_mode.sl_guards].tolist()))
                 continue

@@ -22,7 +22,7 @@ from .check import reset_map
 from .context import Context
 from .embedding import partition
 from .errors import ZenoError
-from .events import EVENT_TOL, LEVEL, PROBE, approaching as events_approaching
+from .events import EVENT_TOL, LEVEL, PROBE
 from .projection import PHI_TOL, Projection, max_abs
 
 ZENO_LIMIT = 100      # events at one instant before the automaton is declared Zeno
@@ -136,11 +136,6 @@ def record(sim, label, before):
     st.event_count += 1
     st.last_event_time = st.t
     st.events.append((float(st.t), label, before, st.mode))
-
-def approaching(sim, g_prev, g_end):
-    """The condition to rehearse after a step (``events.approaching``), not one rehearsed
-    already in this mode."""
-    return events_approaching(g_prev, g_end, sim.armed, sim.enabled, sim._rehearsed, sim.mode)
 
 def rehearse(sim, gi):
     """Evaluate what the event of switching condition gi will need (its reset map, the
