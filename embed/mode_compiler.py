@@ -121,8 +121,9 @@ class ModeCompiler:
         stub = any(not forms.automaton.constraints[c].B for c in active)
         if self.embedding == "symbolic" and not stub:
             compiled = library.install(key, make_mode(forms.mode_parts(key), key))
-        elif self.starting and not stub:
-            # the first mode of a background simulator is compiled at set-up, with LLVM
+        elif self.starting and self.embedding == "background" and not stub:
+            # the first mode of a background simulator is compiled at set-up, with LLVM (a
+            # numeric simulator's stays numeric: the path asked for, on re-entry too)
             compiled = library.install(key, make_mode(forms.mode_parts(key), key, backend="llvm"))
         else:
             compiled = library.numeric_modes.get(key)

@@ -202,3 +202,23 @@ def test_never_seen_constraint_combination_on_the_numeric_path():
     assert -l * np.sum(np.cos(np.array(sim.q)[:3])) == pytest.approx(ym, abs=1e-10)
     assert o["tip_y"] == pytest.approx(-sc.defaults()["d"], abs=1e-10)
     assert o["kinetic_energy"] + o["potential_energy"] == pytest.approx(e0, rel=1e-8)
+
+
+
+def test_the_numeric_path_runs_every_mode_numerically_the_initial_one_too():
+    """embedding="numeric" is the compiled-terms path (gillespie2005 Sec 5.5) for every mode it
+    enters, the first one and on re-entry too (the first was once compiled symbolically, and
+    re-entering it ran on the symbolic path without saying so).  disk_ramp: sliding, rolling,
+    sliding again."""
+    import scenarios
+    sc = scenarios.load("disk_ramp").build()
+    sim = sc.simulator(embedding="numeric")
+    seen = [(sim.mode, sim.compiled_mode.path)]
+    while sim.t < 8.0 - 1e-9:
+        sim.advance(min(8.0, sim.t + 0.01))
+        if (sim.mode, sim.compiled_mode.path) != seen[-1]:
+            seen.append((sim.mode, sim.compiled_mode.path))
+    modes = [m for m, _ in seen]
+    assert modes.count(modes[0]) >= 2, seen          # the first mode entered again
+    assert {p for _, p in seen} == {"numeric"}, seen
+    assert sim.library.modes == {}                   # nothing compiled on the symbolic path
