@@ -102,7 +102,7 @@ class Simulator(RunState):
         if embedding != "symbolic":
             self.mode_compiler.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
-        self.reselect_compile_time = 0.0   # of reselect_time: first embeddings of a partition
+        self.reselect_compile_time = 0.0   # of reselect_time (CPU s too): first embeddings of a partition
         self.last_impulse = {}
         self.impacts = []
         self.zeno_dt = float(zeno_dt)

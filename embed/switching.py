@@ -201,10 +201,10 @@ def reselect(sim):
     dep = sim.forms.partition(st.active, st.t, q, sim.pvec)
     if dep != st.dep:
         st.dep = dep
-        times = sim.mode_compiler.embed_times
-        n_emb = len(times)
+        n_emb, t_compile = len(sim.mode_compiler.embed_times), time.process_time()
         compiled = st.compiled_mode = sim.mode_compiler.compiled(st.mode, dep, st.active)
-        sim.reselect_compile_time += sum(times[n_emb:])
+        if len(sim.mode_compiler.embed_times) > n_emb:    # not in the library: embedded now
+            sim.reselect_compile_time += time.process_time() - t_compile
         st.x = np.concatenate((q, u[list(compiled.ind)]))
         st.mon = compiled.monitors(st.t, st.x, st.pvec)
         st.reselections += 1
