@@ -26,7 +26,8 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import Automaton, Guard, Jump, Mode, ModeLibrary, Model, Simulator, holonomic
+from embed import (Automaton, Guard, Jump, Mode, ModeLibrary, Model, Scenario, Simulator, Var,
+                   engine_outputs, holonomic)
 from embed.impact import resolve
 
 FREE, WALL = 1, 2
@@ -66,12 +67,40 @@ def automaton():
     def zeno(ctx, guard):
         return Jump(WALL)             # plastic: the activation jump of mueller eq 7
 
-    outputs = {"gap": gap, "bob_x": x + l * sp.sin(th), "normal_force": N}
+    outputs = {"x": x, "th": th, "v": v, "w": w_, "gap": gap, "bob_x": x + l * sp.sin(th),
+               "normal_force": N}
     return Automaton(model, constraints, modes, {}, outputs, transition,
                      lambda ctx: Jump(FREE), zeno)
 
 
 PARAMS = {"M": 2.0, "m": 0.5, "l": 0.8, "g": 9.81, "wall": 0.5}
+
+
+def build(e_default=0.5) -> Scenario:
+    """The cart and wall as a Scenario (its FMU interface; the restitution ``e`` a parameter the
+    reset map reads), in the style of the bundled scenarios: a user's model file."""
+    parameters = [Var("M", PARAMS["M"], "cart mass", "kg"),
+                  Var("m", PARAMS["m"], "bob mass", "kg"),
+                  Var("l", PARAMS["l"], "rod length", "m"),
+                  Var("g", PARAMS["g"], "gravity", "m/s2"),
+                  Var("wall", PARAMS["wall"], "wall position", "m"),
+                  Var("e", e_default, "coefficient of restitution", "", min=0.0, max=1.0),
+                  Var("x_start", 0.0, "initial cart position", "m"),
+                  Var("th_start", 0.0, "initial pendulum angle", "rad"),
+                  Var("v_start", 1.0, "initial cart speed", "m/s"),
+                  Var("w_start", 0.0, "initial pendulum rate", "rad/s")]
+    outputs = [Var("x", 0.0, "cart position", "m"), Var("th", 0.0, "pendulum angle", "rad"),
+               Var("v", 0.0, "cart speed", "m/s"), Var("w", 0.0, "pendulum rate", "rad/s"),
+               Var("gap", 0.0, "bob to wall", "m"),
+               Var("normal_force", 0.0, "push of the wall on the bob", "N")]
+    outputs += engine_outputs(FREE, "active mode: 1 free, 2 on the wall")
+
+    def initial_state(p):
+        return (np.array([p["x_start"], p["th_start"]]), np.array([p["v_start"], p["w_start"]]))
+
+    return Scenario("cart_wall", automaton(), parameters,
+                    [Var("F", 0.0, "push on the cart", "N")], outputs, initial_state,
+                    positive=("M", "m", "l"))
 _AUT = None
 
 

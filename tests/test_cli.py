@@ -6,6 +6,7 @@ bad input exits non-zero naming what was wrong."""
 
 from __future__ import annotations
 
+import ast
 import math
 import subprocess
 import sys
@@ -24,75 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 EMBED_FMU = Path(sys.executable).parent / "embed-fmu"
 COMMANDS = ("list", "build", "check", "info", "simulate")
 
-# A user's model, public API only: a cart whose pendulum bob strikes a wall (tests/cart_wall.py
-# as a Scenario).  Before the strike the bob hangs (th = 0) and the cart coasts at v_start, so
-# the strike comes at t = (wall - x_start) / v_start; with e = 1 the impact keeps the energy.
-USER_MODEL = '''"""A cart whose pendulum bob strikes a wall: a user's model outside the project."""
-
-import numpy as np
-import sympy as sp
-from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
-
-from embed import (Automaton, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs,
-                   holonomic)
-from embed.impact import resolve
-
-FREE, WALL = 1, 2
-
-
-def build(e_default=0.5) -> Scenario:
-    x, th = dynamicsymbols("x th")
-    v, w = dynamicsymbols("v w")
-    M, m, l, g, wall, e = sp.symbols("M m l g wall e")
-    N, F = sp.symbols("N F")
-    frame = ReferenceFrame("N")
-    O = Point("O")
-    O.set_vel(frame, 0)
-    C = O.locatenew("C", x * frame.x)
-    C.set_vel(frame, v * frame.x)
-    P = C.locatenew("P", l * (sp.sin(th) * frame.x - sp.cos(th) * frame.y))
-    P.set_vel(frame, (v + l * sp.cos(th) * w) * frame.x + l * sp.sin(th) * w * frame.y)
-    loads = [(C, F * frame.x), (P, -m * g * frame.y - N * frame.x)]
-    model = Model(frame, [x, th], [v, w], [x.diff() - v, th.diff() - w],
-                  [Particle("cart", C, M), Particle("bob", P, m)], loads, forces=[N],
-                  params=[M, m, l, g, wall, e], inputs=[F], name="cart_wall")
-    gap = wall - x - l * sp.sin(th)
-    modes = {FREE: Mode(FREE, "free", (), ((N, 0),), (Guard("strike", gap, -1),)),
-             WALL: Mode(WALL, "on_wall", ("wall",), (), (Guard("release", N, -1),))}
-
-    def transition(ctx, guard):
-        if guard == "release":
-            return Jump(FREE)
-        Jn, _ = ctx.row("wall")
-        r = resolve(ctx.mass_matrix(), Jn, np.array([0.0, 1.0]), ctx.u, law="newton",
-                    e=ctx.param("e"), mu_s=0.0, mu_d=0.0)
-        if float(Jn @ r.u_plus) > 0:
-            return Jump(FREE, u=r.u_plus, impact=True)
-        return Jump(WALL, u=r.u_plus, impact=True)
-
-    aut = Automaton(model, {"wall": holonomic(model, "wall", gap)}, modes, {},
-                    {"x": x, "th": th, "v": v, "w": w, "gap": gap, "normal_force": N},
-                    transition, lambda ctx: Jump(FREE), lambda ctx, guard: Jump(WALL))
-    parameters = [Var("M", 2.0, "cart mass", "kg"), Var("m", 0.5, "bob mass", "kg"),
-                  Var("l", 0.8, "rod length", "m"), Var("g", 9.81, "gravity", "m/s2"),
-                  Var("wall", 0.5, "wall position", "m"),
-                  Var("e", e_default, "coefficient of restitution", ""),
-                  Var("x_start", 0.0, "initial cart position", "m"),
-                  Var("th_start", 0.0, "initial pendulum angle", "rad"),
-                  Var("v_start", 1.0, "initial cart speed", "m/s"),
-                  Var("w_start", 0.0, "initial pendulum rate", "rad/s")]
-    outputs = [Var("x", 0.0, "cart position", "m"), Var("th", 0.0, "pendulum angle", "rad"),
-               Var("v", 0.0, "cart speed", "m/s"), Var("w", 0.0, "pendulum rate", "rad/s"),
-               Var("gap", 0.0, "bob to wall", "m"),
-               Var("normal_force", 0.0, "push of the wall on the bob", "N")]
-    outputs += engine_outputs(FREE, "active mode: 1 free, 2 on the wall")
-
-    def initial_state(p):
-        return (np.array([p["x_start"], p["th_start"]]), np.array([p["v_start"], p["w_start"]]))
-
-    return Scenario("cart_wall", aut, parameters, [Var("F", 0.0, "push on the cart", "N")],
-                    outputs, initial_state, positive=("M", "m", "l"))
-'''
+# A user's model, public API only: tests/cart_wall.py (a cart whose pendulum bob strikes a
+# wall), copied to a folder outside the project.  Before the strike the bob hangs (th = 0) and
+# the cart coasts at v_start, so the strike comes at t = (wall - x_start) / v_start; with e = 1
+# the impact keeps the energy.
+USER_MODEL = (ROOT / "tests" / "cart_wall.py").read_text()
+USER_DESCRIPTION = ast.get_docstring(ast.parse(USER_MODEL)).splitlines()[0]
 
 
 def embed_fmu(*args, cwd, ok=True):
@@ -190,7 +128,7 @@ def test_user_model_fmu_validates_and_carries_that_model_only(user_fmu):
     assert validate_fmu(str(user_fmu)) == []
     md = read_model_description(str(user_fmu))
     assert md.coSimulation.modelIdentifier == "cart_wall"
-    assert md.description == "A cart whose pendulum bob strikes a wall: a user's model outside the project."
+    assert md.description == USER_DESCRIPTION
     from fmu_src.simulate import mode_names          # the plot's names of an FMU's modes
     assert mode_names(md) == {1: "free", 2: "on the wall"}
     res = resources(user_fmu)
@@ -369,7 +307,8 @@ def test_a_file_without_build_or_with_a_bad_name_is_refused(work, user_fmu):
     assert proc.returncode == 1 and "failing.py" in proc.stderr
     assert "ZeroDivisionError" in proc.stderr and "Traceback" in proc.stderr
     sibling = work / "bad" / "uses_helpers.py"
-    sibling.write_text("import helpers\n" + USER_MODEL)
+    sibling.write_text(USER_MODEL.replace("import numpy as np\n",
+                                          "import helpers\nimport numpy as np\n", 1))
     proc = embed_fmu("build", sibling, cwd=work, ok=False)
     assert proc.returncode != 0 and "helpers" in proc.stderr and "package" in proc.stderr
     # simulate: an input column that is no input, a start value of an output
