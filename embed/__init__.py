@@ -5,6 +5,7 @@ events -> automaton/simulator.  Nothing here knows about FMI.
 """
 
 from .automaton import Automaton, Guard, Jump, Mode, Output
+from .context import Context
 from .constraints import Constraint, ConstraintSet, holonomic, motion
 from .embedding import ModeEquations, embed, partition
 from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
@@ -14,7 +15,6 @@ from .library import ModeLibrary
 from .model import Model
 from .scenario import Scenario, Start, Var, engine_outputs
 from .simulator import Simulator
-from .context import Context      # after simulator: context and switching import each other
 
 __all__ = [
     "Automaton", "Guard", "Jump", "Mode", "Output", "Context", "Constraint", "ConstraintSet",

@@ -2,7 +2,8 @@
 
 A scenario's ``transition``, ``initial`` and ``zeno`` callables (``embed.automaton``) are
 given a ``Context`` of the simulator at the located event; they return a ``Jump``.  See
-docs/design.md, "Data flow": the hybrid automaton layer.
+docs/design.md, "Data flow": the hybrid automaton layer.  ``forces_at`` (a mode's contact
+forces at a state other than the running one) serves ``Context.forces_in``.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-
-from . import switching
 
 
 class Context:
@@ -58,7 +57,8 @@ class Context:
         dict
             Force name -> value.
         """
-        return switching.forces_at(self.sim, mode_id, {**self.discrete, **discrete}, self.t, self.q, self.u)
+        return forces_at(self.sim, mode_id, {**self.discrete, **discrete}, self.t, self.q,
+                         self.u)
 
     def param(self, name):
         """A parameter, input or discrete variable by name."""
@@ -71,5 +71,29 @@ class Context:
     def row(self, name):
         """(B, C) of a constraint here, active or not: its velocity is B u + C (eq 7)."""
         n = self.sim.model.n
-        bc = self.sim.forms.constraint_terms(name).BC(np.concatenate(([self.t], self.q, self.sim.pvec)))
+        tq = np.concatenate(([self.t], self.q, self.sim.pvec))
+        bc = self.sim.forms.constraint_terms(name).BC(tq)
         return np.array(bc[:n]), float(bc[n])
+
+
+def forces_at(sim, mode_id, discrete, t, q, u):
+    """Contact forces in mode ``mode_id`` at (t, q, u) with the given discrete values.
+
+    Returns
+    -------
+    dict
+        Force name -> value.
+    """
+    st = sim.state
+    saved = st.discrete
+    st.discrete = dict(discrete)
+    sim._sync_discrete()
+    try:
+        active = tuple(sorted(sim.aut.modes[mode_id].constraints))
+        dep = sim.forms.partition(active, t, q, sim.pvec)
+        compiled = sim.mode_compiler.compiled(mode_id, dep, active)
+        mon = compiled.monitors(t, np.concatenate((q, u[list(compiled.ind)])), sim.pvec)
+    finally:
+        st.discrete = saved
+        sim._sync_discrete()
+    return dict(zip(map(str, sim.model.forces), mon[compiled.sl_forces].tolist()))

@@ -210,26 +210,3 @@ def reselect(sim):
         st.reselections += 1
     st.kappa0 = float(st.mon[st.compiled_mode.i_kappa])
     sim.reselect_time += time.process_time() - t0
-
-
-def forces_at(sim, mode_id, discrete, t, q, u):
-    """Contact forces in mode ``mode_id`` at (t, q, u) with the given discrete values.
-
-    Returns
-    -------
-    dict
-        Force name -> value.
-    """
-    st = sim.state
-    saved = st.discrete
-    st.discrete = dict(discrete)
-    sim._sync_discrete()
-    try:
-        active = tuple(sorted(sim.aut.modes[mode_id].constraints))
-        dep = sim.forms.partition(active, t, q, sim.pvec)
-        compiled = sim.mode_compiler.compiled(mode_id, dep, active)
-        mon = compiled.monitors(t, np.concatenate((q, u[list(compiled.ind)])), sim.pvec)
-    finally:
-        st.discrete = saved
-        sim._sync_discrete()
-    return dict(zip(map(str, sim.model.forces), mon[compiled.sl_forces].tolist()))
