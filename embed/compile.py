@@ -23,7 +23,9 @@ import symengine as se
 from .errors import CompilationError
 from .model import TIME
 from .modes import (CompiledMode, Layout, LinearMode, MonitorLayout,  # noqa: F401 - re-exported
-                    _SymbolicMode, rk4_scheme, rk4_stepwise)
+                    ProgramMode, _SymbolicMode, rk4_scheme, rk4_stepwise)
+from .native import OPT_FAST, OPT_RUN, NativeFunction, compile_program
+from .program import Program
 
 H = se.Symbol("h_step")
 COMPOSE_OPS = 400   # monitors up to this many operations go into the composed RK4 step;
@@ -224,7 +226,10 @@ def mode_parts(model, eqs, params, outputs, residuals, guards, kappa=se.Integer(
 
 
 def compile_parts(parts, key, backend=None):
-    """The compiled functions of a mode's parts (what the background worker returns)."""
+    """The compiled functions of a mode's parts (what the background worker returns): a
+    "linear" mode is one straight-line program (``linear_program``) compiled by LLVM (codegen
+    level 0 on the stepping path, 1 for ``backend="llvm"``), or, where the program has an
+    operation LLVM is not given, S and s for ``LinearMode``."""
     if parts["kind"] == "explicit":
         if parts["compose"]:
             return (lambdify(parts["args"], _rk4_compose(parts["x"], parts["f"], parts["mon"]),
@@ -233,6 +238,12 @@ def compile_parts(parts, key, backend=None):
                         f"the RK4 step of mode {key}", backend)
         mon = lambdify(parts["args"], parts["mon"], f"the monitors of mode {key}", backend)
         return (step, None, mon)
+    try:
+        prog, outs = linear_program(parts)
+        return (compile_program(prog, outs, f"the RK4 step of mode {key}",
+                                OPT_RUN if backend == "llvm" else OPT_FAST),)
+    except CompilationError:
+        pass
     ax = [TIME] + parts["x"] + parts["params"]
     axz = [TIME] + parts["x"] + parts["z"] + parts["params"]
     return (lambdify(ax, parts["sys"], f"the equations of mode {key}", backend),
@@ -247,7 +258,99 @@ def make_mode(parts, key, fns=None, backend=None):
     meta.setdefault("nx", len(parts["x"]) if "x" in parts else None)
     if meta["kind"] == "linear":
         meta.setdefault("nz", len(parts["z"]) if "z" in parts else None)
-    return (CompiledMode if meta["kind"] == "explicit" else LinearMode)(meta, key, fns)
+    if meta["kind"] == "explicit":
+        return CompiledMode(meta, key, fns)
+    return (ProgramMode if isinstance(fns[0], NativeFunction) else LinearMode)(meta, key, fns)
+
+
+def _template(args, exprs):
+    """``exprs`` of ``args`` as a program of its own, to be spliced in (``_splice``) once for
+    each stage: common subexpressions eliminated once, not at every stage."""
+    prog = Program(len(args))
+    return prog, prog.emit(exprs, {a: i for i, a in enumerate(args)})
+
+
+def _splice(prog, template, regs):
+    """Append ``template`` = (program, outputs) to ``prog`` with its arguments in ``regs``;
+    returns the registers of its outputs."""
+    tp, outs = template
+    where = list(regs) + [None] * len(tp.ops)
+    n_in = tp.n_in
+    for k, (op, a, b) in enumerate(tp.ops):
+        if op == "const":
+            r = prog.const(a)
+        elif b is None:
+            r = prog.unary(op, where[a])
+        else:
+            r = prog.binary(op, where[a], where[b])
+        where[n_in + k] = r
+    return [where[o] for o in outs]
+
+
+def linear_program(parts, rhs_only=False):
+    """A "linear" mode's RK4 step as one straight-line program (eq 15-16 solved inside it):
+    arguments [t, h, x..., p...], outputs [x(t+h)..., monitors(x(t+h))..., sum |x_i(t+h)|],
+    the layout of the composed step (``CompiledMode``); ``rhs_only``: xdot at (t, x) alone
+    (the adaptive solver's right-hand side, eq 2 and 16).  At each stage S z = s is solved for
+    z = [udot_ind, free forces]: S's udot_ind block is the reduced mass matrix T^T M T of
+    eq 15 (negative definite: unrolled LDL^T, no pivoting), the forces by their Schur
+    complement (at most 3, Cramer's rule)."""
+    x, params, z = parts["x"], parts["params"], parts["z"]
+    nx, nz, n_ud, n = len(x), len(z), parts["n_ud"], parts["sizes"][0]
+    k = nz - n_ud
+    if k > 3:
+        raise CompilationError(f"{k} free forces: the straight-line program solves at most 3")
+    sys_t = _template([TIME] + x + params, parts["sys"])
+    mon_t = _template([TIME] + x + z + params, parts["mon"])
+    prog = Program(2 + nx + len(params))
+    t, h = 0, 1
+    xr, pr = list(range(2, 2 + nx)), list(range(2 + nx, 2 + nx + len(params)))
+
+    def solve(tt, xs):
+        v = _splice(prog, sys_t, [tt] + xs + pr)
+        S = [v[i * nz:(i + 1) * nz] for i in range(nz)]
+        s, qdot = v[nz * nz:nz * nz + nz], v[nz * nz + nz:nz * nz + nz + n]
+        A = [row[:n_ud] for row in S[:n_ud]]
+        cols = prog.ldl_solve(A, [s[:n_ud]] + [[S[i][n_ud + j] for i in range(n_ud)]
+                                                for j in range(k)])
+        xs_, xb = cols[0], cols[1:]
+        if k:            # Schur complement of A: (S22 - S21 A^-1 S12) f = s2 - S21 A^-1 s1
+            S21 = [row[:n_ud] for row in S[n_ud:]]
+            sch = [[prog.sub(S[n_ud + i][n_ud + j], prog.dot(S21[i], xb[j])) for j in range(k)]
+                   for i in range(k)]
+            f = prog.solve_small(sch, [prog.sub(s[n_ud + i], prog.dot(S21[i], xs_))
+                                       for i in range(k)])
+            udi = [prog.sub(xs_[i], prog.dot([xb[j][i] for j in range(k)], f))
+                   for i in range(n_ud)]
+        else:
+            f, udi = [], xs_
+        return qdot, udi, f
+
+    def stage(tt, xs):
+        qdot, udi, _ = solve(tt, xs)
+        return qdot + udi
+
+    xv = xr
+    if rhs_only:
+        return prog, stage(t, xv)
+    half = prog.mul(h, prog.const(0.5))
+    th = prog.add(t, half)
+    t1 = prog.add(t, h)
+    k1 = stage(t, xv)
+    k2 = stage(th, [prog.add(a, prog.mul(half, b)) for a, b in zip(xv, k1)])
+    k3 = stage(th, [prog.add(a, prog.mul(half, b)) for a, b in zip(xv, k2)])
+    k4 = stage(t1, [prog.add(a, prog.mul(h, b)) for a, b in zip(xv, k3)])
+    sixth = prog.div(h, prog.const(6.0))
+    xn = []
+    for i in range(nx):
+        acc = prog.add(prog.add(k1[i], k4[i]), prog.mul(prog.const(2.0), prog.add(k2[i], k3[i])))
+        xn.append(prog.add(xv[i], prog.mul(sixth, acc)))
+    _, udi, f = solve(t1, xn)
+    mon = _splice(prog, mon_t, [t1] + xn + udi + f + pr)
+    total = prog.const(0.0)
+    for r in xn:
+        total = prog.add(total, prog.unary("fabs", r))
+    return prog, xn + mon + [total]
 
 
 class _Vector(list):

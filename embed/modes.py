@@ -265,3 +265,26 @@ class LinearMode(_SymbolicMode):
 
     def rk4(self, t, h, x, p):
         return rk4_stepwise(self, t, h, x, p)
+
+
+class ProgramMode(CompiledMode):
+    """Symbolic path for larger modes: the whole RK4 step, with eq 15-16 solved at every
+    stage by an unrolled LDL^T, and the monitors at its end, as one compiled straight-line
+    program (``compile.linear_program``, ``embed.native``): one call a step, like
+    ``CompiledMode``'s composed step."""
+
+    def __init__(self, meta, key, fns):
+        CompiledMode.__init__(self, meta, key, fns)
+        self._parts = meta if "sys" in meta else None
+
+    def rhs(self, t, x, p):
+        """xdot = [qdot, udot_ind] (eq 2 and 16), compiled on first use (the adaptive solver)."""
+        if self._rhs is None:
+            if self._parts is None:
+                raise CompilationError(f"mode {self.key} came from the background worker without "
+                                       "its right-hand side (ask for it with rhs=True)")
+            from .compile import linear_program
+            from .native import compile_program
+            prog, outs = linear_program(self._parts, rhs_only=True)
+            self._rhs = compile_program(prog, outs, f"the right-hand side of mode {self.key}")
+        return CompiledMode.rhs(self, t, x, p)
