@@ -273,9 +273,22 @@ class ProgramMode(CompiledMode):
     program (``compile.linear_program``, ``embed.native``): one call a step, like
     ``CompiledMode``'s composed step."""
 
+    correct = 1.0      # the step's Newton correction of Phi(q) (``compile.newton_program``)
+
     def __init__(self, meta, key, fns):
         CompiledMode.__init__(self, meta, key, fns)
         self._parts = meta if "sys" in meta else None
+
+    def _load(self, t, h, x, p):
+        b = self._buf
+        if b.size != 3 + self.nx + p.size:
+            b = self._buf = np.zeros(3 + self.nx + p.size)
+        b[0] = t
+        b[1] = h
+        b[2:2 + self.nx] = x
+        b[2 + self.nx:-1] = p
+        b[-1] = self.correct if h else 0.0     # at h = 0 (monitors at x): x itself
+        return b
 
     def rhs(self, t, x, p):
         """xdot = [qdot, udot_ind] (eq 2 and 16), compiled on first use (the adaptive solver)."""

@@ -57,12 +57,31 @@ _BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 
 def _ir(prog, outs, name):
     """The LLVM IR text of ``prog`` writing the registers ``outs`` to ``out``: one line an
-    operation (written as text: building llvmlite.ir objects took 3x as long)."""
+    operation (written as text: building llvmlite.ir objects took 3x as long); the programs
+    it calls are functions of their own (``noinline``: compiled once, called at each stage)."""
+    used, subs, text = set(), {}, []
+
+    def define(p, o, fname, internal):
+        for sub in p.subs:
+            if id(sub) not in subs:
+                subs[id(sub)] = f"{name}_s{len(subs)}"
+                define(sub[0], sub[1], subs[id(sub)], True)
+        text.append(_function(p, o, fname, internal, [subs[id(s)] for s in p.subs], used))
+
+    define(prog, outs, name, False)
+    decls = [_DECL.get(op, f"declare double @{_INTRINSIC.get(op, op)}(double)")
+             for op in sorted(used)]
+    return "\n".join(decls + text + [""])
+
+
+def _function(prog, outs, name, internal, sub_names, used):
+    """One function's IR text (``_ir``)."""
     n_in = prog.n_in
     val = [f"%r{i}" for i in range(n_in + len(prog.ops))]
     lines = [f"  %p{i} = getelementptr inbounds double, ptr %in, i64 {i}\n"
              f"  %r{i} = load double, ptr %p{i}" for i in range(n_in)]
-    used = set()
+    stored = set()
+    allocas = [f"  %a{i} = alloca [{len(arr)} x double]" for i, arr in enumerate(prog.arrays)]
     for k, (op, a, c) in enumerate(prog.ops):
         r = n_in + k
         d = f"%r{r}"
@@ -72,6 +91,27 @@ def _ir(prog, outs, name):
             continue
         if op in _BINOP:
             lines.append(f"  {d} = {_BINOP[op]} double {val[a]}, {val[c]}")
+        elif op == "gather":          # the array is stored at its first gather
+            if a not in stored:
+                stored.add(a)
+                lines += [f"  %a{a}e{j} = getelementptr inbounds [{len(prog.arrays[a])} x double], "
+                          f"ptr %a{a}, i64 0, i64 {j}\n  store double {val[e]}, ptr %a{a}e{j}"
+                          for j, e in enumerate(prog.arrays[a])]
+            lines.append(f"  {d}i = fptosi double {val[c]} to i64\n"
+                         f"  {d}p = getelementptr inbounds [{len(prog.arrays[a])} x double], "
+                         f"ptr %a{a}, i64 0, i64 {d}i\n"
+                         f"  {d} = load double, ptr {d}p")
+        elif op == "call":             # arguments stored, the function called
+            sub = prog.subs[a]
+            allocas.append(f"  {d}in = alloca [{len(c)} x double]\n"
+                           f"  {d}out = alloca [{len(sub[1])} x double]")
+            lines += [f"  {d}a{j} = getelementptr inbounds [{len(c)} x double], ptr {d}in, "
+                      f"i64 0, i64 {j}\n  store double {val[e]}, ptr {d}a{j}"
+                      for j, e in enumerate(c)]
+            lines.append(f"  call void @{sub_names[a]}(ptr {d}in, ptr {d}out)")
+        elif op == "result":
+            lines.append(f"  {d}p = getelementptr inbounds double, ptr %r{a}out, i64 {c}\n"
+                         f"  {d} = load double, ptr {d}p")
         elif op == "neg":
             lines.append(f"  {d} = fneg double {val[a]}")
         elif op in ("max", "min"):          # nan in either argument gives nan
@@ -97,9 +137,9 @@ def _ir(prog, outs, name):
     for i, r in enumerate(outs):
         lines.append(f"  %o{i} = getelementptr inbounds double, ptr %out, i64 {i}\n"
                      f"  store double {val[r]}, ptr %o{i}")
-    decls = [_DECL.get(op, f"declare double @{_INTRINSIC.get(op, op)}(double)") for op in sorted(used)]
-    return "\n".join(decls + [f"define void @{name}(ptr noalias %in, ptr noalias %out) {{",
-                               "entry:"] + lines + ["  ret void", "}", ""])
+    head = (f"define internal void @{name}(ptr noalias %in, ptr noalias %out) noinline {{"
+            if internal else f"define void @{name}(ptr noalias %in, ptr noalias %out) {{")
+    return "\n".join([head, "entry:"] + allocas + lines + ["  ret void", "}"])
 
 
 def compile_program(prog, outs, what, opt=OPT_RUN):

@@ -29,7 +29,8 @@ class Program:
 
     ``ops[k]`` = (name, a, b) writes register ``n_in + k``: "const" (a the value), one of
     add, sub, mul, div, pow, max, min, atan2 (registers a, b), neg, sqrt and the ``UNARY``
-    functions (register a).  Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing.
+    functions (register a), "gather" (element int(b) of ``arrays[a]``), "call" (runs
+    ``subs[a]`` on the registers b; a tuple) and "result" (output b of the call in register a).  Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing.
     """
 
     def __init__(self, n_in):
@@ -37,6 +38,9 @@ class Program:
         self.ops = []
         self._consts = {}
         self._value = {}      # register -> its constant value, for folding
+        self.arrays = []      # register lists that ``gather`` indexes
+        self._arrays = {}
+        self.subs = []        # programs that ``call`` runs: (program, outputs)
 
     # ------------------------------------------------------------ operations
     def _op(self, name, a, b=None):
@@ -86,6 +90,29 @@ class Program:
         if va is not None and name == "neg":
             return self.const(-va)
         return self._op(name, a)
+
+    def gather(self, regs, idx):
+        """regs[int(idx)]: the element that a run-time index (register ``idx``, holding an
+        integer) chooses; a permutation given as data (the partition, eq 11)."""
+        key = tuple(regs)
+        aid = self._arrays.get(key)
+        if aid is None:
+            aid = self._arrays[key] = len(self.arrays)
+            self.arrays.append(key)
+        return self._op("gather", aid, idx)
+
+    def call(self, sub, args):
+        """The output registers of the program ``sub`` = (program, outputs) run on the
+        registers ``args``: compiled once as a function of its own however often it is called
+        (an RK4 stage: the compile work and its growth with size are a fifth)."""
+        sid = next((i for i, s in enumerate(self.subs) if s is sub), None)
+        if sid is None:
+            sid = len(self.subs)
+            self.subs.append(sub)
+        if len(args) != sub[0].n_in:
+            raise CompilationError(f"call with {len(args)} arguments, expects {sub[0].n_in}")
+        token = self._op("call", sid, tuple(args))
+        return [self._op("result", token, j) for j in range(len(sub[1]))]
 
     def add(self, a, b):
         return self.binary("add", a, b)
