@@ -19,7 +19,7 @@ from .compile import make_mode
 from .embedding import EXPLICIT_OPS_OFFLINE
 from .errors import CompilationError, ConstraintRankError
 from .model import TIME
-from .numeric import NumericMode, NumericTerms
+from .numeric import EntryTerms, NumericMode, NumericTerms
 from .terms_program import make_terms_mode
 
 
@@ -136,7 +136,15 @@ class ModeCompiler:
                  for mid, md in list(self.forms.automaton.modes.items())])
         for mid, act in todo:
             if self._wants_program(act):
-                self.terms_mode(mid, act, tuple(range(len(act))), build=True)
+                mode = self.terms_mode(mid, act, tuple(range(len(act))), build=True)
+                if act not in self.library.entry:     # the jump into it (mueller eq 7)
+                    self.library.entry[act] = EntryTerms(
+                        self.forms.model, self.forms.constraint_set(act), self.forms.psyms,
+                        "llvm")
+                if mode is not None:         # its machine code paged in: the switch's step
+                    with np.errstate(all="ignore"):   # finds it warm (a dummy state)
+                        mode.rk4(0.0, 1e-3, np.full(mode.nx, 0.5),
+                                 np.full(len(self.forms.psyms), 0.5))
 
     def compiled(self, mode_id, dep, active=None, reselect=False):
         """The mode's compiled functions: symbolic (from the library, or embedded and compiled

@@ -157,6 +157,7 @@ class TermsProgramMode(CompiledMode):
     partition (sharing the compiled function)."""
 
     path = "numeric"
+    correct = 1.0      # the step's Newton correction of Phi(q) (``compile.newton_program``)
 
     def __init__(self, meta, key, fns):
         CompiledMode.__init__(self, meta, key, fns)
@@ -177,7 +178,7 @@ class TermsProgramMode(CompiledMode):
         b[1] = h
         b[2:2 + self.nx] = x
         b[2 + self.nx:size - self._tail.size] = p
-        b[-1] = 1.0 if h else 0.0      # the step's correction; at h = 0 (monitors at x): x
+        b[-1] = self.correct if h else 0.0   # the step's correction; h = 0 (monitors at x): x
         return b
 
     def rhs(self, t, x, p):
