@@ -278,6 +278,18 @@ class ProgramMode(CompiledMode):
     def __init__(self, meta, key, fns):
         CompiledMode.__init__(self, meta, key, fns)
         self._parts = meta if "sys" in meta else None
+        self._mon_entry = fns[0].entries["monitors"]
+
+    def monitors(self, t, x, p):
+        """The monitors at x: the step's final stage alone (``compile.rk4_program``), called
+        on the arguments [t, x..., rest...] (the step's, with t written over h)."""
+        b = self._load(t, 0.0, x, p)
+        b[1] = t
+        out = np.empty(self.n_mon)
+        self._mon_entry(b.ctypes.data + 8, out.ctypes.data)
+        return out
+
+    output_at = Layout.output_at
 
     def _load(self, t, h, x, p):
         b = self._buf

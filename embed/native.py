@@ -61,21 +61,22 @@ def _ir(prog, outs, name):
     it calls are functions of their own (``noinline``: compiled once, called at each stage)."""
     used, subs, text = set(), {}, []
 
-    def define(p, o, fname, internal):
-        for sub in p.subs:
+    def define(p, o, fname):
+        for i, sub in enumerate(p.subs):
             if id(sub) not in subs:
-                subs[id(sub)] = f"{name}_s{len(subs)}"
-                define(sub[0], sub[1], subs[id(sub)], True)
-        text.append(_function(p, o, fname, internal, [subs[id(s)] for s in p.subs], used))
+                subs[id(sub)] = f"{fname}_s{i}"
+                define(sub[0], sub[1], subs[id(sub)])
+        text.append(_function(p, o, fname, fname != name, [subs[id(s)] for s in p.subs], used))
 
-    define(prog, outs, name, False)
+    define(prog, outs, name)
     decls = [_DECL.get(op, f"declare double @{_INTRINSIC.get(op, op)}(double)")
              for op in sorted(used)]
     return "\n".join(decls + text + [""])
 
 
 def _function(prog, outs, name, internal, sub_names, used):
-    """One function's IR text (``_ir``)."""
+    """One function's IR text (``_ir``); a called one (``internal``) is never inlined, and
+    exported: ``NativeFunction.entry`` calls it on its own (a mode's monitors alone)."""
     n_in = prog.n_in
     val = [f"%r{i}" for i in range(n_in + len(prog.ops))]
     lines = [f"  %p{i} = getelementptr inbounds double, ptr %in, i64 {i}\n"
@@ -137,8 +138,7 @@ def _function(prog, outs, name, internal, sub_names, used):
     for i, r in enumerate(outs):
         lines.append(f"  %o{i} = getelementptr inbounds double, ptr %out, i64 {i}\n"
                      f"  store double {val[r]}, ptr %o{i}")
-    head = (f"define internal void @{name}(ptr noalias %in, ptr noalias %out) noinline {{"
-            if internal else f"define void @{name}(ptr noalias %in, ptr noalias %out) {{")
+    head = f"define void @{name}(ptr noalias %in, ptr noalias %out){' noinline' * internal} {{"
     return "\n".join([head, "entry:"] + allocas + lines + ["  ret void", "}"])
 
 
@@ -152,7 +152,8 @@ def compile_program(prog, outs, what, opt=OPT_RUN):
         obj = st["tm"][opt].emit_object(mod)
     except Exception as exc:       # llvmlite raises RuntimeError variants
         raise CompilationError(f"could not compile {what}: {exc}") from exc
-    return NativeFunction(obj, name, prog.n_in, len(outs))
+    return NativeFunction(obj, name, prog.n_in, len(outs),
+                          {k: f"{name}_s{i}" for k, i in prog.exports.items()})
 
 
 _CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
@@ -162,18 +163,21 @@ class NativeFunction:
     """A compiled program: ``unsafe_real(args, out)`` writes the outputs for a float64 array
     of ``n_in`` arguments into ``out`` (the interface of ``compile.Compiled``)."""
 
-    __slots__ = ("obj", "name", "n_in", "n_out", "_f")
+    __slots__ = ("obj", "name", "n_in", "n_out", "exports", "entries", "_f")
 
-    def __init__(self, obj, name, n_in, n_out):
+    def __init__(self, obj, name, n_in, n_out, exports=None):
         self.obj, self.name, self.n_in, self.n_out = obj, name, n_in, n_out
+        self.exports = dict(exports or {})
         st = _llvm()
         with _LOCK:
             st["engine"].add_object_file(st["llvm"].ObjectFileRef.from_data(obj))
             st["engine"].finalize_object()
-            addr = st["engine"].get_function_address(name)
-        if not addr:
+            addr = {k: st["engine"].get_function_address(v)
+                    for k, v in [("", name)] + list(self.exports.items())}
+        if not all(addr.values()):
             raise CompilationError(f"compiled function {name} did not load")
-        self._f = _CFUNC(addr)
+        self._f = _CFUNC(addr.pop(""))
+        self.entries = {k: _CFUNC(a) for k, a in addr.items()}   # called programs, by name
 
     def unsafe_real(self, args, out):
         self._f(args.ctypes.data, out.ctypes.data)
@@ -188,4 +192,4 @@ class NativeFunction:
         return out
 
     def __reduce__(self):          # object code: loads in another process without compiling
-        return (NativeFunction, (self.obj, self.name, self.n_in, self.n_out))
+        return (NativeFunction, (self.obj, self.name, self.n_in, self.n_out, self.exports))

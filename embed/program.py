@@ -41,6 +41,7 @@ class Program:
         self.arrays = []      # register lists that ``gather`` indexes
         self._arrays = {}
         self.subs = []        # programs that ``call`` runs: (program, outputs)
+        self.exports = {}     # name -> index in subs: called on its own too (embed.native)
 
     # ------------------------------------------------------------ operations
     def _op(self, name, a, b=None):

@@ -23,7 +23,7 @@ from .compile import _splice, _template, newton_program, rhs_program, rk4_progra
 from .constraints import gamma, phi_and_gradient
 from .errors import CompilationError
 from .model import TIME
-from .modes import CompiledMode
+from .modes import ProgramMode
 from .native import OPT_RUN, compile_program
 from .numeric import lam_symbol
 from .program import Program
@@ -150,17 +150,16 @@ def _norm1(prog, rows, cols):
     return acc
 
 
-class TermsProgramMode(CompiledMode):
+class TermsProgramMode(ProgramMode):
     """A mode (constraint set, any partition) of the compiled-terms path as one compiled call
     a step (``terms_program``): the partition is data, so a re-selection of the independent
     speeds costs no embedding and no compile.  ``with_dep(dep)`` gives the mode for a
     partition (sharing the compiled function)."""
 
     path = "numeric"
-    correct = 1.0      # the step's Newton correction of Phi(q) (``compile.newton_program``)
 
     def __init__(self, meta, key, fns):
-        CompiledMode.__init__(self, meta, key, fns)
+        ProgramMode.__init__(self, meta, key, fns)
         self._meta = meta
         n = self.n
         perm = np.array(list(self.ind) + list(self.dep), dtype=float)
