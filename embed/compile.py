@@ -25,7 +25,7 @@ from .errors import CompilationError
 from .model import TIME
 from .modes import (CompiledMode, Layout, LinearMode, MonitorLayout,  # noqa: F401 - re-exported
                     ProgramMode, _SymbolicMode, rk4_scheme, rk4_stepwise)
-from .native import OPT_FAST, OPT_RUN, NativeFunction, compile_program
+from .native import OPT_FAST, NativeFunction, compile_program
 from .program import Program
 
 H = se.Symbol("h_step")
@@ -243,7 +243,7 @@ def compile_parts(parts, key, backend=None):
     try:
         prog, outs = linear_program(parts)
         return (compile_program(prog, outs, f"the RK4 step of mode {key}",
-                                OPT_RUN if backend == "llvm" else OPT_FAST),)
+                                None if backend == "llvm" else OPT_FAST),)
     except CompilationError:
         pass
     ax = [TIME] + parts["x"] + parts["params"]

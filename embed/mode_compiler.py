@@ -98,7 +98,7 @@ class ModeCompiler:
         one compiled call a step, any partition, ``embed.terms_program``), or None: not
         prepared (``build``: compile it now), or the mode has none (forces, laws, more
         than 3 constraints; the adaptive solver, which needs the right-hand side alone)."""
-        if self.uses_rhs or not active:
+        if self.uses_rhs:
             return None
         lib, pkey = self.library, (mode_id, tuple(active))
         if pkey not in lib.terms_programs:
@@ -122,9 +122,9 @@ class ModeCompiler:
         """Whether a mode with the constraints ``active`` gets a compiled-terms program ahead:
         on the numeric and background paths, on the symbolic path if ``can_reselect``; never
         for stubs (constraints known by their compiled terms only, B unknown)."""
-        if not active or any(not self.forms.automaton.constraints[c].B for c in active):
+        if any(not self.forms.automaton.constraints[c].B for c in active):
             return False
-        return self.embedding != "symbolic" or self.can_reselect(active)
+        return self.embedding != "symbolic" or bool(active) and self.can_reselect(active)
 
     def prepare(self, mode_id=None, active=None):
         """Compile ahead the compiled-terms programs that the stepping loop may need (any

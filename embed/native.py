@@ -27,6 +27,7 @@ _INTRINSIC = {"sin": "llvm.sin.f64", "cos": "llvm.cos.f64", "exp": "llvm.exp.f64
 # operations): level 0 compiles in 0.1 s and runs in 22 us, level 1 in 1.6 s and 8 us (2 and 3:
 # no faster call).  Level 0 where a compile is on the stepping path, 1 in the background worker.
 OPT_FAST, OPT_RUN = 0, 1
+RUN_MAX_OPS = 20000   # beyond, level 1 takes seconds (its time grows faster than the function)
 
 
 def _llvm():
@@ -142,9 +143,13 @@ def _function(prog, outs, name, internal, sub_names, used):
     return "\n".join([head, "entry:"] + allocas + lines + ["  ret void", "}"])
 
 
-def compile_program(prog, outs, what, opt=OPT_RUN):
-    """The ``NativeFunction`` computing registers ``outs`` of ``prog`` (codegen level ``opt``)."""
+def compile_program(prog, outs, what, opt=None):
+    """The ``NativeFunction`` computing registers ``outs`` of ``prog`` at codegen level
+    ``opt``; None: ``OPT_RUN`` unless a function has more than ``RUN_MAX_OPS`` operations."""
     st = _llvm()
+    if opt is None:
+        sizes = [len(prog.ops)] + [len(sub[0].ops) for sub in prog.subs]
+        opt = OPT_RUN if max(sizes) <= RUN_MAX_OPS else OPT_FAST
     name = f"embed_{uuid.uuid4().hex}"   # unique across processes (the worker's too)
     try:
         mod = st["llvm"].parse_assembly(_ir(prog, outs, name))

@@ -24,7 +24,7 @@ from .constraints import gamma, phi_and_gradient
 from .errors import CompilationError
 from .model import TIME
 from .modes import ProgramMode
-from .native import OPT_RUN, compile_program
+from .native import compile_program
 from .numeric import lam_symbol
 from .program import Program
 
@@ -207,7 +207,7 @@ class TermsProgramMode(ProgramMode):
         return mode
 
 
-def make_terms_mode(forms, mode_id, active, dep, opt=OPT_RUN):
+def make_terms_mode(forms, mode_id, active, dep, opt=None):
     """The ``TermsProgramMode`` of a mode of ``forms`` (``embed.forming.AutomatonForms``) with
     the constraints ``active``, compiled (CompilationError where ``supported`` is not)."""
     model, lib = forms.model, forms.library
