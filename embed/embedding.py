@@ -1,10 +1,11 @@
 """On-line constraint embedding (gillespie2005 eq 11-16).
 
 ``partition`` chooses the dependent speeds by numeric pivoting on B at the
-current state (eq 11), ``embed`` forms D and E (eq 12), recombines the
-unconstrained terms (eq 13-14), substitutes the dependent speeds and their
-derivatives, and ``ModeEquations`` solves eq 15 for the independent
-accelerations (eq 16) and recovers the contact forces.  All symbolic work is
+current state (eq 11), ``embed`` forms D and E (eq 12) and the dependent speeds
+and accelerations, and ``ModeEquations`` forms eq 15 (the recombined terms, eq 13-14,
+read from the model's coefficients F + F* = b + A_u udot + A_f f rather than
+differentiated), solves it for the independent accelerations (eq 16) and recovers
+the contact forces.  All symbolic work is
 symengine; ``embed.forming`` assembles a mode from these.  See docs/design.md, "Where each
 paper fits".
 """
@@ -155,7 +156,8 @@ class Embedding:
 
 
 def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
-    """Embed the constraint set with the given dependent speeds (eq 11-12)."""
+    """Embed the constraint set with the given dependent speeds (eq 11-12); the recombined
+    terms (eq 13-14) are the Embedding's, on demand."""
     n = model.n
     ind = tuple(i for i in range(n) if i not in dep)
     u_ind = [model.u[i] for i in ind]
@@ -227,6 +229,11 @@ class ModeEquations:
     ``forces`` and ``multipliers`` are expressions in the state and z.  With at most
     EXPLICIT_MAX unknowns the system is solved symbolically: ``solution`` gives z, and
     ``udot_ind``, ``forces``, ``multipliers`` are explicit (eq 16).
+
+    S and s are products of the model's coefficient blocks (``model.LinearTerms``) with
+    T = [I; D], no derivative taken per mode; ``direct=True`` differentiates the recombined
+    equations instead (the reference, and the way for equations or laws not linear in the
+    unknowns, which it refuses with ModelDefinitionError).
     """
 
     def __init__(self, model: Model, emb: Embedding, laws: dict, explicit_ops=None,
