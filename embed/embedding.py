@@ -325,18 +325,18 @@ def _coefficient_form(model, emb, laws, free, with_dep):
     u_sub = emb.u_sub
     sub = (lambda e: e.subs(u_sub)) if u_sub else (lambda e: e)  # noqa: E731
 
-    def forcing(b, Af, u_in):
+    def forcing(b, Af):
         """b + A_f p0 and A_f P, dependent speeds substituted."""
-        row = [sub(c) for c in Af] if u_in else Af
+        row = [sub(c) for c in Af]
         b = sub(b)
         extra = [row[k] * l0 for k, l0, _ in law_rows if row[k] != 0 and l0 != 0]
         F = [_add(row[i], [row[k] * L[j] for k, _, L in law_rows if row[k] != 0 and L[j] != 0])
              for j, i in enumerate(free_idx)]
         return _add(b, extra), F
 
-    def with_T(Au_row, b, u_in):
+    def with_T(Au_row, b):
         """(A_u T) of one row and b + A_u g: the row's udot_ind coefficients and its rest."""
-        Au_row = [sub(c) for c in Au_row] if u_in else Au_row
+        Au_row = [sub(c) for c in Au_row]
         a_dep = [Au_row[j] for j in dep]
         AT = [_add(Au_row[i], [a_dep[l] * D[l, p] for l in range(m)]) for p, i in enumerate(ind)]
         return AT, _add(b, [a_dep[l] * g[l] for l in range(m)])
@@ -344,8 +344,8 @@ def _coefficient_form(model, emb, laws, free, with_dep):
     n = model.n
     AT, Af, r0 = [None] * n, [None] * n, [None] * n
     for i in range(n):
-        b, Af[i] = forcing(terms.b[i], terms.Af[i], terms.u_in_A[i])
-        AT[i], r0[i] = with_T(terms.Au[i], b, terms.u_in_A[i])
+        b, Af[i] = forcing(terms.b[i], terms.Af[i])
+        AT[i], r0[i] = with_T(terms.Au[i], b)
 
     def TT(v, p):
         """(T^T v)_p, v(i) a function of the speed index."""
@@ -358,8 +358,8 @@ def _coefficient_form(model, emb, laws, free, with_dep):
         rhs.append(-TT(r0.__getitem__, p))
     coupled = any(e != 0 for r in rows for e in r[n_ind:])
     for a in range(len(model.aux)):
-        b, Fa = forcing(terms.ba[a], terms.Aaf[a], terms.u_in_Aa[a])
-        ATa, ra = with_T(terms.Aau[a], b, terms.u_in_Aa[a])
+        b, Fa = forcing(terms.ba[a], terms.Aaf[a])
+        ATa, ra = with_T(terms.Aau[a], b)
         rows.append(ATa + Fa)
         rhs.append(-ra)
     z = [model.ud[i] for i in ind] + list(free)

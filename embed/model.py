@@ -138,30 +138,26 @@ class LinearTerms:
     linear system from these blocks (``embedding.ModeEquations``) instead of differentiating
     the recombined equations (eq 13-15) for each mode; a model with ``nonlinear`` set goes the
     differentiating way, which refuses it in any mode where that force is an unknown (one
-    given a law there may enter nonlinearly).  Rows are lists of symengine expressions;
-    ``u_in_A[i]`` (``u_in_Aa``) tells whether row i's coefficients hold a speed (a mass matrix
-    seldom does: an embedding then substitutes the dependent speeds in b alone).
+    given a law there may enter nonlinearly).  Rows are lists of symengine expressions.
     """
 
     def __init__(self, model):
         unknown = list(model.ud) + list(model.forces)
         zero = {x: 0 for x in unknown}
-        known, speeds = set(unknown), set(model.u)
+        known = set(unknown)
         self.nonlinear = None
 
         def split(eqs):
             b = [e.subs(zero) for e in eqs]
             Au = [[se.diff(e, v) for v in model.ud] for e in eqs]
             Af = [[se.diff(e, v) for v in model.forces] for e in eqs]
-            held = [set().union(*(c.free_symbols for c in a + f)) for a, f in zip(Au, Af)]
             if self.nonlinear is None:
                 self.nonlinear = next((c for row in Au + Af for c in row
                                        if c.free_symbols & known), None)
-            return b, Au, Af, [bool(h & speeds) for h in held]
+            return b, Au, Af
 
-        self.b, self.Au, self.Af, self.u_in_A = split(
-            [fr + fs for fr, fs in zip(model.Fr, model.Frstar)])
-        self.ba, self.Aau, self.Aaf, self.u_in_Aa = split(list(model.aux))
+        self.b, self.Au, self.Af = split([fr + fs for fr, fs in zip(model.Fr, model.Frstar)])
+        self.ba, self.Aau, self.Aaf = split(list(model.aux))
 
 
 def _derivs_first(sub):
