@@ -12,7 +12,9 @@ EXPLICIT_OPS_OFFLINE, the embedding cache cleared before each repetition):
 - "direct": the same system by differentiating the recombined equations (eq 13-15) for every
   unknown and checking each entry for them (``ModeEquations(direct=True)``, the way it was
   formed before the coefficient form);
-- "compile": ``compile_parts`` of the forming's parts with LLVM, as the worker compiles;
+- "compile": ``compile_parts`` of the forming's parts with LLVM, as the worker compiles
+  ("d.comp": of the direct form's parts, the same system in the structure it had before);
+- "before", "after": the whole first embedding, direct + d.comp against forming + compile;
 - "peer": sympy's KanesMethod re-derived with u_dependent for the same constraints
   (``bench_general.chain_peer``), the alternative to embedding.
 
@@ -75,8 +77,9 @@ def main(argv=None):
     if not a.no_peer:
         from bench_general import chain_peer
     print("First symbolic embedding of the chain's point pin (mode 2: tip_x, tip_y), medians, s")
-    print(f"{'N':>3s} {'nz':>4s} {'coeffs':>8s} {'direct':>8s} {'forming':>8s} {'dir/form':>9s} "
-          f"{'compile':>8s} {'form+comp':>10s} {'peer':>8s} {'peer/(f+c)':>11s}")
+    print(f"{'N':>3s} {'nz':>4s} {'coeffs':>7s} {'direct':>7s} {'forming':>7s} {'dir/form':>8s} "
+          f"{'d.comp':>7s} {'compile':>7s} {'before':>7s} {'after':>7s} {'bef/aft':>7s} "
+          f"{'peer':>7s} {'peer/aft':>7s}")
     for N in (int(x) for x in a.Ns.split(",")):
         reps = max(1, a.reps if N <= 10 else a.reps // (N // 10 + 1))
         sc = scenarios.load("pendulum_chain").build(N)
@@ -85,12 +88,13 @@ def main(argv=None):
         coeffs = time.perf_counter() - t0
         key = (2, ("tip_x", "tip_y"), (N - 2, N - 1))
         with differentiated():
-            direct, _, _ = first_embedding(forms, key, reps)
+            direct, dcomp, _ = first_embedding(forms, key, reps, compile_=True)
         fast, comp, parts = first_embedding(forms, key, reps, compile_=True)
         peer = float("nan") if a.no_peer else chain_peer(N, max(1, reps // 2), point=True)
-        print(f"{N:3d} {len(parts.get('z', [])):4d} {coeffs:8.3f} {direct:8.3f} {fast:8.3f} "
-              f"{direct / fast:9.1f} {comp:8.3f} {fast + comp:10.3f} {peer:8.3f} "
-              f"{peer / (fast + comp):11.1f}", flush=True)
+        before, after = direct + dcomp, fast + comp
+        print(f"{N:3d} {len(parts.get('z', [])):4d} {coeffs:7.3f} {direct:7.3f} {fast:7.3f} "
+              f"{direct / fast:8.1f} {dcomp:7.3f} {comp:7.3f} {before:7.3f} {after:7.3f} "
+              f"{before / after:7.2f} {peer:7.3f} {peer / after:7.1f}", flush=True)
 
 
 if __name__ == "__main__":
