@@ -1,10 +1,11 @@
 """On-line constraint embedding (gillespie2005 eq 11-16).
 
 ``partition`` chooses the dependent speeds by numeric pivoting on B at the
-current state (eq 11), ``embed`` forms D and E (eq 12), recombines the
-unconstrained terms (eq 13-14), substitutes the dependent speeds and their
-derivatives, and ``ModeEquations`` solves eq 15 for the independent
-accelerations (eq 16) and recovers the contact forces.  All symbolic work is
+current state (eq 11), ``embed`` forms D and E (eq 12) and the dependent speeds
+and accelerations, and ``ModeEquations`` forms eq 15 (the recombined terms, eq 13-14,
+read from the model's coefficients F + F* = b + A_u udot + A_f f rather than
+differentiated), solves it for the independent accelerations (eq 16) and recovers
+the contact forces.  All symbolic work is
 symengine; ``embed.forming`` assembles a mode from these.  See docs/design.md, "Where each
 paper fits".
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.linalg.lapack import dgeqp3, dgesv
@@ -107,7 +109,9 @@ def kappa(B_num: np.ndarray, dep, B1inv=None) -> float:
 
 @dataclass
 class Embedding:
-    """D, E and the recombined terms for one constraint set and partition (eq 12-14)."""
+    """D, E and the dependent speeds and accelerations for one constraint set and partition
+    (eq 12); the recombined terms (eq 13-14) are formed on demand (``Ftil``, ...): a mode's
+    linear system is read from the model's coefficients instead (``ModeEquations``)."""
 
     cset: ConstraintSet
     ind: tuple
@@ -116,15 +120,44 @@ class Embedding:
     E: se.DenseMatrix
     u_sub: dict          # u_dep -> D u_ind + E
     ud_sub: dict         # ud_dep -> D ud_ind + Ddot u_ind + Edot
-    Ftil: list           # F~_r, r in ind (eq 13), dependent speeds substituted
-    Ftil_star: list      # F~*_r (eq 14)
-    dep_rows: list       # F_s + F_s*, s in dep: recover the forces that cancel
-    aux: list            # auxiliary equations, substituted
+    g_dep: list          # Ddot u_ind + Edot: ud_dep = D ud_ind + g_dep
+    model: Model
     B1inv: object = None  # inverse of the dependent block of B (for the multipliers)
+
+    def _s(self, e):
+        sub = {**self.u_sub, **self.ud_sub}
+        return e.subs(sub) if sub else e
+
+    def _recombined(self, terms):
+        D = self.D
+        return [self._s(terms[r] + sum((D[k, r_pos] * terms[j] for k, j in enumerate(self.dep)),
+                                       se.Integer(0)))
+                for r_pos, r in enumerate(self.ind)]
+
+    @cached_property
+    def Ftil(self):
+        """F~_r, r in ind (eq 13), dependent speeds and accelerations substituted."""
+        return self._recombined(self.model.Fr)
+
+    @cached_property
+    def Ftil_star(self):
+        """F~*_r (eq 14)."""
+        return self._recombined(self.model.Frstar)
+
+    @cached_property
+    def dep_rows(self):
+        """F_s + F_s*, s in dep: the rows whose constraint forces cancel in eq 13-14."""
+        return [self._s(self.model.Fr[j] + self.model.Frstar[j]) for j in self.dep]
+
+    @cached_property
+    def aux(self):
+        """The auxiliary equations, substituted."""
+        return [self._s(a) for a in self.model.aux]
 
 
 def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
-    """Embed the constraint set with the given dependent speeds (eq 11-14)."""
+    """Embed the constraint set with the given dependent speeds (eq 11-12); the recombined
+    terms (eq 13-14) are the Embedding's, on demand."""
     n = model.n
     ind = tuple(i for i in range(n) if i not in dep)
     u_ind = [model.u[i] for i in ind]
@@ -133,7 +166,7 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
     if len(cset) == 0:
         D = se.zeros(0, n)
         E = se.zeros(0, 1)
-        u_sub, ud_sub = {}, {}
+        u_sub, ud_sub, g_dep = {}, {}, []
     else:
         B, C = cset.B(), cset.C()
         B1 = B[:, list(dep)]
@@ -155,24 +188,11 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
 
         Dd = D.applyfunc(ddt)
         Ed = E.applyfunc(ddt)
-        uddep = _mv(D, ud_ind) + _mv(Dd, u_ind) + Ed
+        g = _mv(Dd, u_ind) + Ed
+        uddep = _mv(D, ud_ind) + g
+        g_dep = [g[k] for k in range(len(dep))]
         ud_sub = {model.ud[j]: uddep[k] for k, j in enumerate(dep)}
-    sub = {**u_sub, **ud_sub}
-
-    def s(e):
-        return e.subs(sub) if sub else e
-
-    Ftil, Ftil_star = [], []
-    for r_pos, r in enumerate(ind):
-        F = model.Fr[r] + sum((D[k, r_pos] * model.Fr[j] for k, j in enumerate(dep)), se.Integer(0))
-        Fs = model.Frstar[r] + sum((D[k, r_pos] * model.Frstar[j] for k, j in enumerate(dep)),
-                                   se.Integer(0))
-        Ftil.append(s(F))           # eq 13
-        Ftil_star.append(s(Fs))     # eq 14
-    dep_rows = [s(model.Fr[j] + model.Frstar[j]) for j in dep]
-    aux = [s(a) for a in model.aux]
-    return Embedding(cset, ind, tuple(dep), D, E, u_sub, ud_sub, Ftil, Ftil_star, dep_rows, aux,
-                     B1inv)
+    return Embedding(cset, ind, tuple(dep), D, E, u_sub, ud_sub, g_dep, model, B1inv)
 
 
 EXPLICIT_MAX = 3      # unknowns up to which eq 15-16 are solved symbolically (LU on a dense
@@ -209,38 +229,46 @@ class ModeEquations:
     ``forces`` and ``multipliers`` are expressions in the state and z.  With at most
     EXPLICIT_MAX unknowns the system is solved symbolically: ``solution`` gives z, and
     ``udot_ind``, ``forces``, ``multipliers`` are explicit (eq 16).
+
+    S and s are products of the model's coefficient blocks (``model.LinearTerms``) with
+    T = [I; D], no derivative taken per mode; ``direct=True`` differentiates the recombined
+    equations instead (the reference, and the way for equations or laws not linear in the
+    unknowns, which it refuses with ModelDefinitionError).
     """
 
-    def __init__(self, model: Model, emb: Embedding, laws: dict, explicit_ops=None):
+    def __init__(self, model: Model, emb: Embedding, laws: dict, explicit_ops=None,
+                 direct=False):
+        """``direct``: differentiate the recombined equations (eq 13-15) for S and s instead of
+        reading them from the model's coefficients (``model.LinearTerms``); the same system,
+        kept as the reference of the coefficient form and for models it does not cover."""
         self.model, self.emb = model, emb
         explicit_ops = EXPLICIT_OPS if explicit_ops is None else explicit_ops
         laws = {to_symengine(k): to_symengine(v) for k, v in (laws or {}).items()}
-        lsub = lambda e: e.subs(laws) if laws else e  # noqa: E731
         laws = {k: (v.subs(emb.u_sub) if emb.u_sub else v) for k, v in laws.items()}
-        minimal = [lsub(a + b) for a, b in zip(emb.Ftil, emb.Ftil_star)]   # eq 15
         free = [f for f in model.forces if f not in laws]
-        m, na = len(emb.dep), len(emb.aux)
+        m, na = len(emb.dep), len(model.aux)
         if len(free) == na + m:
-            rest, multipliers = [lsub(e) for e in emb.aux + emb.dep_rows], False
+            multipliers = False
         elif len(free) == na:
-            rest, multipliers = [lsub(e) for e in emb.aux], True
+            multipliers = True
         else:
             raise ModelDefinitionError(
                 f"model {model.name!r}: {len(free)} unknown forces {[str(f) for f in free]} for "
                 f"{na} auxiliary speeds and {m} active constraints; declare one force symbol per "
                 "auxiliary speed (and optionally one per constraint), or give the others a law")
         ud_ind = [model.ud[i] for i in emb.ind]
-        self.minimal = minimal
         self.free_forces = free
         self.z = ud_ind + free
-        self.S, self.s = _linear_system(minimal + rest, self.z, model.name)
+        form = None if direct else _coefficient_form(model, emb, laws, free, not multipliers)
+        if form is None:
+            form = _differentiated_form(model, emb, laws, free, not multipliers, self.z)
+        self.S, self.s, dep_rows, coupled = form
         forces = dict(zip(free, free))
         for k, v in laws.items():
             forces[k] = v
         self.forces = [forces[f] for f in model.forces]
         if multipliers and m:
-            r = se.DenseMatrix([lsub(e) for e in emb.dep_rows])
-            self.multipliers = list(-(emb.B1inv.T * r))
+            self.multipliers = list(-(emb.B1inv.T * se.DenseMatrix(dep_rows)))
         else:
             self.multipliers = [se.Integer(0)] * m
         self.u_full = [emb.u_sub.get(model.u[i], model.u[i]) for i in range(model.n)]
@@ -248,12 +276,106 @@ class ModeEquations:
         self.solution = None
         self.udot_ind = None
         if len(self.z) <= EXPLICIT_MAX and se.count_ops(*self.S, *self.s) <= explicit_ops:
-            self.solution = _solve_blocks(self.S, self.s, len(minimal), len(ud_ind),
-                                          any(e.has(f) for e in minimal for f in free))
+            self.solution = _solve_blocks(self.S, self.s, len(ud_ind), len(ud_ind), coupled)
             zs = dict(zip(self.z, self.solution))
             self.udot_ind = self.solution[:len(ud_ind)]                  # eq 16
             self.forces = [e.subs(zs) for e in self.forces]
             self.multipliers = [e.subs(zs) for e in self.multipliers]
+
+
+def _differentiated_form(model, emb, laws, free, with_dep, z):
+    """(S, s, (F + F*)_dep, coupled) of eq 15 and the force rows by differentiating the
+    recombined equations (eq 13-14) with respect to z = [udot_ind, free forces]; refuses
+    equations that are not linear in z."""
+    lsub = lambda e: e.subs(laws) if laws else e  # noqa: E731
+    minimal = [lsub(a + b) for a, b in zip(emb.Ftil, emb.Ftil_star)]   # eq 15
+    dep_rows = [lsub(e) for e in emb.dep_rows]
+    rest = [lsub(e) for e in emb.aux] + (dep_rows if with_dep else [])
+    S, s = _linear_system(minimal + rest, z, model.name)
+    return S, s, dep_rows, any(e.has(f) for e in minimal for f in free)
+
+
+def _coefficient_form(model, emb, laws, free, with_dep):
+    """(S, s, (F + F*)_dep, coupled) read from the model's coefficients, no differentiation:
+    with udot = T udot_ind + g (T = [I; D] by rows, g_dep = Ddot u_ind + Edot, eq 12) and
+    the forces f = P f_free + p0 (the mode's laws, linear in the free forces),
+    F + F* = b + A_u udot + A_f f gives the minimal rows T^T (A_u T, A_f P | -(b + A_u g +
+    A_f p0)) (eq 13-15), the auxiliary rows alike and the dependent rows without T^T.
+    None where the coefficients do not cover the model (equations or laws not linear in
+    udot and the forces, a law holding an acceleration or a force given a law): the
+    differentiated form decides those."""
+    terms = model.linear_terms()
+    if terms.nonlinear is not None:
+        return None
+    fixed = set(model.ud) | set(laws)
+    free_set = set(free)
+    zero_f = {f: 0 for f in free}
+    index = {f: i for i, f in enumerate(model.forces)}
+    law_rows = []                       # (force index, l0, [dlaw/df_free])
+    for f, law in laws.items():
+        if law.free_symbols & fixed:
+            return None
+        L = [se.diff(law, c) for c in free]
+        if any(c.free_symbols & free_set for c in L):
+            return None
+        law_rows.append((index[f], law.subs(zero_f) if free else law, L))
+    free_idx = [index[f] for f in free]
+    ind, dep, D, g = emb.ind, emb.dep, emb.D, emb.g_dep
+    m, n_ind = len(dep), len(ind)
+    u_sub = emb.u_sub
+    sub = (lambda e: e.subs(u_sub)) if u_sub else (lambda e: e)  # noqa: E731
+
+    def forcing(b, Af):
+        """b + A_f p0 and A_f P, dependent speeds substituted."""
+        row = [sub(c) for c in Af]
+        b = sub(b)
+        extra = [row[k] * l0 for k, l0, _ in law_rows if row[k] != 0 and l0 != 0]
+        F = [_add(row[i], [row[k] * L[j] for k, _, L in law_rows if row[k] != 0 and L[j] != 0])
+             for j, i in enumerate(free_idx)]
+        return _add(b, extra), F
+
+    def with_T(Au_row, b):
+        """(A_u T) of one row and b + A_u g: the row's udot_ind coefficients and its rest."""
+        Au_row = [sub(c) for c in Au_row]
+        a_dep = [Au_row[j] for j in dep]
+        AT = [_add(Au_row[i], [a_dep[l] * D[l, p] for l in range(m)]) for p, i in enumerate(ind)]
+        return AT, _add(b, [a_dep[l] * g[l] for l in range(m)])
+
+    n = model.n
+    AT, Af, r0 = [None] * n, [None] * n, [None] * n
+    for i in range(n):
+        b, Af[i] = forcing(terms.b[i], terms.Af[i])
+        AT[i], r0[i] = with_T(terms.Au[i], b)
+
+    def TT(v, p):
+        """(T^T v)_p, v(i) a function of the speed index."""
+        return _add(v(ind[p]), [D[k, p] * v(dep[k]) for k in range(m)])
+
+    rows, rhs = [], []
+    for p in range(n_ind):                                                  # eq 13-15
+        rows.append([TT(lambda i: AT[i][j], p) for j in range(n_ind)]  # noqa: B023
+                    + [TT(lambda i: Af[i][c], p) for c in range(len(free))])  # noqa: B023
+        rhs.append(-TT(r0.__getitem__, p))
+    coupled = any(e != 0 for r in rows for e in r[n_ind:])
+    for a in range(len(model.aux)):
+        b, Fa = forcing(terms.ba[a], terms.Aaf[a])
+        ATa, ra = with_T(terms.Aau[a], b)
+        rows.append(ATa + Fa)
+        rhs.append(-ra)
+    z = [model.ud[i] for i in ind] + list(free)
+    dep_rows = [_add(r0[j], [c * x for c, x in zip(AT[j] + Af[j], z)]) for j in dep]
+    if with_dep:
+        for j in dep:
+            rows.append(AT[j] + Af[j])
+            rhs.append(-r0[j])
+    S = se.DenseMatrix(rows) if rows else se.zeros(0, 0)
+    s = se.DenseMatrix([[e] for e in rhs]) if rhs else se.zeros(0, 1)
+    return S, s, dep_rows, coupled
+
+
+def _add(first, terms):
+    """first + sum(terms) as one symengine Add (first itself when there are no terms)."""
+    return se.Add(first, *terms) if terms else first
 
 
 def _linear_system(eqs, unknowns, name):

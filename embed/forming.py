@@ -113,6 +113,7 @@ class AutomatonForms:
         if "out" not in exprs:   # outputs in the model's symbols, converted once
             exprs["out"] = [m.sym(e) for e in automaton.outputs.values()]
         self._output_exprs = exprs["out"]
+        m.linear_terms()         # the model's coefficients, read once before any embedding
 
     def parameter_vector(self, params):
         """The parameter vector for the parameter values ``params`` (by name): inputs 0,

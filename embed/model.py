@@ -109,6 +109,13 @@ class Model:
                 raise ModelDefinitionError(
                     f"model {name!r}: force symbol {f} appears in no load; remove it or apply it")
 
+    def linear_terms(self):
+        """The model's equations as ``LinearTerms`` (b + A_u udot + A_f f), read once and kept."""
+        terms = self.__dict__.get("_linear_terms")
+        if terms is None:
+            terms = self._linear_terms = LinearTerms(self)
+        return terms
+
     def sym(self, expr):
         """Convert a user's sympy expression in dynamicsymbols to the model's symbols (a
         symengine expression is taken to be in them already)."""
@@ -118,6 +125,39 @@ class Model:
 
     def index_q(self, name: str) -> int:
         return [str(s) for s in self.q].index(name)
+
+
+class LinearTerms:
+    """The dynamical equations F_r + F_r* = b + A_u udot + A_f f (gillespie2005 eq 3-4; A_u = -M,
+    the generalized mass matrix) and the auxiliary equations a = b_a + A_au udot + A_af f,
+    their coefficients read once per model.
+
+    Kane's equations are linear in the accelerations and the force symbols by construction;
+    that is checked here, once: ``nonlinear`` names a coefficient that still holds an
+    acceleration or a force (a load F**2, say), None if there is none.  An embedding forms its
+    linear system from these blocks (``embedding.ModeEquations``) instead of differentiating
+    the recombined equations (eq 13-15) for each mode; a model with ``nonlinear`` set goes the
+    differentiating way, which refuses it in any mode where that force is an unknown (one
+    given a law there may enter nonlinearly).  Rows are lists of symengine expressions.
+    """
+
+    def __init__(self, model):
+        unknown = list(model.ud) + list(model.forces)
+        zero = {x: 0 for x in unknown}
+        known = set(unknown)
+        self.nonlinear = None
+
+        def split(eqs):
+            b = [e.subs(zero) for e in eqs]
+            Au = [[se.diff(e, v) for v in model.ud] for e in eqs]
+            Af = [[se.diff(e, v) for v in model.forces] for e in eqs]
+            if self.nonlinear is None:
+                self.nonlinear = next((c for row in Au + Af for c in row
+                                       if c.free_symbols & known), None)
+            return b, Au, Af
+
+        self.b, self.Au, self.Af = split([fr + fs for fr, fs in zip(model.Fr, model.Frstar)])
+        self.ba, self.Aau, self.Aaf = split(list(model.aux))
 
 
 def _derivs_first(sub):

@@ -163,3 +163,109 @@ def test_a_tape_computes_what_the_compiled_function_computes():
         assert tape(x) == pytest.approx(ref(x), rel=1e-14, abs=1e-14)
     bad = Tape([s], [se.log(s), se.sqrt(s), s ** se.Rational(1, 3)])
     assert np.isnan(bad([-1.0])).all() and bad([8.0]) == pytest.approx([np.log(8), 8 ** 0.5, 2])
+
+
+# ------------------------------------------- the coefficient form against differentiation
+def _mode_systems(name, N=None):
+    """(label, fast ModeEquations, direct ModeEquations) for every mode of scenario ``name``,
+    each with a partition chosen at a random configuration."""
+    import scenarios
+    from embed.forming import AutomatonForms
+    from embed.library import ModeLibrary
+
+    sc = scenarios.load(name).build(*(() if N is None else (N,)))
+    aut = sc.automaton
+    forms = AutomatonForms(aut, ModeLibrary())
+    model = aut.model
+    rng = np.random.default_rng(3)
+    for mode_id, mode in aut.modes.items():
+        cset = forms.constraint_set(mode.constraints)
+        q, p = rng.uniform(-1, 1, model.n), rng.uniform(0.5, 2, len(forms.psyms))
+        dep = forms.partition(cset.key, 0.3, q, p) if len(cset) else ()
+        emb = embed(model, cset, dep)
+        yield ((name, mode_id, dep), ModeEquations(model, emb, dict(mode.laws), 0),
+               ModeEquations(model, emb, dict(mode.laws), 0, direct=True))
+
+
+@pytest.mark.parametrize("name,N", [("disk_ramp", None), ("pendulum_belt", None),
+                                    ("slider_crank3", None), ("top", None), ("ball_bowl", None),
+                                    ("pendulum_chain", 5)])
+def test_coefficient_form_equals_differentiation(name, N):
+    """S and s read from the model's coefficients, T^T (b + A_u (T udot_ind + g) + A_f f)
+    (eq 13-15), equal the derivatives of the recombined equations with respect to
+    z = [udot_ind, free forces] at random states, to 1e-12 relative, and so do the
+    multipliers -B1^-T (F + F*)_dep; laws (disk_ramp's sliding friction, pendulum_belt's)
+    included."""
+    for label, fast, direct in _mode_systems(name, N):
+        assert fast.z == direct.z and fast.S.shape == direct.S.shape, label
+        exprs = [list(x) for x in (fast.S, direct.S, fast.s, direct.s)]
+        exprs += [fast.multipliers, direct.multipliers]
+        flat = [e for group in exprs for e in group]
+        syms = sorted(set().union(*(e.free_symbols for e in flat)), key=str)
+        fn = se.Lambdify(syms, flat, backend="lambda", real=True)
+        rng = np.random.default_rng(5)
+        for _ in range(5):
+            v = np.asarray(fn(rng.uniform(0.3, 1.5, len(syms)))).ravel()
+            parts = np.split(v, np.cumsum([len(g) for g in exprs])[:-1])
+            for got, ref in zip(parts[0::2], parts[1::2]):
+                assert np.all(np.isfinite(ref)), label
+                scale = max(1.0, float(np.abs(ref).max(initial=0.0)))
+                assert np.abs(got - ref).max(initial=0.0) <= 1e-12 * scale, label
+
+
+def _particle(load):
+    """A particle in the plane (q1, q2) pushed along n2 by ``load`` of the force symbol F,
+    with the motion constraint u2 = 0 (so that F is its constraint force)."""
+    from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
+
+    from embed import Model
+    q1, q2 = dynamicsymbols("q1 q2")
+    u1, u2 = dynamicsymbols("u1 u2")
+    m, F = sp.symbols("m F")
+    frame = ReferenceFrame("N")
+    O = Point("O")
+    O.set_vel(frame, 0)
+    P = O.locatenew("P", q1 * frame.x + q2 * frame.y)
+    P.set_vel(frame, u1 * frame.x + u2 * frame.y)
+    model = Model(frame, [q1, q2], [u1, u2], [q1.diff() - u1, q2.diff() - u2],
+                  [Particle("p", P, m)], [(P, load(F) * frame.y)], forces=[F], params=[m],
+                  name="particle")
+    return model, motion(model, "still", u2), F
+
+
+def test_equations_not_linear_in_a_force_are_refused():
+    """A load F**2 of an unknown force F: the model's coefficients flag it, and a mode where F
+    is an unknown is refused naming the unknowns; where F has a law it is accepted, and the
+    particle's acceleration is the law's F**2 / m."""
+    from embed import ModelDefinitionError
+
+    model, still, F = _particle(lambda F: F ** 2)
+    assert model.linear_terms().nonlinear is not None
+    emb = embed(model, ConstraintSet([still]), (1,))
+    with pytest.raises(ModelDefinitionError, match="not linear in .*F"):
+        ModeEquations(model, emb, {})
+    free = embed(model, ConstraintSet([]), ())
+    eqs = ModeEquations(model, free, {F: se.Symbol("m") * 3})
+    assert _numeric(eqs.udot_ind[1], {"m": 2.0}) == pytest.approx(2.0 * 9)
+
+
+def test_a_law_not_linear_in_the_free_forces_is_refused(disk):
+    """Sliding friction given as mu N**2 (N the free normal force): refused as not linear."""
+    from embed import ModelDefinitionError
+
+    model, _ = disk
+    N, mu = se.Symbol("N"), se.Symbol("mu")
+    with pytest.raises(ModelDefinitionError, match="not linear"):
+        ModeEquations(model, embed(model, ConstraintSet([]), ()), {se.Symbol("F_f"): mu * N ** 2})
+    eqs = ModeEquations(model, embed(model, ConstraintSet([]), ()), {se.Symbol("F_f"): mu * N})
+    assert model.linear_terms().nonlinear is None and eqs.solution is not None
+
+
+def test_linear_particle_takes_the_coefficient_form():
+    """The particle with a load linear in F: its coefficients hold no unknown, and the pinned
+    particle's constraint force is F = 0 (no other load), its free acceleration F / m."""
+    model, still, F = _particle(lambda F: F)
+    assert model.linear_terms().nonlinear is None
+    eqs = ModeEquations(model, embed(model, ConstraintSet([still]), (1,)), {})
+    assert [str(z) for z in eqs.z] == ["u1d", "F"]
+    assert [_numeric(e, {"m": 2.0}) for e in eqs.solution] == [0.0, 0.0]
