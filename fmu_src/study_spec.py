@@ -213,7 +213,7 @@ def _number(where, v) -> float:
     return x
 
 
-def from_dict(d: dict, where: str = "study") -> StudySpec:
+def from_dict(d: dict, where: str = "study", check: bool = True) -> StudySpec:
     """A StudySpec from the TOML file's keys (see the module docstring and README):
     stop_time, step, seed, samples, outputs, summaries, runner, solver, h_max, and the
     tables parameters, inputs (name = value/list/{kind = [args]}) and build."""
@@ -243,12 +243,18 @@ def from_dict(d: dict, where: str = "study") -> StudySpec:
             spec.axes.append(axis(name, value))
             spec.kinds[name] = table[:-1]
     spec.build = dict(d.get("build") or {})
-    spec.check()
+    if check:                   # (not yet if --vary adds axes: ``with_axes`` checks)
+        spec.check()
     return spec
 
 
 def read(path) -> StudySpec:
-    """A StudySpec from a TOML file (tomllib; tomli before Python 3.11)."""
+    """A StudySpec from a TOML file (``read_dict``)."""
+    return from_dict(read_dict(path), str(path))
+
+
+def read_dict(path) -> dict:
+    """The keys of a TOML study file (tomllib; tomli before Python 3.11)."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:                                   # pragma: no cover - Python 3.10
@@ -260,7 +266,17 @@ def read(path) -> StudySpec:
         raise InputError(f"--study {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"--study {path}: not TOML: {exc}") from None
-    return from_dict(d, str(path))
+    return d
+
+
+def with_axes(spec: StudySpec, axes) -> StudySpec:
+    """``spec`` with ``axes`` (``--vary``) replacing its axes of the same names or added;
+    whether each is a parameter or an input is then the model's to say."""
+    for a in axes:
+        spec.axes = [b for b in spec.axes if b.name != a.name] + [a]
+        spec.kinds.pop(a.name, None)
+    spec.check()
+    return spec
 
 
 # ------------------------------------------------------------------------------ cases
