@@ -380,7 +380,7 @@ def _connect(scheduler, workers):
     if not isinstance(n, int) or n < 1:
         raise InputError(f"workers = {n!r}: give a number of processes >= 1")
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR)
+                           dashboard_address=":0", silence_logs=logging.ERROR)
     client = Client(cluster)
     return client, [client, cluster]
 
