@@ -67,15 +67,17 @@ class Plan:
 
 def run_chunk(plan: Plan, cases: list) -> dict:
     """Run ``cases`` ([(number, values)]) one after another: the Dask task.  Returns
-    {"rows": [row dict per case], "series": [(number, {output: array})], "busy": seconds}."""
-    started = time.perf_counter()
+    {"rows": [row dict per case], "series": [(number, {output: array})], "busy": seconds,
+    "cpu": the worker process's CPU seconds}."""
+    started, cpu = time.perf_counter(), time.process_time()
     rows, series = [], []
     for number, values in cases:
         row, kept = run_case(plan, number, values)
         rows.append(row)
         if kept is not None:
             series.append((number, kept))
-    return {"rows": rows, "series": series, "busy": time.perf_counter() - started}
+    return {"rows": rows, "series": series, "busy": time.perf_counter() - started,
+            "cpu": time.process_time() - cpu}
 
 
 def run_case(plan: Plan, number: int, values: dict):

@@ -191,6 +191,8 @@ class Study:
         self.out = None if out is None else Path(out)
         self._memory = []          # (cases table, series table or None) without ``out``
         self._tmp = None
+        # the latest run's figures: cases, tasks, busy and cpu (s inside the tasks), wall (s)
+        self.last_run = {}
         fmu_dir = None
         if self.spec.runner == "fmu" and not self.model.endswith(".fmu"):
             if self.out is not None:
@@ -318,6 +320,9 @@ class Study:
         from distributed import as_completed
 
         chunks = [todo[k:k + size] for k in range(0, len(todo), size)]
+        started = time.perf_counter()
+        self.last_run = {"cases": len(todo), "tasks": len(chunks), "busy": 0.0, "cpu": 0.0,
+                         "wall": 0.0}
         futures = {client.submit(run_chunk, self.plan, c, pure=False): c for c in chunks}
         for fut in as_completed(futures):
             chunk = futures.pop(fut)
@@ -329,9 +334,12 @@ class Study:
                 result = {"rows": rows, "series": []}
             else:
                 result = fut.result()
+                self.last_run["busy"] += result["busy"]
+                self.last_run["cpu"] += result["cpu"]
             fut.release()
             self._write(result)
             prog.update(len(result["rows"]), sum(r["status"] != 0 for r in result["rows"]))
+        self.last_run["wall"] = time.perf_counter() - started
         prog.done()
 
     def _write(self, result):
