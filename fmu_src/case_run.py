@@ -3,7 +3,9 @@
 ``engine``: a Simulator of the model's Scenario (``Scenario.simulator``), stepped to each
 communication point with ``advance``; the events and their exact located times come from
 its event list.  ``fmu``: the FMU stepped by fmpy's FMU2Slave (``fmu_src.master.FmuRunner``),
-a fresh instance per case, the FMU extracted once per worker process.  Either way a case is
+a fresh instance per case, the FMU extracted once per worker process, its ``embedding`` set
+to ``symbolic`` as the engine's (background embedding runs on the wall clock: not
+reproducible).  Either way a case is
 independent of every other (its own simulator or instance from the start values) and
 deterministic: the same values give the same row wherever and whenever it runs.  The
 communication points are the running sum t + step, as a master's are.
@@ -290,7 +292,8 @@ def _fmu_run(plan: Plan, params: dict, inputs: dict, rec: Record) -> dict:
         try:
             r.fmu.setupExperiment(startTime=0.0)
             r.fmu.enterInitializationMode()
-            r.set(solver=plan.solver, h_max=plan.h_max, **params, **inputs)
+            run = {"solver": plan.solver, "h_max": plan.h_max, "embedding": "symbolic"}
+            r.set(**{k: v for k, v in run.items() if k in r.vars}, **params, **inputs)
             r.fmu.exitInitializationMode()
         except FMICallException as exc:
             raise Failure(_fmu_status(r), _fmu_messages(r) or str(exc)) from None

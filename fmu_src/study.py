@@ -191,6 +191,7 @@ class Study:
         self.out = None if out is None else Path(out)
         self._memory = []          # (cases table, series table or None) without ``out``
         self._tmp = None
+        self._next_part = None     # the number of the next part file written
         # the latest run's figures: cases, tasks, busy and cpu (s inside the tasks), wall (s)
         self.last_run = {}
         fmu_dir = None
@@ -355,9 +356,11 @@ class Study:
             self._memory.append((table, series))
             return
         (self.out / "cases").mkdir(exist_ok=True)
-        k = 1 + max((int(p.stem[5:]) for p in (self.out / "cases").glob("part-*.parquet")),
-                    default=0)
-        name = f"part-{k:06d}.parquet"
+        if self._next_part is None:
+            self._next_part = 1 + max((int(p.stem[5:]) for p in
+                                       (self.out / "cases").glob("part-*.parquet")), default=0)
+        name = f"part-{self._next_part:06d}.parquet"
+        self._next_part += 1
         if series is not None:                 # the series first: a case row means it is done
             (self.out / "series").mkdir(exist_ok=True)
             _atomic(pq.write_table, series, self.out / "series" / name)
