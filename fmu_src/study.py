@@ -234,7 +234,8 @@ class Study:
 
     def _parts(self, kind: str) -> list:
         if self.out is None:
-            return [t for t in (p[0 if kind == "cases" else 1] for p in self._memory) if t]
+            return [t for t in (p[0 if kind == "cases" else 1] for p in self._memory)
+                    if t is not None]
         import pyarrow.parquet as pq
         return [pq.read_table(p) for p in sorted((self.out / kind).glob("part-*.parquet"))]
 

@@ -76,6 +76,11 @@ def test_disk_mu_sweep_reproduces_the_analytic_events_case_by_case(client, tmp_p
     assert len(s) == 301
     for t, q1 in zip(s["time"][::50], s["q1"][::50]):
         assert q1 == pytest.approx(ref.state(t)["q1"], abs=1e-6)
+    # kept in memory (no folder): the same rows and series
+    mem = Study("disk_ramp", {**DISK, "parameters": {"mu": MU}})
+    pd.testing.assert_frame_equal(comparable(mem.run(client=client, progress=False)),
+                                  comparable(df), check_exact=True)
+    pd.testing.assert_frame_equal(mem.series(case=2), s, check_exact=True)
 
 
 def test_a_refused_case_is_recorded_and_the_others_complete_engine_and_fmu(client, tmp_path):
