@@ -166,7 +166,8 @@ def test_resume_runs_each_case_once_and_reruns_on_demand(client, tmp_path):
     assert list(first["case"]) == [0, 3]
     again = Study("disk_ramp", spec, out=out)          # a new session: the folder resumes
     assert [i for i, _ in again.pending()] == [1, 2]
-    df = again.run(client=client, chunk=1, progress=False)
+    # through the cluster's address, as --scheduler does
+    df = again.run(scheduler=client.scheduler.address, chunk=1, progress=False)
     every = lambda: sorted(sum((cases_in(p) for p in parts()), []))  # noqa: E731
     assert every() == [0, 1, 2, 3]                     # each case run once
     assert list(df["case"]) == [0, 1, 2, 3] and list(df["status"]) == [0, 0, 9, 0]
