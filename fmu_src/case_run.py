@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from embed.errors import EmbedError
 from fmu_src.status import INPUT_REJECTED, INTERNAL, OK, status_of
 from fmu_src.study_spec import summary_column
 
@@ -110,8 +111,9 @@ def run_case(plan: Plan, number: int, values: dict):
     return row, kept
 
 
-class Failure(Exception):
-    """A case that failed with a known status code and message."""
+class Failure(EmbedError):
+    """A case that failed with a known status code (fmu_src/status.py) and message: what the
+    FMU refused or reported, or a value the engine would refuse."""
 
     def __init__(self, status: int, message: str):
         super().__init__(message)
