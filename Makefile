@@ -30,6 +30,7 @@ bench: fmus
 
 hil: fmus
 	$(PY) benchmarks/hil_disk_fence.py --fmu $(OUT)/disk_fence.fmu
+	$(PY) benchmarks/hil_chain.py --fmu $(OUT)/pendulum_chain.fmu
 
 clean:
 	rm -rf $(OUT) .pytest_cache

@@ -64,6 +64,7 @@ def run_ours(sc, path, pin, k_pin, k_end):
     sim = sc.simulator(embedding=path)
     q0 = np.array(sim.q)
     sim.set_constraints([], label="free")
+    sim.prepare(pin_constraints(pin))     # the pin's compiled-terms program, ahead
     for k in range(1, k_pin + 1):
         sim.advance(k * H)
     o = sc.observe(sim)

@@ -5,6 +5,8 @@ Typed caches of the compiled model, apart from any run's state (``embed.state``)
 - ``modes``: compiled modes of the symbolic path by (mode id, active constraints, dep)
   (``CompiledMode``, ``LinearMode``, a scenario's own such as disk_fence's ``JetMode``);
 - ``numeric_modes``: the same keys on the compiled-terms path (``NumericMode``);
+- ``terms_programs``: a mode's compiled-terms program for every partition (``TermsProgramMode``)
+  by (mode id, active constraints), None where a mode has none;
 - ``embeddings``: symbolic embeddings (gillespie2005 eq 11-12) by (constraint set, dep);
 - ``constraint_terms``: each constraint's own compiled terms by name (Sec 5.5);
 - ``entry``: entry terms of a constraint set (mueller eq 7, ``EntryTerms``) by the set;
@@ -28,11 +30,12 @@ _LIBRARIES = {}       # (id(automaton), embedding path) -> ModeLibrary, while th
 class ModeLibrary:
     """Typed caches of compiled modes and terms, shared by the simulators of one scenario."""
 
-    __slots__ = ("modes", "numeric_modes", "embeddings", "constraint_terms", "entry",
-                 "expressions", "submitted", "terms", "_own")
+    __slots__ = ("modes", "numeric_modes", "terms_programs", "embeddings", "constraint_terms",
+                 "entry", "expressions", "submitted", "terms", "_own")
 
     def __init__(self):
         self.modes, self.numeric_modes, self.embeddings = {}, {}, {}
+        self.terms_programs = {}  # (mode id, active) -> TermsProgramMode (any partition) or None
         self.constraint_terms, self.entry, self.expressions, self.submitted = {}, {}, {}, {}
         self.terms = None       # the unconstrained terms (``NumericTerms``), once compiled
         self._own = {}          # a scenario's own shared objects (``shared``)

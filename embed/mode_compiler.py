@@ -17,8 +17,10 @@ import numpy as np
 
 from .compile import make_mode
 from .embedding import EXPLICIT_OPS_OFFLINE
-from .errors import ConstraintRankError
-from .numeric import NumericMode, NumericTerms
+from .errors import CompilationError, ConstraintRankError
+from .model import TIME
+from .numeric import EntryTerms, NumericMode, NumericTerms
+from .terms_program import make_terms_mode
 
 
 class ModeCompiler:
@@ -91,7 +93,60 @@ class ModeCompiler:
         return K, B, np.concatenate((np.zeros(n), -(B @ u + C))), np.array(phi)
 
     # ------------------------------------------------------------------ modes
-    def compiled(self, mode_id, dep, active=None):
+    def terms_mode(self, mode_id, active, dep, build=False):
+        """The mode's compiled-terms program for the partition ``dep`` (``TermsProgramMode``:
+        one compiled call a step, any partition, ``embed.terms_program``), or None: not
+        prepared (``build``: compile it now), or the mode has none (forces, laws, more
+        than 3 constraints; the adaptive solver, which needs the right-hand side alone)."""
+        if self.uses_rhs or not active:
+            return None
+        lib, pkey = self.library, (mode_id, tuple(active))
+        if pkey not in lib.terms_programs:
+            if not build:
+                return None
+            try:
+                lib.terms_programs[pkey] = make_terms_mode(self.forms, mode_id, pkey[1], dep)
+            except CompilationError:
+                lib.terms_programs[pkey] = None
+        base = lib.terms_programs[pkey]
+        return None if base is None else base.with_dep(dep)
+
+    def can_reselect(self, active):
+        """Whether the constraints ``active`` have a B that changes with q or t (their
+        partition may need re-selecting, Sec 5.4)."""
+        cons = [self.forms.automaton.constraints[c] for c in active]
+        watch = set(self.forms.model.q) | {TIME}
+        return any(e.free_symbols & watch for c in cons for e in c.B)
+
+    def _wants_program(self, active):
+        """Whether a mode with the constraints ``active`` gets a compiled-terms program ahead:
+        on the numeric and background paths, on the symbolic path if ``can_reselect``; never
+        for stubs (constraints known by their compiled terms only, B unknown)."""
+        if not active or any(not self.forms.automaton.constraints[c].B for c in active):
+            return False
+        return self.embedding != "symbolic" or self.can_reselect(active)
+
+    def prepare(self, mode_id=None, active=None):
+        """Compile ahead the compiled-terms programs that the stepping loop may need (any
+        partition, ``terms_mode``): of the mode ``mode_id`` with the constraints ``active``,
+        or (default) every mode's own, where ``_wants_program``: a mode entered or a partition
+        re-selected (Sec 5.4) then runs on it, with no embedding or compile in the step."""
+        todo = ([(mode_id, tuple(sorted(active)))] if mode_id is not None else
+                [(mid, tuple(sorted(md.constraints)))
+                 for mid, md in list(self.forms.automaton.modes.items())])
+        for mid, act in todo:
+            if self._wants_program(act):
+                mode = self.terms_mode(mid, act, tuple(range(len(act))), build=True)
+                if act not in self.library.entry:     # the jump into it (mueller eq 7)
+                    self.library.entry[act] = EntryTerms(
+                        self.forms.model, self.forms.constraint_set(act), self.forms.psyms,
+                        "llvm")
+                if mode is not None:         # its machine code paged in: the switch's step
+                    with np.errstate(all="ignore"):   # finds it warm (a dummy state)
+                        mode.rk4(0.0, 1e-3, np.full(mode.nx, 0.5),
+                                 np.full(len(self.forms.psyms), 0.5))
+
+    def compiled(self, mode_id, dep, active=None, reselect=False):
         """The mode's compiled functions: symbolic (from the library, or embedded and compiled
         now) or numeric.
 
@@ -102,6 +157,9 @@ class ModeCompiler:
             The dependent speeds.
         active : tuple of str or None
             The active constraints (default: the mode's own).
+        reselect : bool
+            A re-selection of the independent speeds (Sec 5.4): where the mode is not in the
+            library, the prepared compiled-terms program runs it (no embedding in the step).
 
         Returns
         -------
@@ -114,6 +172,10 @@ class ModeCompiler:
         compiled = library.mode(key)
         if compiled is not None:
             return compiled
+        prepared = self.terms_mode(mode_id, active, dep)
+        if reselect and prepared is not None and self.embedding == "symbolic":
+            library.numeric_modes[key] = prepared       # nothing embedded: no embed_times
+            return prepared
         t0 = time.perf_counter()
         # a constraint known only by its compiled terms (a stub, B empty: a geometry prepared
         # elsewhere) has nothing to embed symbolically: its modes come ready-made (a family's
@@ -121,17 +183,20 @@ class ModeCompiler:
         stub = any(not forms.automaton.constraints[c].B for c in active)
         if self.embedding == "symbolic" and not stub:
             compiled = library.install(key, make_mode(forms.mode_parts(key), key))
+            if self._wants_program(active):   # its re-selections: prepared now, not in a step
+                self.terms_mode(mode_id, active, dep, build=True)
         elif self.starting and self.embedding == "background" and not stub:
             # the first mode of a background simulator is compiled at set-up, with LLVM (a
             # numeric simulator's stays numeric: the path asked for, on re-entry too)
             compiled = library.install(key, make_mode(forms.mode_parts(key), key, backend="llvm"))
         else:
-            compiled = library.numeric_modes.get(key)
+            compiled = library.numeric_modes.get(key) or prepared
             if compiled is None:
                 cset = forms.constraint_set(active)
                 compiled = library.numeric_modes[key] = NumericMode(
                     self.numeric_terms(), mode, cset, dep, len(forms.outputs), key,
                     [forms.constraint_terms(c.name) for c in cset.items])
+            library.numeric_modes[key] = compiled
             if self.embedding == "background" and not stub and key not in library.submitted:
                 library.submitted[key] = time.perf_counter()
                 self.compiler.submit(key, rhs=self.uses_rhs)

@@ -265,3 +265,51 @@ class LinearMode(_SymbolicMode):
 
     def rk4(self, t, h, x, p):
         return rk4_stepwise(self, t, h, x, p)
+
+
+class ProgramMode(CompiledMode):
+    """Symbolic path for larger modes: the whole RK4 step, with eq 15-16 solved at every
+    stage by an unrolled LDL^T, and the monitors at its end, as one compiled straight-line
+    program (``compile.linear_program``, ``embed.native``): one call a step, like
+    ``CompiledMode``'s composed step."""
+
+    correct = 1.0      # the step's Newton correction of Phi(q) (``compile.newton_program``)
+
+    def __init__(self, meta, key, fns):
+        CompiledMode.__init__(self, meta, key, fns)
+        self._parts = meta if "sys" in meta else None
+        self._mon_entry = fns[0].entries["monitors"]
+
+    def monitors(self, t, x, p):
+        """The monitors at x: the step's final stage alone (``compile.rk4_program``), called
+        on the arguments [t, x..., rest...] (the step's, with t written over h)."""
+        b = self._load(t, 0.0, x, p)
+        b[1] = t
+        out = np.empty(self.n_mon)
+        self._mon_entry(b.ctypes.data + 8, out.ctypes.data)
+        return out
+
+    output_at = Layout.output_at
+
+    def _load(self, t, h, x, p):
+        b = self._buf
+        if b.size != 3 + self.nx + p.size:
+            b = self._buf = np.zeros(3 + self.nx + p.size)
+        b[0] = t
+        b[1] = h
+        b[2:2 + self.nx] = x
+        b[2 + self.nx:-1] = p
+        b[-1] = self.correct if h else 0.0     # at h = 0 (monitors at x): x itself
+        return b
+
+    def rhs(self, t, x, p):
+        """xdot = [qdot, udot_ind] (eq 2 and 16), compiled on first use (the adaptive solver)."""
+        if self._rhs is None:
+            if self._parts is None:
+                raise CompilationError(f"mode {self.key} came from the background worker without "
+                                       "its right-hand side (ask for it with rhs=True)")
+            from .compile import linear_program
+            from .native import compile_program
+            prog, outs = linear_program(self._parts, rhs_only=True)
+            self._rhs = compile_program(prog, outs, f"the right-hand side of mode {self.key}")
+        return CompiledMode.rhs(self, t, x, p)

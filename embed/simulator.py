@@ -179,11 +179,26 @@ class Simulator(RunState):
                 self.forms.constraint_terms(name)
         if self.precompile:
             self.mode_compiler.precompile()
+        if len(self.aut.modes) > 1 or self.embedding != "symbolic":
+            self.mode_compiler.prepare()      # the compiled-terms programs: none in the step
         self.mode_compiler.starting = True
         try:
             switching.apply(self, reset_map(self.aut, "initial", Context(self)))
         finally:
             self.mode_compiler.starting = False
+
+    def prepare(self, constraints):
+        """Compile ahead what the current mode needs with the constraints ``constraints``
+        activated at run time (``set_constraints``): its compiled-terms program, any
+        partition (``ModeCompiler.prepare``).  The automaton's own modes are prepared at
+        ``start``.
+
+        Parameters
+        ----------
+        constraints : iterable of str
+            Constraints of the automaton.
+        """
+        self.mode_compiler.prepare(self.state.mode, tuple(constraints))
 
     def warm_up(self):
         """Pay first-call costs now (``embed.warmup.warm_up``)."""

@@ -202,7 +202,8 @@ def reselect(sim):
     if dep != st.dep:
         st.dep = dep
         n_emb, t_compile = len(sim.mode_compiler.embed_times), time.process_time()
-        compiled = st.compiled_mode = sim.mode_compiler.compiled(st.mode, dep, st.active)
+        compiled = st.compiled_mode = sim.mode_compiler.compiled(st.mode, dep, st.active,
+                                                                  reselect=True)
         if len(sim.mode_compiler.embed_times) > n_emb:    # not in the library: embedded now
             sim.reselect_compile_time += time.process_time() - t_compile
         st.x = np.concatenate((q, u[list(compiled.ind)]))

@@ -188,7 +188,8 @@ def main(argv=None):
         stdout.write(frame((cid, rid, obj)))
         stdout.flush()
 
-    from embed.compile import compile_parts, lambdify
+    from embed.compile import compile_parts, lambdify, linear_program
+    from embed.native import NativeFunction, compile_program
     from embed.embedding import EXPLICIT_OPS_OFFLINE
     from embed.forming import AutomatonForms
     from embed.library import ModeLibrary
@@ -277,6 +278,9 @@ def main(argv=None):
             if opts.get("rhs") and parts["kind"] == "explicit":    # the adaptive solver's
                 write(cid, rid, ("rhs", key, lambdify(parts["args"], parts["f"],
                                                       f"rhs of {key}", "llvm")))
+            elif opts.get("rhs") and isinstance(fns[0], NativeFunction):
+                write(cid, rid, ("rhs", key, compile_program(
+                    *linear_program(parts, rhs_only=True), f"rhs of {key}")))
         except Exception as exc:  # noqa: BLE001 - report, keep serving
             write(cid, rid, ("error", key, f"{type(exc).__name__}: {exc}",
                              traceback.format_exc()))

@@ -1,0 +1,107 @@
+"""The 1 kHz wall-clock loop of the hardware-in-the-loop masters (hil_disk_fence, hil_chain).
+
+An FMU stepped once per millisecond of wall-clock time through fmpy's ctypes bindings with
+value-reference and value arrays made once, as a rig's C master would (fmpy's convenience
+wrappers build them at every call): fmi2SetInteger at the scheduled cycles, fmi2DoStep,
+fmi2GetReal, fmi2GetInteger.  A deadline is missed when a cycle (inputs, doStep, outputs) has
+not finished by the end of its millisecond.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+
+def realtime_policy():
+    """Ahead of the FMU's background worker and other processes, if permitted."""
+    try:
+        os.nice(-10)
+        return "nice -10"
+    except (AttributeError, OSError):
+        return "nice 0"
+
+
+def run(runner, seconds, out_real, out_int, actions):
+    """Step ``runner`` (fmu_src.master.FmuRunner, initialized) at 1 kHz for ``seconds``.
+
+    ``actions``: {cycle k: (integer input name, value)} set before that cycle's doStep.
+    Returns a dict: step_us (doStep alone), cycle_us, wake_us (how late each cycle began),
+    misses, timeline [(t, ints..., reals..., doStep us)] whenever an integer output changed,
+    and the last reals and ints."""
+    from fmpy.fmi2 import fmi2Integer, fmi2Real, fmi2True, fmi2ValueReference
+    f = runner.fmu
+    vr_real = (fmi2ValueReference * len(out_real))(*[runner.vr(k) for k in out_real])
+    vr_int = (fmi2ValueReference * len(out_int))(*[runner.vr(k) for k in out_int])
+    acts = {k: ((fmi2ValueReference * 1)(runner.vr(name)), (fmi2Integer * 1)(int(v)))
+            for k, (name, v) in actions.items()}
+    real = (fmi2Real * len(out_real))()
+    ints = (fmi2Integer * len(out_int))()
+    comp, do_step = f.component, f.fmi2DoStep
+    get_real, get_int, set_int = f.fmi2GetReal, f.fmi2GetInteger, f.fmi2SetInteger
+    n = int(round(seconds * 1000))
+    dt = 1e-3
+    step_us, cycle_us, wake_us = np.zeros(n), np.zeros(n), np.zeros(n)
+    misses, timeline = 0, []
+    get_int(comp, vr_int, len(out_int), ints)
+    last = list(ints)
+    clock = time.perf_counter
+    t0 = clock() + 0.01
+    for k in range(n):
+        slot = t0 + k * dt
+        while clock() < slot:               # wait for this millisecond (busy: sleep is coarse)
+            pass
+        s = clock()
+        if k in acts:
+            set_int(comp, acts[k][0], 1, acts[k][1])
+        m = clock()
+        do_step(comp, k * dt, dt, fmi2True)
+        d = clock()
+        get_real(comp, vr_real, len(out_real), real)
+        get_int(comp, vr_int, len(out_int), ints)
+        e = clock()
+        step_us[k] = (d - m) * 1e6
+        wake_us[k] = (s - slot) * 1e6
+        cycle_us[k] = (e - s) * 1e6
+        if e > slot + dt:
+            misses += 1
+        now = list(ints)
+        if now != last:
+            timeline.append(((k + 1) * dt, *now, *list(real), step_us[k]))
+        last = now
+    return dict(step_us=step_us, cycle_us=cycle_us, wake_us=wake_us, misses=misses,
+                timeline=timeline, real=list(real), ints=list(ints), dt=dt)
+
+
+def report(r, seconds, max_target="<= 500"):
+    """The figures of a run (``run``) as a table, with the slowest steps and each second's."""
+    step_us, cycle_us, wake_us, dt = r["step_us"], r["cycle_us"], r["wake_us"], r["dt"]
+    print(f"{'figure':48s} {'value':>10s} {'target':>10s}")
+    print(f"{'do_step median (us)':48s} {np.median(step_us):10.1f}")
+    print(f"{'do_step p99 (us)':48s} {np.percentile(step_us, 99):10.1f} {'<= 100':>10s}")
+    print(f"{'do_step max (us)':48s} {step_us.max():10.1f} {max_target:>10s}")
+    print(f"{'cycle (doStep + get outputs) median / p99 (us)':48s} "
+          f"{np.median(cycle_us):5.1f} / {np.percentile(cycle_us, 99):5.1f}")
+    print(f"{'cycle max (us)':48s} {cycle_us.max():10.1f}")
+    print(f"{'deadline misses (cycle not done within its ms)':48s} {r['misses']:10d} {'0':>10s}")
+    print(f"{'  of which the cycle itself took > 1 ms':48s} {int(np.sum(cycle_us > 1000)):10d}")
+    print(f"{'cycles the master started > 0.5 ms late':48s} {int(np.sum(wake_us > 500)):10d}")
+    print(f"{'  (the OS held the master: max late start, ms)':48s} {wake_us.max() / 1e3:10.2f}")
+    late = np.nonzero(wake_us > 500)[0]
+    if late.size:
+        print("  late starts at t (s):", ", ".join(f"{k * dt:.3f}" for k in late[:10]))
+
+
+def report_steps(r, seconds):
+    """The slowest steps and each second's median / p99 / max."""
+    step_us, cycle_us, dt = r["step_us"], r["cycle_us"], r["dt"]
+    print("slowest do_steps (t, us):", ", ".join(
+        f"{(k + 1) * dt:.3f} s {step_us[k]:.0f}" for k in np.argsort(step_us)[::-1][:8]))
+    print("per second: do_step median / p99 / max (us), misses")
+    for sec in range(int(seconds)):
+        w = step_us[sec * 1000:(sec + 1) * 1000]
+        c = cycle_us[sec * 1000:(sec + 1) * 1000]
+        print(f"  {sec:2d}-{sec + 1:2d} s  {np.median(w):7.1f} {np.percentile(w, 99):8.1f} "
+              f"{w.max():9.1f}  {int(np.sum(c > 1000))}")

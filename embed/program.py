@@ -1,0 +1,263 @@
+"""Straight-line programs: a mode's whole step as one list of floating-point operations.
+
+A ``Program`` is built from symengine expressions (after common-subexpression elimination) and
+from linear algebra written out as operations (the unrolled LDL^T solve of the reduced mass
+matrix, eq 15-16), so that intermediate results stay shared and nothing is expanded: its length
+grows like the operations it performs, and so does the work to compile it (``embed.native``).
+Registers 0 .. n_in - 1 hold the arguments; every operation writes one new register.
+"""
+
+from __future__ import annotations
+
+import math
+
+import symengine as se
+
+from .errors import CompilationError
+
+# operations of one argument, by symengine function name (the names the LLVM code uses)
+UNARY = {"sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos",
+         "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "log": "log",
+         "exp": "exp", "Abs": "fabs", "sign": "sign"}
+BINARY = {"atan2": "atan2"}
+FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+        "div": lambda a, b: a / b if b else math.nan}
+
+
+class Program:
+    """A straight-line program of float operations on registers.
+
+    ``ops[k]`` = (name, a, b) writes register ``n_in + k``: "const" (a the value), one of
+    add, sub, mul, div, pow, max, min, atan2 (registers a, b), neg, sqrt and the ``UNARY``
+    functions (register a), "gather" (element int(b) of ``arrays[a]``), "call" (runs
+    ``subs[a]`` on the registers b; a tuple) and "result" (output b of the call in register a).  Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing.
+    """
+
+    def __init__(self, n_in):
+        self.n_in = n_in
+        self.ops = []
+        self._consts = {}
+        self._value = {}      # register -> its constant value, for folding
+        self.arrays = []      # register lists that ``gather`` indexes
+        self._arrays = {}
+        self.subs = []        # programs that ``call`` runs: (program, outputs)
+        self.exports = {}     # name -> index in subs: called on its own too (embed.native)
+
+    # ------------------------------------------------------------ operations
+    def _op(self, name, a, b=None):
+        self.ops.append((name, a, b))
+        return self.n_in + len(self.ops) - 1
+
+    def const(self, v):
+        v = float(v)
+        key = (v, math.copysign(1.0, v))
+        r = self._consts.get(key)
+        if r is None:
+            r = self._consts[key] = self._op("const", v)
+            self._value[r] = v
+        return r
+
+    def binary(self, name, a, b):
+        va, vb = self._value.get(a), self._value.get(b)
+        if va is not None and vb is not None and name in FOLD:
+            return self.const(FOLD[name](va, vb))
+        if name == "add":
+            if va == 0.0:
+                return b
+            if vb == 0.0:
+                return a
+        elif name == "sub":
+            if vb == 0.0:
+                return a
+            if va == 0.0:
+                return self.unary("neg", b)
+        elif name == "mul":
+            if va == 0.0 or vb == 0.0:
+                return self.const(0.0)
+            if va == 1.0:
+                return b
+            if vb == 1.0:
+                return a
+            if va == -1.0:
+                return self.unary("neg", b)
+            if vb == -1.0:
+                return self.unary("neg", a)
+        elif name == "div" and vb == 1.0:
+            return a
+        return self._op(name, a, b)
+
+    def unary(self, name, a):
+        va = self._value.get(a)
+        if va is not None and name == "neg":
+            return self.const(-va)
+        return self._op(name, a)
+
+    def gather(self, regs, idx):
+        """regs[int(idx)]: the element that a run-time index (register ``idx``, holding an
+        integer) chooses; a permutation given as data (the partition, eq 11)."""
+        key = tuple(regs)
+        aid = self._arrays.get(key)
+        if aid is None:
+            aid = self._arrays[key] = len(self.arrays)
+            self.arrays.append(key)
+        return self._op("gather", aid, idx)
+
+    def call(self, sub, args):
+        """The output registers of the program ``sub`` = (program, outputs) run on the
+        registers ``args``: compiled once as a function of its own however often it is called
+        (an RK4 stage: the compile work and its growth with size are a fifth)."""
+        sid = next((i for i, s in enumerate(self.subs) if s is sub), None)
+        if sid is None:
+            sid = len(self.subs)
+            self.subs.append(sub)
+        if len(args) != sub[0].n_in:
+            raise CompilationError(f"call with {len(args)} arguments, expects {sub[0].n_in}")
+        token = self._op("call", sid, tuple(args))
+        return [self._op("result", token, j) for j in range(len(sub[1]))]
+
+    def add(self, a, b):
+        return self.binary("add", a, b)
+
+    def sub(self, a, b):
+        return self.binary("sub", a, b)
+
+    def mul(self, a, b):
+        return self.binary("mul", a, b)
+
+    def div(self, a, b):
+        return self.binary("div", a, b)
+
+    def dot(self, xs, ys, start=None):
+        """start + sum x_i y_i (registers)."""
+        acc = self.const(0.0) if start is None else start
+        for x, y in zip(xs, ys):
+            acc = self.add(acc, self.mul(x, y))
+        return acc
+
+    # ------------------------------------------------------------ expressions
+    def emit(self, exprs, env):
+        """Registers holding ``exprs`` (symengine), whose symbols ``env`` maps to registers;
+        common subexpressions are computed once (symengine's cse)."""
+        reps, reduced = se.cse(list(exprs))
+        memo = dict(env)
+        for sym, e in reps:
+            memo[sym] = self._expr(e, memo)
+        return [self._expr(e, memo) for e in reduced]
+
+    def _expr(self, e, memo):
+        r = memo.get(e)
+        if r is not None:
+            return r
+        if e.is_Number or e in (se.E, se.pi):
+            try:
+                return self.const(float(e))
+            except (TypeError, RuntimeError) as exc:
+                raise CompilationError(f"{e} is no real number") from exc
+        if e.is_Symbol:
+            raise CompilationError(f"symbol {e} is not an argument of the program")
+        name = type(e).__name__
+        args = e.args
+        if name == "Add":
+            r = self._expr(args[0], memo)
+            for x in args[1:]:
+                if isinstance(x, se.Mul) and x.args[0] == -1:
+                    r = self.sub(r, self._expr(se.Mul(*x.args[1:]), memo))
+                else:
+                    r = self.add(r, self._expr(x, memo))
+        elif name == "Mul":
+            r = self._expr(args[0], memo)
+            for x in args[1:]:
+                if isinstance(x, se.Pow) and x.args[1] == -1:
+                    r = self.div(r, self._expr(x.args[0], memo))
+                else:
+                    r = self.mul(r, self._expr(x, memo))
+        elif name == "Pow":
+            r = self._pow(args[0], args[1], memo)
+        elif name in UNARY and len(args) == 1:
+            r = self.unary(UNARY[name], self._expr(args[0], memo))
+        elif name in BINARY and len(args) == 2:
+            r = self.binary(BINARY[name], self._expr(args[0], memo), self._expr(args[1], memo))
+        elif name in ("Max", "Min"):
+            op = name.lower()
+            r = self._expr(args[0], memo)
+            for x in args[1:]:
+                r = self.binary(op, r, self._expr(x, memo))
+        else:
+            raise CompilationError(f"{name} ({e}) has no straight-line operation")
+        memo[e] = r
+        return r
+
+    def _pow(self, base, ex, memo):
+        if base == se.E:
+            return self.unary("exp", self._expr(ex, memo))
+        b = self._expr(base, memo)
+        if ex.is_Integer and abs(int(ex)) <= 16:
+            k = abs(int(ex))
+            r, sq = None, b
+            while k:                                   # binary powering
+                if k & 1:
+                    r = sq if r is None else self.mul(r, sq)
+                k >>= 1
+                if k:
+                    sq = self.mul(sq, sq)
+            r = self.const(1.0) if r is None else r
+            return self.div(self.const(1.0), r) if int(ex) < 0 else r
+        if ex == se.Rational(1, 2):
+            return self.unary("sqrt", b)
+        if ex == se.Rational(-1, 2):
+            return self.div(self.const(1.0), self.unary("sqrt", b))
+        return self.binary("pow", b, self._expr(ex, memo))
+
+    # ------------------------------------------------------------ linear algebra
+    def ldl_solve(self, A, rhs):
+        """x with A x = b for each column b of ``rhs``, A symmetric and definite (its lower
+        triangle read; registers), by LDL^T unrolled with no pivoting: the reduced mass
+        matrix D^T M D of eq 15 is definite, so every pivot is nonzero."""
+        n = len(A)
+        L = [[None] * n for _ in range(n)]
+        diag, dinv = [], []
+        for j in range(n):
+            v = [self.mul(L[j][k], diag[k]) for k in range(j)]       # L_jk d_k
+            diag.append(self.sub(A[j][j], self.dot(L[j][:j], v)))
+            dinv.append(self.div(self.const(1.0), diag[j]))
+            for i in range(j + 1, n):
+                L[i][j] = self.mul(self.sub(A[i][j], self.dot(L[i][:j], v)), dinv[j])
+        out = []
+        for b in rhs:
+            y = []
+            for i in range(n):
+                y.append(self.sub(b[i], self.dot(L[i][:i], y)))
+            x = [None] * n
+            for i in reversed(range(n)):
+                x[i] = self.sub(self.mul(y[i], dinv[i]),
+                                self.dot([L[k][i] for k in range(i + 1, n)], x[i + 1:]))
+            out.append(x)
+        return out
+
+    def solve_small(self, A, b):
+        """x with A x = b for a general k x k system, k <= 3, by Cramer's rule (no pivot)."""
+        k = len(A)
+        if k == 0:
+            return []
+        if k > 3:
+            raise CompilationError(f"{k} x {k} force block: at most 3 x 3 in a straight line")
+        det = self.det(A)
+        inv = self.div(self.const(1.0), det)
+        x = []
+        for j in range(k):
+            Aj = [[b[i] if c == j else A[i][c] for c in range(k)] for i in range(k)]
+            x.append(self.mul(self.det(Aj), inv))
+        return x
+
+    def det(self, A):
+        k = len(A)
+        if k == 1:
+            return A[0][0]
+        if k == 2:
+            return self.sub(self.mul(A[0][0], A[1][1]), self.mul(A[0][1], A[1][0]))
+        acc = self.const(0.0)
+        for c in range(k):
+            minor = [[A[i][j] for j in range(k) if j != c] for i in range(1, k)]
+            term = self.mul(A[0][c], self.det(minor))
+            acc = self.sub(acc, term) if c % 2 else self.add(acc, term)
+        return acc

@@ -1,0 +1,234 @@
+"""The compiled-terms path as one straight-line program, with the partition as data.
+
+gillespie2005 Sec 5.5 and eq 11-16, evaluated numerically but compiled once per mode and
+constraint set: the RK4 step of ``compile.linear_program``'s layout, whose stages evaluate the
+unconstrained terms F + F* = b + A_u udot and qdot = W u + X, each active constraint's B, C and
+gamma = Bdot u + Cdot, and then embed: the dependent block B1 of B (its columns chosen by the
+permutation ``perm`` = [ind..., dep...], given as arguments), D = -B1^-1 B_ind and
+E = -B1^-1 C (eq 12), u_dep = D u_ind + E, udot = T udot_ind + g with T = [I; D] and
+g = [0; -B1^-1 gamma], and the independent accelerations from (T^T A_u T) udot_ind =
+-T^T (b + A_u g) (eq 13-16, unrolled LDL^T).  The monitors at the step's end take the
+multipliers lambda = -B1^-T (F + F*)_dep (Sec 5.4).  A new partition (a re-selection of the
+independent speeds, Sec 5.4) is new data for the same compiled function: nothing to embed or
+compile.  For models without constraint forces, laws or auxiliary speeds, and at most 3 active
+constraints (B1 inverted by Cramer's rule, well conditioned by the partition's pivoting).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import symengine as se
+
+from .compile import _splice, _template, newton_program, rhs_program, rk4_program
+from .constraints import gamma, phi_and_gradient
+from .errors import CompilationError
+from .model import TIME
+from .modes import ProgramMode
+from .native import OPT_RUN, compile_program
+from .numeric import lam_symbol
+from .program import Program
+
+MAX_M = 3
+
+
+def supported(model, cset):
+    """Whether a mode of ``model`` with constraints ``cset`` can be one such program."""
+    return not model.forces and not model.aux and len(cset) <= MAX_M
+
+
+def model_template(model, psyms):
+    """[b..., A_u (row by row)..., qdot...] of (t, q, u, p): F + F* = b + A_u udot (eq 1-4)."""
+    zero = {v: 0 for v in model.ud}
+    E = [fr + fs for fr, fs in zip(model.Fr, model.Frstar)]
+    exprs = [e.subs(zero) for e in E] + [se.diff(e, v) for e in E for v in model.ud]
+    return _template([TIME] + list(model.q) + list(model.u) + list(psyms),
+                     exprs + list(model.qdot))
+
+
+def constraint_template(model, c, psyms):
+    """[B..., C, Phi (holonomic: else 0)] of (t, q, p) and [gamma] of (t, q, u, p)."""
+    tq = [TIME] + list(model.q) + list(psyms)
+    bc = _template(tq, list(c.B) + [c.C, c.phi if c.holonomic else se.Integer(0)])
+    g = _template([TIME] + list(model.q) + list(model.u) + list(psyms), [gamma(model, c)])
+    return bc, g
+
+
+def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, watch):
+    """The program (``compile.rk4_program``) and its stage (xdot, eq 2 and 16): arguments [t, h, x..., p..., perm...,
+    iperm...] (x = [q, u_ind]), outputs [x(t+h)..., monitors(x(t+h))..., sum |x_i(t+h)|]
+    (``modes.MonitorLayout``).
+
+    ``templates`` = (model template, [constraint templates in ``cset`` order]);
+    ``outputs``, ``guards``: the mode's outputs and switching conditions, of (t, q, u,
+    lambda_<name> for ``lam_names``, p); ``watch``: whether kappa(B1) can change (else 1)."""
+    n, m, npar = model.n, len(cset), len(psyms)
+    n_i = n - m
+    nx = n + n_i
+    model_t, ctemps = templates
+    mon_t = _template([TIME] + list(model.q) + list(model.u) + [lam_symbol(c) for c in lam_names]
+                      + list(psyms), list(outputs) + list(guards))
+
+    def embed(prog):
+        """Everything one evaluation needs at the program's arguments [t, q, u_ind, p, perm,
+        iperm] (eq 11-16)."""
+        t, q, ui = 0, list(range(1, 1 + n)), list(range(1 + n, 1 + nx))
+        pr = list(range(1 + nx, 1 + nx + npar))
+        perm = list(range(1 + nx + npar, 1 + nx + npar + n))
+        iperm = list(range(1 + nx + npar + n, 1 + nx + npar + 2 * n))
+        one, zero, fn = prog.const(1.0), prog.const(0.0), prog.const(float(n))
+        rows = [_splice(prog, bc, [t] + q + pr) for bc, _ in ctemps]
+        B = [r[:n] for r in rows]
+        C = [r[n] for r in rows]
+        phi = [r[n + 1] for r, c in zip(rows, cset.items) if c.holonomic]
+        Bp = [[prog.gather(b, perm[j]) for j in range(n)] for b in B]
+        B1 = [r[n_i:] for r in Bp]
+        inv = [list(r) for r in zip(*[prog.solve_small(B1, [one if i == j else zero
+                                                             for i in range(m)])
+                                      for j in range(m)])]  # B1^-1, row by row
+        D = [[prog.unary("neg", prog.dot(inv[k], [Bp[r][j] for r in range(m)]))
+              for j in range(n_i)] for k in range(m)]        # eq 12
+        E = [prog.unary("neg", prog.dot(inv[k], C)) for k in range(m)]
+        up = ui + [prog.dot(D[k], ui, E[k]) for k in range(m)]
+        u = [prog.gather(up, iperm[j]) for j in range(n)]
+        gam = [_splice(prog, gt, [t] + q + u + pr)[0] for _, gt in ctemps]
+        g = [prog.unary("neg", prog.dot(inv[k], gam)) for k in range(m)]
+        v = _splice(prog, model_t, [t] + q + u + pr)
+        b, Au, qdot = v[:n], v[n:n + n * n], v[n + n * n:]
+        bp = [prog.gather(b, perm[i]) for i in range(n)]
+        rowidx = [prog.mul(perm[i], fn) for i in range(n)]
+        Ap = [[prog.gather(Au, prog.add(rowidx[i], perm[j])) for j in range(n)] for i in range(n)]
+        MT = [[prog.dot([Ap[r][n_i + k] for k in range(m)], [D[k][j] for k in range(m)], Ap[r][j])
+               for j in range(n_i)] for r in range(n)]       # A_u T
+        A = [[prog.dot([D[k][i] for k in range(m)], [MT[n_i + k][j] for k in range(m)], MT[i][j])
+              if j <= i else None for j in range(n_i)] for i in range(n_i)]   # T^T A_u T
+        r0 = [prog.dot([Ap[r][n_i + k] for k in range(m)], g, bp[r]) for r in range(n)]
+        rhs = [prog.unary("neg", prog.dot([D[k][i] for k in range(m)],
+                                          [r0[n_i + k] for k in range(m)], r0[i]))
+               for i in range(n_i)]
+        udi, = prog.ldl_solve(A, [rhs])                      # eq 15-16
+        return dict(B=B, C=C, phi=phi, inv=inv, u=u, MT=MT, r0=r0, udi=udi, qdot=qdot, pr=pr)
+
+    n_args = 1 + nx + npar + 2 * n + 1          # ..., iperm, the correction's flag
+    stage = Program(n_args)
+    e = embed(stage)
+    stage = (stage, e["qdot"] + e["udi"])
+    final = Program(n_args)
+    e = embed(final)
+    prog = final
+    # multipliers: lambda = -B1^-T (F + F*)_dep, F + F* = r0 + A_u T udot_ind (Sec 5.4)
+    res_dep = [prog.dot(e["MT"][n_i + k], e["udi"], e["r0"][n_i + k]) for k in range(m)]
+    lam = [prog.unary("neg", prog.dot([e["inv"][k][c] for k in range(m)], res_dep))
+           for c in range(m)]
+    names = [c.name for c in cset.items]
+    lam_by_name = [lam[names.index(c)] if c in names else prog.const(0.0) for c in lam_names]
+    og = _splice(prog, mon_t, list(range(1 + n)) + e["u"] + lam_by_name + e["pr"])
+    res = prog.const(0.0)
+    for k in range(m):
+        v = prog.dot(e["B"][k], e["u"], e["C"][k])
+        res = prog.binary("max", res, prog.unary("fabs", v))
+    for p_ in e["phi"]:
+        res = prog.binary("max", res, prog.unary("fabs", p_))
+    kap = prog.const(1.0)
+    if watch and m:                    # kappa(B1) = ||B||_1 ||B1^-1||_1 (Sec 5.4)
+        kap = prog.mul(_norm1(prog, e["B"], n), _norm1(prog, e["inv"], m))
+    n_out = len(outputs)
+    final = (prog, e["u"] + og[:n_out] + [res, kap] + og[n_out:] + lam)
+    phi = [phi_and_gradient(model, c) for c in cset.items if c.holonomic]
+    correct = newton_program(model.q, nx, psyms,
+                             npar + 2 * n + 1, phi) if phi else None
+    return rk4_program(nx, npar + 2 * n + 1, stage, final, correct), stage
+
+
+def _norm1(prog, rows, cols):
+    """max_j sum_i |rows[i][j]| (registers)."""
+    acc = prog.const(0.0)
+    for j in range(cols):
+        col = prog.const(0.0)
+        for r in rows:
+            col = prog.add(col, prog.unary("fabs", r[j]))
+        acc = prog.binary("max", acc, col)
+    return acc
+
+
+class TermsProgramMode(ProgramMode):
+    """A mode (constraint set, any partition) of the compiled-terms path as one compiled call
+    a step (``terms_program``): the partition is data, so a re-selection of the independent
+    speeds costs no embedding and no compile.  ``with_dep(dep)`` gives the mode for a
+    partition (sharing the compiled function)."""
+
+    path = "numeric"
+
+    def __init__(self, meta, key, fns):
+        ProgramMode.__init__(self, meta, key, fns)
+        self._meta = meta
+        n = self.n
+        perm = np.array(list(self.ind) + list(self.dep), dtype=float)
+        iperm = np.empty(n)
+        iperm[perm.astype(int)] = np.arange(n)
+        self._tail = np.concatenate((perm, iperm, [1.0]))   # the flag: ``newton_program``
+
+    def _load(self, t, h, x, p):
+        b = self._buf
+        size = 2 + self.nx + p.size + self._tail.size
+        if b.size != size:
+            b = self._buf = np.zeros(size)
+            b[size - self._tail.size:] = self._tail
+        b[0] = t
+        b[1] = h
+        b[2:2 + self.nx] = x
+        b[2 + self.nx:size - self._tail.size] = p
+        b[-1] = self.correct if h else 0.0   # the step's correction; h = 0 (monitors at x): x
+        return b
+
+    def rhs(self, t, x, p):
+        """xdot = [qdot, udot_ind] (eq 2 and 16): the stage, compiled on first use."""
+        if self._rhs is None:
+            self._rhs = compile_program(*rhs_program(self.nx, self._meta["n_rest"],
+                                                     self._meta["stage"]),
+                                        f"the right-hand side of mode {self.key}")
+        out = np.empty(self.nx)
+        self._rhs.unsafe_real(self._load(t, 0.0, x, p), out)
+        return out
+
+    def with_dep(self, dep):
+        """The same compiled mode for the dependent speeds ``dep`` (a copy: an event step
+        makes it, so nothing is built again)."""
+        dep = tuple(dep)
+        mode = object.__new__(TermsProgramMode)       # plain floats and lists: 5 us, where
+        mode.__dict__.update(self.__dict__)           # copy.copy and numpy took 25
+        mode.dep, mode.ind = dep, tuple(i for i in range(self.n) if i not in dep)
+        mode.key = self.key[:2] + (dep,)
+        perm = mode.ind + dep
+        iperm = [0] * self.n
+        for k, j in enumerate(perm):
+            iperm[j] = k
+        mode._tail = np.array(perm + tuple(iperm) + (self._tail[-1],), dtype=float)
+        mode._buf = np.zeros(0)
+        return mode
+
+
+def make_terms_mode(forms, mode_id, active, dep, opt=OPT_RUN):
+    """The ``TermsProgramMode`` of a mode of ``forms`` (``embed.forming.AutomatonForms``) with
+    the constraints ``active``, compiled (CompilationError where ``supported`` is not)."""
+    model, lib = forms.model, forms.library
+    cset = forms.constraint_set(active)
+    mode = forms.automaton.modes[mode_id]
+    if not supported(model, cset) or mode.laws:
+        raise CompilationError(f"mode {mode_id} with {list(active)}: no compiled-terms program")
+    tmpl = lib.shared("terms_program.model", lambda: model_template(model, forms.psyms))
+    ctemps = [lib.shared(("terms_program.constraint", c.name),
+                         lambda c=c: constraint_template(model, c, forms.psyms))
+              for c in cset.items]
+    outs, guards = forms.mode_exprs(mode_id)
+    watch = any(e.has(s) for c in cset.items for e in c.B for s in list(model.q) + [TIME])
+    lam_names = list(mode.constraints) + sorted(
+        {str(x)[len("lambda_"):] for e in list(outs) + list(guards) for x in e.free_symbols
+         if str(x).startswith("lambda_")} - set(mode.constraints))
+    (prog, res), stage = terms_program(model, forms.psyms, cset, (tmpl, ctemps), outs, guards,
+                                       lam_names, watch)
+    fn = compile_program(prog, res, f"the compiled terms of mode {mode_id} {list(active)}", opt)
+    n = model.n
+    meta = {"sizes": (n, 0, len(outs), len(guards), len(cset)), "nx": 2 * n - len(cset),
+            "ind": tuple(i for i in range(n) if i not in dep), "dep": tuple(dep),
+            "n_rest": len(forms.psyms) + 2 * n + 1, "stage": stage}
+    return TermsProgramMode(meta, (mode_id, tuple(active), tuple(dep)), (fn,))
