@@ -26,6 +26,7 @@ bench: fmus
 	$(PY) benchmarks/bench_pendulum_belt.py --fmu $(OUT)/pendulum_belt.fmu
 	$(PY) benchmarks/bench_general.py
 	$(PY) benchmarks/bench_masters.py --fmu $(OUT)/disk_ramp.fmu
+	$(PY) benchmarks/bench_sweep.py
 
 hil: fmus
 	$(PY) benchmarks/hil_disk_fence.py --fmu $(OUT)/disk_fence.fmu

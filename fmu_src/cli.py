@@ -5,6 +5,7 @@
     embed-fmu build my_model.py --out build         # checked, then build/<name>.fmu
     embed-fmu info build/cart.fmu                   # its variables as a table
     embed-fmu simulate my_model.py --stop-time 5 --out run.csv --plot run.png
+    embed-fmu sweep disk_ramp --vary mu=linspace(0.05,0.5,10) --out runs/mu --plot mu.png
 
 MODEL is a bundled scenario's name or the path of a Python file (or a package folder)
 anywhere on disk whose top level defines ``build() -> embed.Scenario``.  ``--set NAME=VALUE``
@@ -224,6 +225,53 @@ def cmd_simulate(a) -> int:
     return 0
 
 
+def cmd_sweep(a) -> int:
+    from fmu_src import study_spec
+    from fmu_src.source import parse_set
+    from fmu_src.study import Study
+
+    if a.plot and importlib.util.find_spec("matplotlib") is None:
+        raise InputError("--plot needs matplotlib: pip install 'embed[demo]'")
+    d = study_spec.read_dict(a.study) if a.study else {}
+    given = {"stop_time": a.stop_time, "step": a.step, "seed": a.seed, "samples": a.samples,
+             "runner": a.runner, "solver": a.solver}
+    d.update({k: v for k, v in given.items() if v is not None})
+    for key, text in (("outputs", a.outputs), ("summaries", a.summaries)):
+        if text is not None:
+            d[key] = [n.strip() for n in text.split(",") if n.strip()]
+    if a.set:
+        if a.model.endswith(".fmu"):
+            raise InputError("--set: an FMU has no build options")
+        d["build"] = {**(d.get("build") or {}), **parse_set(a.set)}
+    spec = study_spec.with_axes(study_spec.from_dict(d, a.study or "study", check=False),
+                                [study_spec.parse_vary(v) for v in a.vary])
+    if not spec.axes:
+        raise InputError("nothing to sweep: give --vary NAME=VALUES or a --study file with "
+                         "[parameters] or [inputs]")
+    cases = [int(c) for c in a.cases.split(",")] if a.cases else None
+    study = Study(a.model, spec, out=a.out)
+    print(f"{PROG}: sweep: {study.model}, {len(study.cases())} cases through the "
+          f"{study.plan.runner}, results in {a.out}", file=sys.stderr, flush=True)
+    df = study.run(scheduler=a.scheduler, workers=a.workers, chunk=a.chunk, cases=cases,
+                   rerun_failed=a.rerun_failed)
+    failed = df[df["status"] != 0]
+    for row in failed.head(10).itertuples():
+        print(f"{PROG}: case {row.case} failed (status {row.status}): {row.error}",
+              file=sys.stderr)
+    if len(failed) > 10:
+        print(f"{PROG}: ... {len(failed) - 10} more failed cases", file=sys.stderr)
+    print(f"{PROG}: {len(df)} of {len(study.cases())} cases in {a.out}: {len(df) - len(failed)} "
+          f"ok, {len(failed)} failed (re-run them with --rerun-failed or --cases N,...)",
+          file=sys.stderr)
+    if a.plot:
+        from fmu_src.study_plot import plot
+        from fmu_src.study_spec import summary_column
+        plot(Path(a.plot), df, [x.name for x in spec.axes],
+             [summary_column(s) for s in spec.summaries], study.model)
+        print(f"{PROG}: wrote {a.plot}", file=sys.stderr)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0],
                                  epilog="`embed-fmu COMMAND --help` for each command")
@@ -280,7 +328,52 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--outputs", metavar="a,b,c",
                    help="the outputs to record and plot (default: record every output, plot the Real ones)")
     p.set_defaults(func=cmd_simulate)
+
+    from fmu_src.study_spec import DEFAULT_SUMMARIES, SUMMARIES
+    p = sub.add_parser(
+        "sweep", help="a parameter sweep or Monte Carlo study on Dask; Parquet results",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run MODEL (through the engine; built to an FMU with --runner fmu) or FMU "
+                    "(through fmpy) once per case of a study: the varied parameters and "
+                    "inputs' grid, each point --samples times with its random values drawn "
+                    "from the seed and the case number. Cases run in chunks on Dask (a "
+                    "LocalCluster of one process per core, or --scheduler); each finished "
+                    "chunk is written to OUT (Parquet), so running again resumes; a failed "
+                    "case is recorded with its status and error.",
+        epilog="VALUES: 0.3 | 0.1,0.2,0.4 | linspace(a,b,n) | geomspace(a,b,n) | "
+               "uniform(low,high) | normal(mean,std) | lognormal(mean,sigma)\n\nsummaries:\n"
+               + "\n".join(f"  {k:<18} {v}" for k, v in SUMMARIES.items()))
+    p.add_argument("model", metavar="MODEL|FMU", help=model_help + ", or an .fmu")
+    p.add_argument("--study", metavar="TOML", help="the study file (README: Studies); the "
+                                                    "options below override its keys")
+    p.add_argument("--vary", action="append", default=[], metavar="NAME=VALUES",
+                   help="a parameter or input and its values (see below)")
+    p.add_argument("--stop-time", type=float, metavar="T", help="(s, default 1)")
+    p.add_argument("--step", type=float, metavar="H", help="communication step (s, default 0.01)")
+    p.add_argument("--samples", type=int, metavar="N", help="random draws per grid point")
+    p.add_argument("--seed", type=int, metavar="S", help="the study's seed (default 0)")
+    p.add_argument("--outputs", metavar="a,b", help="outputs whose time series are kept")
+    p.add_argument("--summaries", metavar="s,t",
+                   help=f"per case (default {','.join(DEFAULT_SUMMARIES)})")
+    p.add_argument("--runner", choices=("engine", "fmu"),
+                   help="engine (a MODEL's default) or fmu (an .fmu's only one)")
+    p.add_argument("--solver", choices=("rk4", "adaptive"), help="(default rk4)")
+    p.add_argument("--set", help="a keyword argument of the model's build()", **sets)
+    p.add_argument("--out", default="sweep", metavar="DIR",
+                   help="results folder (default: sweep); an existing one is resumed")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask cluster's "
+                   "scheduler, e.g. tcp://10.0.0.5:8786 (workers need this project installed)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="worker processes of the local cluster (default: one per core)")
+    p.add_argument("--chunk", type=int, metavar="K", help="cases per task (default: about "
+                                                          "four tasks per worker)")
+    p.add_argument("--cases", metavar="i,j", help="run these cases (numbers) again, alone")
+    p.add_argument("--rerun-failed", action="store_true", help="run the failed cases again")
+    p.add_argument("--plot", metavar="PNG", help="the summaries against the varied "
+                                                 "parameter(s) (needs matplotlib)")
+    p.set_defaults(func=cmd_sweep)
     return ap
+
 
 
 def main(argv=None) -> int:

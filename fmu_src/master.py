@@ -37,10 +37,13 @@ class FmuRunner:
     """One instance of an FMU with name-based access to its variables."""
 
     def __init__(self, fmu_path, params=None, strings=None, log=None, instance="instance1",
-                 initialize=True):
-        """``initialize=False``: only instantiate (the caller goes on with the FMI calls)."""
-        self.md = read_model_description(fmu_path)
-        self.dir = extract(fmu_path)
+                 initialize=True, unzip_dir=None, md=None):
+        """``initialize=False``: only instantiate (the caller goes on with the FMI calls).
+        ``unzip_dir``, ``md``: the FMU extracted and its description read already (many
+        instances one after another, fmu_src.case_run); ``close`` then leaves the folder."""
+        self.md = md or read_model_description(fmu_path)
+        self._own_dir = unzip_dir is None
+        self.dir = extract(fmu_path) if unzip_dir is None else unzip_dir
         self.vars = {v.name: v for v in self.md.modelVariables}
         self.messages = []
         self.categories = []
@@ -129,7 +132,8 @@ class FmuRunner:
             pass            # already terminated: fmi2Terminate is then an error
         self.fmu.freeInstance()
         _LOGGERS.pop(self._key, None)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def run(fmu_path, t_end, dt, params=None, strings=None, schedule=None):

@@ -23,7 +23,7 @@ import scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
 EMBED_FMU = Path(sys.executable).parent / "embed-fmu"
-COMMANDS = ("list", "build", "check", "info", "simulate")
+COMMANDS = ("list", "build", "check", "info", "simulate", "sweep")
 
 # A user's model, public API only: tests/cart_wall.py (a cart whose pendulum bob strikes a
 # wall), copied to a folder outside the project.  Before the strike the bob hangs (th = 0) and
