@@ -123,15 +123,8 @@ class NumericTerms:
         self.psyms = list(psyms)
         n, k, a = model.n, len(model.forces), len(model.aux)
         self.n, self.k, self.a = n, k, a
-        unknown = list(model.ud) + list(model.forces)
-        zero = {x: 0 for x in unknown}
-        E = [fr + fs for fr, fs in zip(model.Fr, model.Frstar)]
-        exprs = [e.subs(zero) for e in E]
-        exprs += _flat([[se.diff(e, v) for v in model.ud] for e in E])
-        exprs += _flat([[se.diff(e, v) for v in model.forces] for e in E])
-        exprs += [e.subs(zero) for e in model.aux]
-        exprs += _flat([[se.diff(e, v) for v in model.ud] for e in model.aux])
-        exprs += _flat([[se.diff(e, v) for v in model.forces] for e in model.aux])
+        lt = model.linear_terms()            # b + A_u udot + A_f f, read once per model
+        exprs = lt.b + _flat(lt.Au) + _flat(lt.Af) + lt.ba + _flat(lt.Aau) + _flat(lt.Aaf)
         exprs += list(model.qdot)
         self.args_tqu = [TIME] + list(model.q) + list(model.u) + self.psyms
         # compiled once at set-up, called at every evaluation: LLVM (measured for the

@@ -38,9 +38,8 @@ def supported(model, cset):
 
 def model_template(model, psyms):
     """[b..., A_u (row by row)..., qdot...] of (t, q, u, p): F + F* = b + A_u udot (eq 1-4)."""
-    zero = {v: 0 for v in model.ud}
-    E = [fr + fs for fr, fs in zip(model.Fr, model.Frstar)]
-    exprs = [e.subs(zero) for e in E] + [se.diff(e, v) for e in E for v in model.ud]
+    lt = model.linear_terms()
+    exprs = lt.b + [c for row in lt.Au for c in row]
     return _template([TIME] + list(model.q) + list(model.u) + list(psyms),
                      exprs + list(model.qdot))
 
