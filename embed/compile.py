@@ -294,7 +294,8 @@ def _splice(prog, template, regs):
 def rk4_program(nx, n_rest, stage, final, correct=None):
     """The classical RK4 step (``modes.rk4_scheme``) as a program calling ``stage`` four times
     and ``final`` once, each a program of [t, x..., rest...] compiled once as a function of
-    its own (``Program.call``): arguments [t, h, x..., rest...], outputs [x(t+h)...,
+    its own (``Program.call``; ``stage`` returns xdot first, then what ``final`` may take
+    from it by calling it too): arguments [t, h, x..., rest...], outputs [x(t+h)...,
     final(t+h, x(t+h))..., sum |x_i(t+h)|] (the composed step's layout, ``CompiledMode``).
     ``correct``, a program of the same arguments returning x, is applied to x(t+h) first
     (``newton_program``)."""
@@ -302,8 +303,8 @@ def rk4_program(nx, n_rest, stage, final, correct=None):
     t, h = 0, 1
     xr, rest = list(range(2, 2 + nx)), list(range(2 + nx, 2 + nx + n_rest))
 
-    def f(tt, xs):
-        return prog.call(stage, [tt] + xs + rest)
+    def f(tt, xs):              # the stage's first nx outputs are xdot (then its extras)
+        return prog.call(stage, [tt] + xs + rest)[:nx]
 
     half = prog.mul(h, prog.const(0.5))
     th, t1 = prog.add(t, half), prog.add(t, h)
@@ -354,7 +355,7 @@ def newton_program(q, nx, params, n_rest, phi_rows):
 def rhs_program(nx, n_rest, stage):
     """xdot = stage(t, x) as a program of [t, h, x..., rest...] (the step's arguments)."""
     prog = Program(2 + nx + n_rest)
-    return prog, prog.call(stage, [0] + list(range(2, 2 + nx + n_rest)))
+    return prog, prog.call(stage, [0] + list(range(2, 2 + nx + n_rest)))[:nx]
 
 
 def linear_program(parts, rhs_only=False):
@@ -395,12 +396,12 @@ def linear_program(parts, rhs_only=False):
     n_rest = len(params) + 1               # the parameters, then the correction's flag
     stage = Program(1 + nx + n_rest)
     qdot, zs = solve(stage)
-    stage = (stage, qdot + zs[:n_ud])
+    stage = (stage, qdot + zs)                   # xdot = [qdot, udot_ind], then the forces
     if rhs_only:
         return rhs_program(nx, n_rest, stage)
-    final = Program(1 + nx + n_rest)
-    _, zs = solve(final)
-    args = list(range(final.n_in))
+    final = Program(1 + nx + n_rest)             # the monitors: the stage called, then
+    args = list(range(final.n_in))               # the monitors' expressions of z
+    zs = final.call(stage, args)[n:]
     mon = _splice(final, mon_t, args[:1 + nx] + zs + args[1 + nx:-1])
     correct = newton_program(x[:n], nx, params, n_rest, parts["phi"]) if parts["phi"] else None
     return rk4_program(nx, n_rest, stage, (final, mon), correct)

@@ -92,6 +92,35 @@ class Program:
             return self.const(-va)
         return self._op(name, a)
 
+    def live(self, outs):
+        """For each register, whether the outputs ``outs`` depend on it: the operations that
+        compute nothing used (the upper triangle of a symmetric matrix that LDL^T never reads,
+        say) are not compiled."""
+        live = [False] * (self.n_in + len(self.ops))
+        for r in outs:
+            live[r] = True
+        n_in = self.n_in
+        for k in range(len(self.ops) - 1, -1, -1):
+            if not live[n_in + k]:
+                continue
+            op, a, b = self.ops[k]
+            if op == "const":
+                continue
+            if op == "call":
+                for r in b:
+                    live[r] = True
+            elif op == "result":
+                live[a] = True
+            elif op == "gather":
+                live[b] = True
+                for r in self.arrays[a]:
+                    live[r] = True
+            else:
+                live[a] = True
+                if b is not None:
+                    live[b] = True
+        return live
+
     def gather(self, regs, idx):
         """regs[int(idx)]: the element that a run-time index (register ``idx``, holding an
         integer) chooses; a permutation given as data (the partition, eq 11)."""

@@ -110,13 +110,31 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
     n_args = 1 + nx + npar + 2 * n + 1          # ..., iperm, the correction's flag
     stage = Program(n_args)
     e = embed(stage)
-    stage = (stage, e["qdot"] + e["udi"])
-    final = Program(n_args)
-    e = embed(final)
-    prog = final
+    mh = len(e["phi"])
+    # xdot, then what the monitors take: B, C, Phi, B1^-1, u, the dependent rows of A_u T
+    # and of r0 (the final stage calls the stage: it is compiled once)
+    extras = ([r for row in e["B"] for r in row] + e["C"] + e["phi"]
+              + [r for row in e["inv"] for r in row] + e["u"]
+              + [r for k in range(m) for r in e["MT"][n_i + k]] + e["r0"][n_i:])
+    stage = (stage, e["qdot"] + e["udi"] + extras)
+    prog = Program(n_args)
+    v = prog.call(stage, list(range(n_args)))
+    udi, o = v[n:nx], nx
+    B = [v[o + k * n:o + (k + 1) * n] for k in range(m)]
+    o += m * n
+    C, phi = v[o:o + m], v[o + m:o + m + mh]
+    o += m + mh
+    inv = [v[o + k * m:o + (k + 1) * m] for k in range(m)]
+    o += m * m
+    u = v[o:o + n]
+    o += n
+    MTd = [v[o + k * n_i:o + (k + 1) * n_i] for k in range(m)]
+    r0d = v[o + m * n_i:o + m * n_i + m]
+    e = dict(B=B, C=C, phi=phi, inv=inv, u=u, udi=udi,
+             pr=list(range(1 + nx, 1 + nx + npar)))
     # multipliers: lambda = -B1^-T (F + F*)_dep, F + F* = r0 + A_u T udot_ind (Sec 5.4)
-    res_dep = [prog.dot(e["MT"][n_i + k], e["udi"], e["r0"][n_i + k]) for k in range(m)]
-    lam = [prog.unary("neg", prog.dot([e["inv"][k][c] for k in range(m)], res_dep))
+    res_dep = [prog.dot(MTd[k], udi, r0d[k]) for k in range(m)]
+    lam = [prog.unary("neg", prog.dot([inv[k][c] for k in range(m)], res_dep))
            for c in range(m)]
     names = [c.name for c in cset.items]
     lam_by_name = [lam[names.index(c)] if c in names else prog.const(0.0) for c in lam_names]
