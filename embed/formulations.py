@@ -12,6 +12,8 @@ same compiled terms (``embed.numeric``: NumericTerms, ConstraintTerms):
   u <- u - R^-1 C_v^+ (B u + C), with C = B R^-1 and M = R^T R;
 - ``soft``: wang2019's soft constraints (eq 13-14), a spring-damper on the constraint error,
   generalized force -B^T (K_s Phi + K_d (B u + C)) (K_s = 0 for a nonholonomic constraint);
+  a constraint on speeds without inertia alone (an Euler-parameter norm: no spring can hold
+  it) stays rigid, as in wang2019 eq 15's mix of multipliers and soft constraints;
 - ``embedding`` (the engine's own path), with or without the configuration projection of
   haug_pavesic2023 (eq 13-16).
 
@@ -69,8 +71,8 @@ class Formulation:
     projection_tol: float = 1e-12
     projection_iterations: int = 1
     projection_rcond: float = 1e-10
-    soft_stiffness: float = 1e6
-    soft_damping: float = 2e3
+    soft_stiffness: float = 1e5
+    soft_damping: float = 600.0
 
     @property
     def full_state(self):
@@ -206,19 +208,40 @@ class FullStateMode(Layout):
             if self.multipliers:
                 K[:n, n + k:] = B.T
             form = self.form
+            rigid = np.ones(m, dtype=bool)
             if form.name == "soft":
+                # a constraint on speeds without inertia alone (an Euler-parameter norm) is a
+                # kinematic normalization no spring can hold: it stays rigid
+                massless = ~np.any(Au, axis=0)
+                rigid = ~np.any(B[:, ~massless], axis=1)
+                soft = ~rigid
                 s = form.soft_stiffness * phi + form.soft_damping * vel      # wang2019 eq 13-14
+                rs = row + np.flatnonzero(soft)
                 if self.multipliers:
-                    K[row + np.arange(m), n + k + np.arange(m)] = 1.0
-                    rhs[row:row + m] = -s
+                    K[rs, n + k + np.flatnonzero(soft)] = 1.0
+                    rhs[rs] = -s[soft]
                 else:
-                    K[row:row + m, n + np.asarray(self.free)] = B @ Af[:, self.free]
-                    rhs[row:row + m] = -(B @ (B.T @ s))
+                    Bs = B[soft]
+                    K[np.ix_(rs, n + np.asarray(self.free))] = Bs @ Af[:, self.free]
+                    rhs[rs] = -(Bs @ (Bs.T @ s[soft]))
+            rr = row + np.flatnonzero(rigid)
+            K[rr, :n] = B[rigid]
+            rhs[rr] = (-gam - 2.0 * form.baumgarte_alpha * vel
+                       - form.baumgarte_beta ** 2 * phi)[rigid]
+        try:
+            z = np.linalg.solve(K, rhs)
+        except np.linalg.LinAlgError:
+            if not (np.all(np.isfinite(K)) and np.all(np.isfinite(rhs))):
+                z = np.full(N, np.nan)          # the state blew up: the simulator says where
+            elif self.form.name == "soft":
+                raise ModelDefinitionError(
+                    f"soft constraints {self.names} in mode {self.key[0]}: the unconstrained "
+                    f"system is singular at t = {t:.9g} s (a speed without inertia, which only a "
+                    "rigid constraint can fix); use another formulation") from None
+            # a singular configuration (redundant rows): the least-squares solution, as
+            # braun_goldfarb2012 Sec 2.2.2 does with the pseudo-inverse
             else:
-                K[row:row + m, :n] = B
-                rhs[row:row + m] = (-gam - 2.0 * form.baumgarte_alpha * vel
-                                    - form.baumgarte_beta ** 2 * phi)
-        z = np.linalg.solve(K, rhs)
+                z = np.linalg.lstsq(K, rhs, rcond=None)[0]
         lam = z[n + k:] if self.multipliers else np.zeros(m)
         return qdot, z[:n], z[n:n + k], lam, res
 
