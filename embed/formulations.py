@@ -49,7 +49,7 @@ class Formulation:
     Parameters
     ----------
     name : str
-        One of ``FORMULATIONS``.
+        "embedding", "multipliers", "projection" or "soft" (``FORMULATIONS``).
     configuration_projection : bool
         ``embedding``: hold Phi(q) = 0 after each step (haug_pavesic2023 eq 13-16).
     baumgarte_alpha, baumgarte_beta : float
