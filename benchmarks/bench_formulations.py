@@ -37,7 +37,6 @@ text).  Medians of one run on a shared machine: no timing is asserted anywhere.
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 import time

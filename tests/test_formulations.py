@@ -10,17 +10,14 @@ slips by about its force / K_d).
 """
 
 import math
-import sys
-from pathlib import Path
+import re
 
 import numpy as np
 import pytest
 
+from disk_analytic import DiskAnalytic
 from embed import InputError
 from scenarios import ball_bowl, disk_ramp, pendulum_belt, pendulum_line, slider_crank3, top
-
-sys.path.insert(0, str(Path(__file__).parent))
-from disk_analytic import DiskAnalytic  # noqa: E402
 
 EXACT = [("multipliers", None), ("multipliers", dict(baumgarte_alpha=5.0, baumgarte_beta=5.0)),
          ("projection", None)]
@@ -215,13 +212,8 @@ def test_state_round_trip_in_a_full_state_formulation():
     ("projection", {"projection_iterations": 0}, "projection_iterations = 0.0 must be an integer"),
 ])
 def test_bad_formulation_is_refused_by_name(bad, options, what):
-    with pytest.raises(InputError, match=re_escape(what)):
+    with pytest.raises(InputError, match=re.escape(what)):
         scenario("pendulum_line").simulator(formulation=bad, formulation_options=options)
-
-
-def re_escape(s):
-    import re
-    return re.escape(s)
 
 
 def test_fmu_with_a_formulation(tmp_path):
