@@ -219,7 +219,8 @@ def test_bad_formulation_is_refused_by_name(bad, options, what):
 def test_fmu_with_a_formulation(tmp_path):
     """pendulum_line's FMU, built here, stepped with fmpy in the projection formulation (and
     its tolerance set as a parameter): the same trajectory as the engine's Simulator in that
-    formulation, constraints held; an unknown formulation is refused at fmi2SetString."""
+    formulation, constraints held, and again from an FMU state taken half way; an unknown
+    formulation is refused at fmi2SetString."""
     import build_fmu
     from fmpy.fmi1 import FMICallException
 
@@ -228,9 +229,18 @@ def test_fmu_with_a_formulation(tmp_path):
     fmu = str(tmp_path / "pendulum_line.fmu")
     r = FmuRunner(fmu, params={"projection_tol": 1e-11}, strings={"formulation": "projection"})
     try:
-        for _ in range(50):
+        for _ in range(25):
+            r.step(0.02)
+        saved = r.fmu.getFMUstate()          # the full state [q, u] comes back whole
+        for _ in range(25):
             r.step(0.02)
         got = r.outputs()
+        r.fmu.setFMUstate(saved)
+        r.t = 0.5
+        for _ in range(25):
+            r.step(0.02)
+        assert r.outputs() == got
+        r.fmu.freeFMUstate(saved)
     finally:
         r.close()
     sc = scenario("pendulum_line")
