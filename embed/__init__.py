@@ -11,6 +11,7 @@ from .embedding import ModeEquations, embed, partition
 from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
                      ImpactError, InputError, IntegrationError, ModelDefinitionError,
                      StateError, StepBudgetError, ZenoError)
+from .formulations import Formulation
 from .library import ModeLibrary
 from .model import Model
 from .scenario import Scenario, Start, Var, engine_outputs
@@ -22,4 +23,5 @@ __all__ = [
     "CompilationError", "ConstraintRankError", "EventLocationError", "ImpactError", "InputError",
     "IntegrationError", "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError",
     "Model", "Scenario", "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
+    "Formulation",
 ]

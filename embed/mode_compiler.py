@@ -18,6 +18,7 @@ import numpy as np
 from .compile import make_mode
 from .embedding import EXPLICIT_OPS_OFFLINE
 from .errors import CompilationError, ConstraintRankError
+from .formulations import Formulation, FullStateMode
 from .model import TIME
 from .numeric import EntryTerms, NumericMode, NumericTerms
 from .terms_program import make_terms_mode
@@ -36,10 +37,16 @@ class ModeCompiler:
         The background workers' client ("background").
     uses_rhs : bool
         Whether the integrator needs the right-hand side alone (the adaptive solver).
+    formulation : embed.formulations.Formulation or None
+        A full-state formulation (multipliers, projection, soft) has its own compiled modes
+        (``FullStateMode``), whatever the embedding; None: the embedding.
     """
 
-    def __init__(self, forms, embedding, compiler=None, uses_rhs=False):
+    def __init__(self, forms, embedding, compiler=None, uses_rhs=False, formulation=None):
         self.forms, self.library = forms, forms.library
+        self.formulation = formulation or Formulation()
+        self.full_state_modes = {}       # key -> FullStateMode (formulation != embedding)
+        self.uncorrected = {}            # key -> a program mode without the step's correction
         self.embedding, self.compiler, self.uses_rhs = embedding, compiler, uses_rhs
         self.starting = False            # the initial mode is being entered (``compiled``)
         self.embed_times = []            # wall seconds of each cold embedding + compile
@@ -147,6 +154,18 @@ class ModeCompiler:
                                  np.full(len(self.forms.psyms), 0.5))
 
     def compiled(self, mode_id, dep, active=None, reselect=False):
+        """The mode's compiled functions (``_compiled``); without the step's Newton correction
+        (``ProgramMode.correct``) where the formulation turns the configuration projection
+        off (haug_pavesic2023's contribution measured, issue 15)."""
+        compiled = self._compiled(mode_id, dep, active, reselect)
+        if self.formulation.configuration_projection or not getattr(compiled, "correct", 0.0):
+            return compiled
+        plain = self.uncorrected.get(compiled.key)
+        if plain is None or plain._step is not compiled._step:
+            plain = self.uncorrected[compiled.key] = compiled.uncorrected()
+        return plain
+
+    def _compiled(self, mode_id, dep, active=None, reselect=False):
         """The mode's compiled functions: symbolic (from the library, or embedded and compiled
         now) or numeric.
 
@@ -169,6 +188,8 @@ class ModeCompiler:
         mode = forms.automaton.modes[mode_id]
         active = tuple(sorted(mode.constraints if active is None else active))
         key = (mode_id, active, tuple(dep))
+        if self.formulation.full_state:
+            return self.full_state(mode, active, key)
         compiled = library.mode(key)
         if compiled is not None:
             return compiled
@@ -201,6 +222,19 @@ class ModeCompiler:
                 library.submitted[key] = time.perf_counter()
                 self.compiler.submit(key, rhs=self.uses_rhs)
         self.embed_times.append(time.perf_counter() - t0)
+        return compiled
+
+    def full_state(self, mode, active, key):
+        """The mode of a full-state formulation (``embed.formulations``): from the compiled
+        terms, no symbolic work; one per (mode, active constraints), whatever ``dep``."""
+        compiled = self.full_state_modes.get(key[:2])
+        if compiled is None:
+            t0 = time.perf_counter()
+            cset = self.forms.constraint_set(active)
+            compiled = self.full_state_modes[key[:2]] = FullStateMode(
+                self.numeric_terms(), mode, cset, len(self.forms.outputs), key,
+                [self.forms.constraint_terms(c.name) for c in cset.items], self.formulation)
+            self.embed_times.append(time.perf_counter() - t0)
         return compiled
 
     def precompile(self, max_partitions=12):

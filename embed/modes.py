@@ -291,6 +291,15 @@ class ProgramMode(CompiledMode):
 
     output_at = Layout.output_at
 
+    def uncorrected(self):
+        """This mode without the step's Newton correction (a copy sharing the compiled
+        function: the configuration projection turned off, issue 15)."""
+        mode = object.__new__(type(self))
+        mode.__dict__.update(self.__dict__)
+        mode.correct = 0.0
+        mode._buf = np.zeros(0)
+        return mode
+
     def _load(self, t, h, x, p):
         b = self._buf
         if b.size != 3 + self.nx + p.size:

@@ -249,8 +249,10 @@ class Scenario:
         return {v.name: v.start for v in self.parameters}
 
     def simulator(self, params=None, *, solver="rk4", h_max=1e-3, rtol=1e-8, inputs=None,
-                  embedding="symbolic", compiler=None, t0=0.0):
-        """A simulator started at t = t0 from the *_start parameters (eq 20).
+                  embedding="symbolic", compiler=None, t0=0.0, formulation="embedding",
+                  formulation_options=None):
+        """A simulator started at t = t0 from the *_start parameters (eq 20), in the
+        ``formulation`` asked for (``Simulator``).
 
         Simulators of one scenario share its mode library per embedding path
         (``ModeLibrary.of``)."""
@@ -258,7 +260,9 @@ class Scenario:
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
                         library=ModeLibrary.of(self.automaton, embedding), embedding=embedding,
                         compiler=compiler,
-                        precompile=self.precompile and embedding != "numeric")
+                        precompile=(self.precompile and embedding != "numeric"
+                                    and formulation == "embedding"),
+                        formulation=formulation, formulation_options=formulation_options)
         sim.set_inputs({**{v.name: v.start for v in self.inputs}, **(inputs or {})})
         q0, u0 = self.initial_state(p)
         sim.start(t0, q0, u0)

@@ -27,6 +27,7 @@ from .errors import (EmbedError, InputError, ModelDefinitionError,
 from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED  # noqa: F401
 from .integrators import make_integrator
 from .forming import AutomatonForms
+from .formulations import Formulation, after_step_for
 from .library import ModeLibrary
 from .mode_compiler import ModeCompiler
 from .projection import Projection
@@ -62,13 +63,24 @@ class Simulator(RunState):
         Impacts closer than this (s), ``switching.ZENO_IMPACTS`` in a row, are accumulating.
     precompile : bool
         Embed every mode for every partition at ``start`` (small automata).
+    formulation : str
+        "embedding" (this engine: the minimal ODE of each mode), or one of the formulations
+        it is measured against, on the same modes, events and reset maps: "multipliers",
+        "projection", "soft" (``embed.formulations``).
+    formulation_options : dict or None
+        The formulation's parameters (``embed.formulations.Formulation``: Baumgarte's alpha
+        and beta, the projection's tolerances, the soft constraints' stiffness and damping,
+        the embedding's configuration projection on or off).
     """
 
     def __init__(self, automaton: Automaton, params: dict, *, solver="rk4", h_max=1e-3,
                  rtol=1e-8, library=None, embedding="symbolic", compiler=None, zeno_dt=1e-3,
-                 precompile=False):
+                 precompile=False, formulation="embedding", formulation_options=None):
         if embedding not in EMBEDDINGS:
             raise InputError(f"embedding {embedding!r} is unknown; use one of {EMBEDDINGS}")
+        # the formulation (embed.formulations): its compiled modes and what follows a step
+        self.formulation = Formulation.of(formulation, formulation_options)
+        self._after_step, self._after_every_step = after_step_for(self.formulation)
         self.embedding = embedding
         self.compiler = compiler
         self.precompile = precompile
@@ -92,14 +104,15 @@ class Simulator(RunState):
         self.params = {k: v for k, v in params.items() if isinstance(v, (int, float))}
         self.integrator = make_integrator(solver, h_max, rtol)
         self.outputs = self.forms.outputs
-        self.mode_compiler = ModeCompiler(self.forms, embedding, compiler, self.integrator.uses_rhs)
+        self.mode_compiler = ModeCompiler(self.forms, embedding, compiler, self.integrator.uses_rhs,
+                                          self.formulation)
         # the running state's fields are this object's own attributes (read in the stepping
         # loop and by the FMU at every step: no indirection); before the first mode x holds q
         # and mon holds u
         RunState.__init__(self, x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
                           discrete=dict(automaton.discrete), projection=Projection())
         self.state = self         # the running state (``embed.state.RunState``): our own fields
-        if embedding != "symbolic":
+        if embedding != "symbolic" or self.formulation.full_state:
             self.mode_compiler.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
         self.reselect_compile_time = 0.0   # of reselect_time (CPU s too): first embeddings of a partition
@@ -455,8 +468,8 @@ class Simulator(RunState):
                 g_prev = st.mon[sl].tolist()
                 self._accept(y)
                 st.t = integ.t_next
-                if st.projection.holonomic or st.watch:
-                    switching.after_step(self)
+                if st.projection.holonomic or st.watch or self._after_every_step:
+                    self._after_step(self)      # switching.after_step unless a formulation's
                 if (gi := approaching(g_prev, g_end, st.armed, st.enabled, self._rehearsed,
                                       st.mode)) is not None:
                     switching.rehearse(self, gi)

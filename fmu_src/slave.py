@@ -21,6 +21,7 @@ from pythonfmu.enums import Fmi2Status
 from pythonfmu import Integer, Real, String
 
 from embed import EmbedError, ModelDefinitionError
+from embed.formulations import FORMULATIONS, Formulation
 from embed.simulator import EMBEDDINGS, MAX_STEPS
 from fmu_src import fmu_state
 from fmu_src.fmi2 import DISCARD, ERROR, CallError, Loader, State, fmi2_call
@@ -39,7 +40,28 @@ COMMON = [("solver", "rk4", "integrator: 'rk4' (fixed step, real time) or 'adapt
            "(compiled terms, gillespie2005 Sec 5.5) or 'background' (numeric at once, symbolic "
            "from a worker process when ready)", "")]
 COMMON_RANGES = {"h_max": (1e-9, 1.0), "rtol": (1e-14, 0.5)}
-STRING_CHOICES = {"solver": ("rk4", "adaptive"), "embedding": EMBEDDINGS}
+# the formulation and its parameters (embed.formulations), registered after every other
+# variable so that the value references of the others stay as they were
+_F = Formulation()
+FORMULATION = [
+    ("formulation", "embedding", "'embedding' (this engine), or 'multipliers' (augmented "
+     "[M B^T; B 0] system), 'projection' (braun_goldfarb2012 eq 3-4 after each step) or 'soft' "
+     "(wang2019 spring-damper constraints), all on the full state [q, u]", ""),
+    ("configuration_projection", _F.configuration_projection,
+     "embedding: hold Phi(q) = 0 after each step (haug_pavesic2023 eq 13-16)", ""),
+    ("baumgarte_alpha", _F.baumgarte_alpha, "multipliers/projection: Baumgarte's alpha "
+     "(B udot = -gamma - 2 alpha (B u + C) - beta^2 Phi)", "1/s"),
+    ("baumgarte_beta", _F.baumgarte_beta, "multipliers/projection: Baumgarte's beta", "1/s"),
+    ("projection_tol", _F.projection_tol, "projection: no correction below this residual", ""),
+    ("projection_iterations", float(_F.projection_iterations),
+     "projection: corrections of q per step (1: the paper's explicit one)", ""),
+    ("projection_rcond", _F.projection_rcond,
+     "projection: relative cut-off of the pseudo-inverse", ""),
+    ("soft_stiffness", _F.soft_stiffness, "soft: K_s of wang2019 eq 13-14", ""),
+    ("soft_damping", _F.soft_damping, "soft: K_d of wang2019 eq 13-14", ""),
+]
+STRING_CHOICES = {"solver": ("rk4", "adaptive"), "embedding": EMBEDDINGS,
+                  "formulation": FORMULATIONS}
 
 
 def scenario(name, options):
@@ -171,6 +193,16 @@ class ScenarioSlave(Fmi2Slave):
         self._register(Var("status", 0, "0 ok; otherwise the code of the last failed step or "
                            "refused call (README, status codes)", type="Integer"),
                        Fmi2Causality.output)
+        for name, start, desc, unit in FORMULATION:
+            kind = "String" if isinstance(start, str) else "Boolean" if isinstance(start, bool) \
+                else "Real"
+            self._register(Var(name, start, desc, unit, type=kind), Fmi2Causality.parameter)
+
+    def _formulation(self):
+        """(formulation, its options) from the FMU parameters (their defaults before they are
+        registered: the start values are computed first)."""
+        opts = {name: getattr(self, name, start) for name, start, _, _ in FORMULATION[1:]}
+        return str(getattr(self, "formulation", "embedding")), opts
 
     def to_xml(self, model_options=None):
         """modelDescription.xml; pythonfmu reads the start values through the getters, which
@@ -270,9 +302,11 @@ class ScenarioSlave(Fmi2Slave):
             if bc is not None:     # an instance freed without fmi2Terminate leaves too
                 weakref.finalize(self, bc.close)
             params = {v.name: float(getattr(self, v.name)) for v in self.sc.parameters}
+            formulation, options = self._formulation()
             sim = self.sc.simulator(params, solver=str(self.solver), h_max=float(self.h_max),
                                     rtol=float(self.rtol), inputs=dict(self._good_inputs),
-                                    embedding=embedding, compiler=bc, t0=self.start_time)
+                                    embedding=embedding, compiler=bc, t0=self.start_time,
+                                    formulation=formulation, formulation_options=options)
             if not np.isfinite(sim.mon).all():
                 bad = [v.name for v in self.sc.outputs if self.sc.source(v.name)[0] == "mon"
                        and not math.isfinite(sim.mon[self.sc.source(v.name)[1]])]
