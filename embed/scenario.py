@@ -252,7 +252,8 @@ class Scenario:
                   embedding="symbolic", compiler=None, t0=0.0, formulation="embedding",
                   formulation_options=None):
         """A simulator started at t = t0 from the *_start parameters (eq 20), in the
-        ``formulation`` asked for (``Simulator``).
+        ``formulation`` asked for (``Simulator``); an input of ``input_defaults`` not given in
+        ``inputs`` has its parameter's value, as in the FMU.
 
         Simulators of one scenario share its mode library per embedding path
         (``ModeLibrary.of``)."""
@@ -263,7 +264,10 @@ class Scenario:
                         precompile=(self.precompile and embedding != "numeric"
                                     and formulation == "embedding"),
                         formulation=formulation, formulation_options=formulation_options)
-        sim.set_inputs({**{v.name: v.start for v in self.inputs}, **(inputs or {})})
+        start = {v.name: v.start for v in self.inputs}
+        for name, pname in self.input_defaults.items():   # follows its parameter until set
+            start[name] = p[pname]
+        sim.set_inputs({**start, **(inputs or {})})
         q0, u0 = self.initial_state(p)
         sim.start(t0, q0, u0)
         return sim

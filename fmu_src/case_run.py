@@ -244,9 +244,6 @@ def _engine_run(plan: Plan, params: dict, inputs: dict, rec: Record) -> dict:
     if problems:
         raise Failure(INPUT_REJECTED, "; ".join(problems))
     p = {**sc.defaults(), **params}
-    inputs = dict(inputs)
-    for name, pname in sc.input_defaults.items():     # an input follows its parameter until set
-        inputs.setdefault(name, p[pname])
     sim = sc.simulator(p, solver=plan.solver, h_max=plan.h_max, inputs=inputs)
     readers = _engine_readers(sc, rec.data)
     rec.add(0.0, [f(sim) for f in readers])

@@ -106,3 +106,16 @@ def test_sliding_mode_is_the_general_engines_pendulum_line():
         assert np.array(sim.u) == pytest.approx(np.array(ref.u), abs=1e-9)
         o = SC.observe(sim)
         assert o["normal_force"] == pytest.approx(line.observe(ref)["normal_force"], rel=1e-9)
+
+
+def test_the_belt_input_follows_its_parameter_until_set():
+    """v_b_in has the parameter v_b's value until a master sets it (input_defaults), in the
+    engine as in the FMU: once stuck (mode 3) the tip moves at the belt's speed, v_b given as a
+    parameter, or v_b_in given as an input over it (it once stayed at the input's start)."""
+    for params, inputs, speed in (({"v_b": 2.4}, None, 2.4), ({"v_b": 2.4}, {"v_b_in": 2.6}, 2.6)):
+        sim = SC.simulator(params, inputs=inputs)
+        while sim.mode != 3 and sim.t < 3.0:
+            sim.advance(sim.t + 0.01)
+        assert sim.mode == 3
+        sim.advance(sim.t + 0.05)
+        assert sim.outputs_now()["tip_vx"] == pytest.approx(speed, abs=1e-9)
