@@ -188,14 +188,20 @@ class CompiledMode(_SymbolicMode):
         self._mon = fns[2] if len(fns) > 2 else None    # monitors apart from the step
         self._buf = np.zeros(0)
 
+    _tail = np.zeros(0)      # arguments after p (a program mode's flag, a partition)
+
     def _load(self, t, h, x, p):
+        """The argument vector [t, h, x..., p..., tail...] (one buffer, kept)."""
         b = self._buf
-        if b.size != 2 + self.nx + p.size:
-            b = self._buf = np.zeros(2 + self.nx + p.size)
+        nt = self._tail.size
+        size = 2 + self.nx + p.size + nt
+        if b.size != size:
+            b = self._buf = np.zeros(size)
+            b[size - nt:] = self._tail
         b[0] = t
         b[1] = h
         b[2:2 + self.nx] = x
-        b[2 + self.nx:] = p
+        b[2 + self.nx:size - nt] = p
         return b
 
     def rk4(self, t, h, x, p):
@@ -300,14 +306,10 @@ class ProgramMode(CompiledMode):
         mode._buf = np.zeros(0)
         return mode
 
+    _tail = np.ones(1)       # the correction's flag, last
+
     def _load(self, t, h, x, p):
-        b = self._buf
-        if b.size != 3 + self.nx + p.size:
-            b = self._buf = np.zeros(3 + self.nx + p.size)
-        b[0] = t
-        b[1] = h
-        b[2:2 + self.nx] = x
-        b[2 + self.nx:-1] = p
+        b = CompiledMode._load(self, t, h, x, p)
         b[-1] = self.correct if h else 0.0     # at h = 0 (monitors at x): x itself
         return b
 

@@ -184,19 +184,6 @@ class TermsProgramMode(ProgramMode):
         iperm[perm.astype(int)] = np.arange(n)
         self._tail = np.concatenate((perm, iperm, [1.0]))   # the flag: ``newton_program``
 
-    def _load(self, t, h, x, p):
-        b = self._buf
-        size = 2 + self.nx + p.size + self._tail.size
-        if b.size != size:
-            b = self._buf = np.zeros(size)
-            b[size - self._tail.size:] = self._tail
-        b[0] = t
-        b[1] = h
-        b[2:2 + self.nx] = x
-        b[2 + self.nx:size - self._tail.size] = p
-        b[-1] = self.correct if h else 0.0   # the step's correction; h = 0 (monitors at x): x
-        return b
-
     def rhs(self, t, x, p):
         """xdot = [qdot, udot_ind] (eq 2 and 16): the stage, compiled on first use."""
         if self._rhs is None:
