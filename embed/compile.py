@@ -25,7 +25,7 @@ from .errors import CompilationError
 from .model import TIME
 from .modes import (CompiledMode, Layout, LinearMode, MonitorLayout,  # noqa: F401 - re-exported
                     ProgramMode, _SymbolicMode, rk4_scheme, rk4_stepwise)
-from .native import OPT_FAST, NativeFunction, compile_program
+from .native import OPT_RUN, NativeFunction, compile_program
 from .program import Program
 
 H = se.Symbol("h_step")
@@ -230,7 +230,9 @@ def mode_parts(model, eqs, params, outputs, residuals, guards, kappa=se.Integer(
 def compile_parts(parts, key, backend=None):
     """The compiled functions of a mode's parts (what the background worker returns): a
     "linear" mode is one straight-line program (``linear_program``) compiled by LLVM (codegen
-    level 0 on the stepping path, 1 for ``backend="llvm"``), or, where the program has an
+    level 1 when entered on the symbolic path, which compiles in the step anyway, so that the
+    steps after it are fast; for the worker, ``backend="llvm"``, by size: a large program at
+    level 0 first, ``embed.worker`` sends level 1 after it), or, where the program has an
     operation LLVM is not given, S and s for ``LinearMode``."""
     if parts["kind"] == "explicit":
         if parts["compose"]:
@@ -243,7 +245,7 @@ def compile_parts(parts, key, backend=None):
     try:
         prog, outs = linear_program(parts)
         return (compile_program(prog, outs, f"the RK4 step of mode {key}",
-                                None if backend == "llvm" else OPT_FAST),)
+                                None if backend == "llvm" else OPT_RUN),)
     except CompilationError:
         pass
     ax = [TIME] + parts["x"] + parts["params"]

@@ -20,6 +20,7 @@ from .embedding import EXPLICIT_OPS_OFFLINE
 from .errors import CompilationError, ConstraintRankError
 from .formulations import Formulation, FullStateMode
 from .model import TIME
+from .native import OPT_RUN
 from .numeric import EntryTerms, NumericMode, NumericTerms
 from .terms_program import make_terms_mode
 
@@ -100,10 +101,11 @@ class ModeCompiler:
         return K, B, np.concatenate((np.zeros(n), -(B @ u + C))), np.array(phi)
 
     # ------------------------------------------------------------------ modes
-    def terms_mode(self, mode_id, active, dep, build=False):
+    def terms_mode(self, mode_id, active, dep, build=False, opt=None):
         """The mode's compiled-terms program for the partition ``dep`` (``TermsProgramMode``:
         one compiled call a step, any partition, ``embed.terms_program``), or None: not
-        prepared (``build``: compile it now), or the mode has none (forces, laws, more
+        prepared (``build``: compile it now, at codegen level ``opt``, ``embed.native``), or
+        the mode has none (forces, laws, more
         than 3 constraints; the adaptive solver, which needs the right-hand side alone)."""
         if self.uses_rhs:
             return None
@@ -112,7 +114,7 @@ class ModeCompiler:
             if not build:
                 return None
             try:
-                lib.terms_programs[pkey] = make_terms_mode(self.forms, mode_id, pkey[1], dep)
+                lib.terms_programs[pkey] = make_terms_mode(self.forms, mode_id, pkey[1], dep, opt)
             except CompilationError:
                 lib.terms_programs[pkey] = None
         base = lib.terms_programs[pkey]
@@ -143,7 +145,8 @@ class ModeCompiler:
                  for mid, md in list(self.forms.automaton.modes.items())])
         for mid, act in todo:
             if self._wants_program(act):
-                mode = self.terms_mode(mid, act, tuple(range(len(act))), build=True)
+                mode = self.terms_mode(mid, act, tuple(range(len(act))), build=True,
+                                       opt=OPT_RUN)    # set-up: the faster code, whatever it takes
                 if act not in self.library.entry:     # the jump into it (mueller eq 7)
                     self.library.entry[act] = EntryTerms(
                         self.forms.model, self.forms.constraint_set(act), self.forms.psyms,

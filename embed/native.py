@@ -165,7 +165,7 @@ def compile_program(prog, outs, what, opt=None):
     except Exception as exc:       # llvmlite raises RuntimeError variants
         raise CompilationError(f"could not compile {what}: {exc}") from exc
     return NativeFunction(obj, name, prog.n_in, len(outs),
-                          {k: f"{name}_s{i}" for k, i in prog.exports.items()})
+                          {k: f"{name}_s{i}" for k, i in prog.exports.items()}, opt)
 
 
 _CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
@@ -175,10 +175,11 @@ class NativeFunction:
     """A compiled program: ``unsafe_real(args, out)`` writes the outputs for a float64 array
     of ``n_in`` arguments into ``out`` (the interface of ``compile.Compiled``)."""
 
-    __slots__ = ("obj", "name", "n_in", "n_out", "exports", "entries", "_f")
+    __slots__ = ("obj", "name", "n_in", "n_out", "exports", "opt", "entries", "_f")
 
-    def __init__(self, obj, name, n_in, n_out, exports=None):
+    def __init__(self, obj, name, n_in, n_out, exports=None, opt=None):
         self.obj, self.name, self.n_in, self.n_out = obj, name, n_in, n_out
+        self.opt = opt              # the codegen level it was compiled at
         self.exports = dict(exports or {})
         st = _llvm()
         with _LOCK:
@@ -204,4 +205,5 @@ class NativeFunction:
         return out
 
     def __reduce__(self):          # object code: loads in another process without compiling
-        return (NativeFunction, (self.obj, self.name, self.n_in, self.n_out, self.exports))
+        return (NativeFunction, (self.obj, self.name, self.n_in, self.n_out, self.exports,
+                                 self.opt))

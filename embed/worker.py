@@ -189,7 +189,7 @@ def main(argv=None):
         stdout.flush()
 
     from embed.compile import compile_parts, lambdify, linear_program
-    from embed.native import NativeFunction, compile_program
+    from embed.native import OPT_FAST, OPT_RUN, NativeFunction, compile_program
     from embed.embedding import EXPLICIT_OPS_OFFLINE
     from embed.forming import AutomatonForms
     from embed.library import ModeLibrary
@@ -270,6 +270,11 @@ def main(argv=None):
             for i, fn in enumerate(fns[1:], start=1):
                 if fn is not None:
                     write(cid, rid, ("mode_fn", key, i, fn))
+            if isinstance(fns[0], NativeFunction) and fns[0].opt == OPT_FAST:
+                # a large program came first at codegen level 0 (compiled in a fraction of
+                # the time); the faster code follows and replaces it (embed.native)
+                write(cid, rid, ("mode", key, meta, (compile_program(
+                    *linear_program(parts), f"the RK4 step of mode {key}", OPT_RUN),)))
             active = key[1]
             if active and active not in entries and opts.get("entry", True):
                 entries.add(active)
