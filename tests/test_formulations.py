@@ -262,3 +262,34 @@ def test_fmu_with_a_formulation(tmp_path):
                    else "formulation = 'penalty' is not one of" in m for _, m in r.messages)
     finally:
         r.close()
+
+
+def test_a_fence_announced_at_run_time_in_every_formulation():
+    """disk_fence's free-form fence, embedded when announced (gillespie2005 Example 2): the
+    multiplier and projection formulations meet and leave it when the embedding does and hold
+    it as tightly; soft constraints are refused with the reason (the model has a speed without
+    inertia, which only a rigid constraint fixes)."""
+    from embed.errors import ModelDefinitionError
+    from scenarios.disk_fence import announce
+    from scenarios.disk_fence.profile import FenceProfile
+    from scenarios import disk_fence
+    sc = disk_fence.build()
+    runs = {}
+    for form in ("embedding", "multipliers", "projection"):
+        sim = sc.simulator(formulation=form)
+        sim.advance(7.0)
+        announce.announce(sim, FenceProfile.from_text("0.5*(1 - cos(0.3*s))"), 6.7)
+        res = 0.0
+        while sim.t < 9.5 - 1e-12:
+            sim.advance(min(9.5, sim.t + 0.01))
+            if sim.mode_number == 3:
+                res = max(res, sim.residual())
+        runs[form] = ([(g, t) for t, g, *_ in sim.events[:2]], res)
+    names = [g for g, _ in runs["embedding"][0]]
+    assert names == ["ramp_end", "fence_end"]
+    for form, (events, res) in runs.items():
+        assert [g for g, _ in events] == names and res <= 1e-9
+        for (_, t), (_, t_ref) in zip(events, runs["embedding"][0]):
+            assert t == pytest.approx(t_ref, abs=1e-6)
+    with pytest.raises(ModelDefinitionError, match="without inertia"):
+        sc.simulator(formulation="soft")
