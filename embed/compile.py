@@ -25,7 +25,8 @@ from .errors import CompilationError
 from .model import TIME
 from .modes import (CompiledMode, Layout, LinearMode, MonitorLayout,  # noqa: F401 - re-exported
                     ProgramMode, _SymbolicMode, rk4_scheme, rk4_stepwise)
-from .native import OPT_RUN, NativeFunction, compile_program
+from .native import (OPT_FAST, OPT_RUN, RUN_MAX_OPS, NativeFunction, compile_program,
+                     largest_function)
 from .program import Program
 
 H = se.Symbol("h_step")
@@ -231,8 +232,9 @@ def compile_parts(parts, key, backend=None):
     """The compiled functions of a mode's parts (what the background worker returns): a
     "linear" mode is one straight-line program (``linear_program``) compiled by LLVM (codegen
     level 1 when entered on the symbolic path, which compiles in the step anyway, so that the
-    steps after it are fast; for the worker, ``backend="llvm"``, by size: a large program at
-    level 0 first, ``embed.worker`` sends level 1 after it), or, where the program has an
+    steps after it are fast; for the worker, ``backend="llvm"``, by size: a large program
+    without cse at level 0 first, ``embed.worker`` sends level 1 after it), or, where the
+    program has an
     operation LLVM is not given, S and s for ``LinearMode``."""
     if parts["kind"] == "explicit":
         if parts["compose"]:
@@ -242,10 +244,14 @@ def compile_parts(parts, key, backend=None):
                         f"the RK4 step of mode {key}", backend)
         mon = lambdify(parts["args"], parts["mon"], f"the monitors of mode {key}", backend)
         return (step, None, mon)
+    what = f"the RK4 step of mode {key}"
     try:
+        if backend == "llvm":     # the worker: a large program fast first (no cse, level 0)
+            prog, outs = linear_program(parts, cse=False)
+            if largest_function(prog, outs) > RUN_MAX_OPS:
+                return (compile_program(prog, outs, what, OPT_FAST),)
         prog, outs = linear_program(parts)
-        return (compile_program(prog, outs, f"the RK4 step of mode {key}",
-                                None if backend == "llvm" else OPT_RUN),)
+        return (compile_program(prog, outs, what, OPT_RUN),)
     except CompilationError:
         pass
     ax = [TIME] + parts["x"] + parts["params"]
@@ -267,11 +273,11 @@ def make_mode(parts, key, fns=None, backend=None):
     return (ProgramMode if isinstance(fns[0], NativeFunction) else LinearMode)(meta, key, fns)
 
 
-def _template(args, exprs):
+def _template(args, exprs, cse=True):
     """``exprs`` of ``args`` as a program of its own, to be spliced in (``_splice``) once for
     each stage: common subexpressions eliminated once, not at every stage."""
     prog = Program(len(args))
-    return prog, prog.emit(exprs, {a: i for i, a in enumerate(args)})
+    return prog, prog.emit(exprs, {a: i for i, a in enumerate(args)}, cse)
 
 
 def _splice(prog, template, regs):
@@ -360,20 +366,20 @@ def rhs_program(nx, n_rest, stage):
     return prog, prog.call(stage, [0] + list(range(2, 2 + nx + n_rest)))[:nx]
 
 
-def linear_program(parts, rhs_only=False):
+def linear_program(parts, rhs_only=False, cse=True):
     """A "linear" mode's RK4 step as one straight-line program (eq 15-16 solved inside it,
     ``rk4_program``); ``rhs_only``: xdot at (t, x) alone (the adaptive solver's right-hand
     side, eq 2 and 16).  At each stage S z = s is solved for z = [udot_ind, free forces]:
     S's udot_ind block is the reduced mass matrix T^T M T of eq 15 (negative definite:
     unrolled LDL^T, no pivoting), the forces by their Schur complement (at most 3, Cramer's
-    rule)."""
+    rule).  ``cse``: as in ``Program.emit``."""
     x, params, z = parts["x"], parts["params"], parts["z"]
     nx, nz, n_ud, n = len(x), len(z), parts["n_ud"], parts["sizes"][0]
     k = nz - n_ud
     if k > 3:
         raise CompilationError(f"{k} free forces: the straight-line program solves at most 3")
-    sys_t = _template([TIME] + x + params, parts["sys"])
-    mon_t = _template([TIME] + x + z + params, parts["mon"])
+    sys_t = _template([TIME] + x + params, parts["sys"], cse)
+    mon_t = _template([TIME] + x + z + params, parts["mon"], cse)
 
     def solve(prog):
         """z at the program's arguments [t, x..., p...]; and qdot."""

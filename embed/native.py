@@ -150,13 +150,17 @@ def _function(prog, outs, name, internal, sub_names, used):
     return "\n".join([head, "entry:"] + allocas + lines + ["  ret void", "}"])
 
 
+def largest_function(prog, outs):
+    """The operations of the largest function ``prog`` compiles to (itself or a called one)."""
+    return max([sum(prog.live(outs))] + [sum(sub[0].live(sub[1])) for sub in prog.subs])
+
+
 def compile_program(prog, outs, what, opt=None):
     """The ``NativeFunction`` computing registers ``outs`` of ``prog`` at codegen level
     ``opt``; None: ``OPT_RUN`` unless a function has more than ``RUN_MAX_OPS`` operations."""
     st = _llvm()
     if opt is None:
-        sizes = [sum(prog.live(outs))] + [sum(sub[0].live(sub[1])) for sub in prog.subs]
-        opt = OPT_RUN if max(sizes) <= RUN_MAX_OPS else OPT_FAST
+        opt = OPT_RUN if largest_function(prog, outs) <= RUN_MAX_OPS else OPT_FAST
     name = f"embed_{uuid.uuid4().hex}"   # unique across processes (the worker's too)
     try:
         mod = st["llvm"].parse_assembly(_ir(prog, outs, name))
