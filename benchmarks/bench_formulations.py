@@ -98,6 +98,8 @@ def run(name, path, formulation, options, t_end):
     k_pin = int(round(PIN_AT / h)) if chain else -1
     if chain:
         sim.set_constraints([], label="free")
+        if formulation == "embedding":       # the pin's compiled-terms program, ahead
+            sim.prepare(["tip_x", "tip_y"])
     o = sc.observe(sim)
     inv = (lambda o: o["first_integral"]) if name == "ball_bowl" else \
         (lambda o: o["kinetic_energy"] + o["potential_energy"])
