@@ -29,7 +29,7 @@ from fmu_src.describe import describe
 from fmu_src.source import ModelSource, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUIREMENTS = ["numpy>=1.24", "scipy>=1.10", "sympy>=1.12", "symengine>=0.11"]
+REQUIREMENTS = ["numpy>=1.24", "scipy>=1.10", "sympy>=1.12", "symengine>=0.11", "llvmlite>=0.44"]
 PACKAGES = ("embed", "scenarios", "fmu_src")
 LOADER = ROOT / "fmu_src" / "loader" / "fmi2_loader.c"
 

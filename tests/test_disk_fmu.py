@@ -23,7 +23,7 @@ def test_validates_and_declares_state(disk_fmu):
         assert cs.get("canGetAndSetFMUstate") == "true"
         assert cs.get("canSerializeFMUstate") == "true"
         reqs = z.read("resources/requirements.txt").decode()
-        assert "symengine" in reqs and "numpy" in reqs
+        assert "symengine" in reqs and "numpy" in reqs and "llvmlite" in reqs
         names = {v.get("name"): v for v in root.iter("ScalarVariable")}
     for n in ("m", "J", "r", "phi", "mu", "L", "g", "q1_start", "q2_start", "u1_start", "u2_start",
               "h_max", "solver", "rtol", "F_ext", "T_ext", "q1", "q2", "u1", "u2", "slip", "N", "F_f",
