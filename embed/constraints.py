@@ -59,6 +59,13 @@ def _from_motion(model, name, expr, phi):
     return Constraint(name, B, C, phi)
 
 
+def moving_B(model: Model, constraints) -> bool:
+    """Whether B of any of ``constraints`` changes with q or t: then kappa(B1) can grow and
+    the partition may need re-selecting (gillespie2005 Sec 5.4)."""
+    moving = set(model.q) | {TIME}
+    return any(e.free_symbols & moving for c in constraints for e in c.B)
+
+
 def velocity(c: Constraint, u):
     """B u + C of constraint ``c`` for speeds ``u`` (eq 7): zero when it is satisfied."""
     return sum((b * ui for b, ui in zip(c.B, u)), c.C)

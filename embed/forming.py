@@ -18,10 +18,9 @@ import numpy as np
 import symengine as se
 
 from .compile import mode_parts, norm1
-from .constraints import ConstraintSet, velocity
+from .constraints import ConstraintSet, moving_B, velocity
 from .embedding import ModeEquations, embed, partition
 from .errors import ModelDefinitionError
-from .model import TIME
 from .numeric import ConstraintTerms, lam_symbol
 
 
@@ -79,8 +78,7 @@ def form_mode_parts(model, params, mode, cset, dep, outputs, guards, embeddings=
         if c.holonomic:
             res.append(c.phi)
     kap = se.Integer(1)
-    moving = list(model.q) + [TIME]
-    if any(e.has(v) for c in cset.items for e in c.B for v in moving):
+    if moving_B(model, cset.items):
         B1inv = emb.B1inv
         kap = norm1([list(c.B) for c in cset.items]) * norm1(
             [[B1inv[i, j] for j in range(B1inv.ncols())] for i in range(B1inv.nrows())])

@@ -19,7 +19,7 @@ from .compile import make_mode
 from .embedding import EXPLICIT_OPS_OFFLINE
 from .errors import CompilationError, ConstraintRankError
 from .formulations import Formulation, FullStateMode
-from .model import TIME
+from .constraints import moving_B
 from .native import OPT_RUN
 from .numeric import EntryTerms, NumericMode, NumericTerms
 from .terms_program import make_terms_mode
@@ -120,20 +120,15 @@ class ModeCompiler:
         base = lib.terms_programs[pkey]
         return None if base is None else base.with_dep(dep)
 
-    def can_reselect(self, active):
-        """Whether the constraints ``active`` have a B that changes with q or t (their
-        partition may need re-selecting, Sec 5.4)."""
-        cons = [self.forms.automaton.constraints[c] for c in active]
-        watch = set(self.forms.model.q) | {TIME}
-        return any(e.free_symbols & watch for c in cons for e in c.B)
-
     def _wants_program(self, active):
         """Whether a mode with the constraints ``active`` gets a compiled-terms program ahead:
-        on the numeric and background paths, on the symbolic path if ``can_reselect``; never
+        on the numeric and background paths, on the symbolic path if B moves (``moving_B``:
+        its partition may need re-selecting); never
         for stubs (constraints known by their compiled terms only, B unknown)."""
-        if any(not self.forms.automaton.constraints[c].B for c in active):
+        cons = [self.forms.automaton.constraints[c] for c in active]
+        if any(not c.B for c in cons):
             return False
-        return self.embedding != "symbolic" or bool(active) and self.can_reselect(active)
+        return self.embedding != "symbolic" or moving_B(self.forms.model, cons)
 
     def prepare(self, mode_id=None, active=None):
         """Compile ahead the compiled-terms programs that the stepping loop may need (any
@@ -217,7 +212,7 @@ class ModeCompiler:
             compiled = library.numeric_modes.get(key) or prepared
             if compiled is None:
                 cset = forms.constraint_set(active)
-                compiled = library.numeric_modes[key] = NumericMode(
+                compiled = NumericMode(
                     self.numeric_terms(), mode, cset, dep, len(forms.outputs), key,
                     [forms.constraint_terms(c.name) for c in cset.items])
             library.numeric_modes[key] = compiled

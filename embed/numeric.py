@@ -19,7 +19,7 @@ import numpy as np
 import symengine as se
 
 from .compile import lambdify
-from .constraints import gamma, phi_and_gradient, velocity
+from .constraints import gamma, moving_B, phi_and_gradient, velocity
 from .embedding import kappa
 from .errors import ConstraintRankError, ModelDefinitionError
 from .model import TIME, to_symengine
@@ -62,7 +62,7 @@ class ConstraintTerms:
             self.phi = lambdify(tq, ex["phi"], f"Phi of {c.name!r}", backend,
                                 opt_level) if c.holonomic else None
         # a constant B row (no q, t) never needs re-selection (unknown for a stub: watch it)
-        self.constant_B = bool(c.B) and not any(e.has(s) for e in c.B for s in q + [TIME])
+        self.constant_B = bool(c.B) and not moving_B(model, [c])
 
 
 class Role:

@@ -20,7 +20,7 @@ import numpy as np
 import symengine as se
 
 from .compile import _splice, _template, newton_program, rhs_program, rk4_program
-from .constraints import gamma, phi_and_gradient
+from .constraints import gamma, moving_B, phi_and_gradient
 from .errors import CompilationError
 from .model import TIME
 from .modes import ProgramMode
@@ -224,7 +224,7 @@ def make_terms_mode(forms, mode_id, active, dep, opt=None):
                          lambda c=c: constraint_template(model, c, forms.psyms))
               for c in cset.items]
     outs, guards = forms.mode_exprs(mode_id)
-    watch = any(e.has(s) for c in cset.items for e in c.B for s in list(model.q) + [TIME])
+    watch = moving_B(model, cset.items)
     lam_names = list(mode.constraints) + sorted(
         {str(x)[len("lambda_"):] for e in list(outs) + list(guards) for x in e.free_symbols
          if str(x).startswith("lambda_")} - set(mode.constraints))
