@@ -85,91 +85,49 @@ def _sign(x):
     return math.copysign(1.0, x) if x else 0.0
 
 
-def _inv(x):
-    return 1.0 / x
+def _max(x, y):                    # nan in either argument gives nan, as the LLVM code does
+    return x if x != x or x > y else y
 
 
-_FUNCTIONS = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "sinh": math.sinh,
-              "cosh": math.cosh, "tanh": math.tanh, "asin": math.asin, "acos": math.acos,
-              "atan": math.atan, "log": math.log, "sign": _sign, "Abs": abs}
+def _min(x, y):
+    return x if x != x or x < y else y
+
+
+# a program's operations (``embed.program``) as plain-float functions
+_TAPE_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+             "div": operator.truediv, "pow": math.pow, "neg": operator.neg, "sqrt": math.sqrt,
+             "fabs": abs, "sign": _sign, "max": _max, "min": _min, "atan2": math.atan2,
+             **{k: getattr(math, k) for k in ("sin", "cos", "tan", "asin", "acos", "atan",
+                                              "sinh", "cosh", "tanh", "log", "exp")}}
 
 
 class Tape:
-    """A few expressions (symengine) of a few arguments as a flat program of plain-float
-    operations: (function, i, j, k) sets register k to function(r[i], r[j]) (j < 0: one
-    argument).  For small functions shipped to the stepping process at run time (a fence's
-    jet): loading an LLVM function costs 0.3-0.45 ms in a step that finds the caches cold,
-    whatever its size, and compiling it 1-3 ms in the worker; a tape of 20 operations pickles
-    in a few hundred bytes and runs in a few microseconds.  Same interface as ``Compiled``.
-    Any failing operation (log of a negative number, say) makes every output nan."""
+    """A few expressions (symengine) of a few arguments as a straight-line program
+    (``embed.program``) run in plain floats: (function, i, j, k) sets register k to
+    function(r[i], r[j]) (j < 0: one argument).  For small functions shipped to the stepping
+    process at run time (a fence's jet): loading an LLVM function costs 0.3-0.45 ms in a step
+    that finds the caches cold, whatever its size, and compiling it 1-3 ms in the worker; a
+    tape of 20 operations pickles in a few hundred bytes and runs in a few microseconds.  Same
+    interface as ``Compiled``.  Any failing operation (log of a negative number, say) makes
+    every output nan."""
 
     __slots__ = ("n_in", "n_out", "regs", "prog", "outs")
 
     def __init__(self, args, exprs):
-        reps, reduced = se.cse(list(exprs))
-        consts, prog, slot = [], [], {}
-
-        def const(v):
-            consts.append(float(v))
-            return -len(consts)            # negative: placeholder, numbered after the args
-
-        def emit(e):
-            if e in slot:
-                return slot[e]
-            if e.is_Number or e in (se.E, se.pi):
-                k = slot[e] = const(e)
-                return k
-            if e.is_Symbol:
-                raise CompilationError(f"symbol {e} is not an argument of the tape")
-            name = type(e).__name__
-            a = [emit(x) for x in e.args]
-            if name in ("Add", "Mul"):
-                fn = operator.add if name == "Add" else operator.mul
-                k = a[0]
-                for b in a[1:]:
-                    prog.append([fn, k, b, None])
-                    k = prog[-1]
-                slot[e] = k
-                return k
-            if name == "Pow":
-                b, x = e.args
-                if b == se.E:
-                    prog.append([math.exp, a[1], None, None])
-                elif x == -1:
-                    prog.append([_inv, a[0], None, None])
-                elif x == se.Rational(1, 2):
-                    prog.append([math.sqrt, a[0], None, None])
-                elif x.is_Integer:
-                    prog.append([operator.pow, a[0], a[1], None])
-                else:
-                    prog.append([math.pow, a[0], a[1], None])
-            elif name in _FUNCTIONS and len(a) == 1:
-                prog.append([_FUNCTIONS[name], a[0], None, None])
+        prog = Program(len(args))
+        outs = prog.emit(list(exprs), {a: i for i, a in enumerate(args)})
+        n_in = prog.n_in
+        self.regs = [0.0] * (n_in + len(prog.ops))
+        code = []
+        for k, (op, a, b) in enumerate(prog.ops):
+            if op == "const":
+                self.regs[n_in + k] = a
+            elif op in _TAPE_OPS:
+                code.append((_TAPE_OPS[op], a, -1 if b is None else b, n_in + k))
             else:
-                raise CompilationError(f"{name} ({e}) has no tape operation")
-            slot[e] = prog[-1]
-            return prog[-1]
-
-        for i, x in enumerate(args):
-            slot[x] = ("arg", i)
-        for sym, e in reps:
-            slot[sym] = emit(e)
-        outs = [emit(e) for e in reduced]
-        # registers: arguments, constants, then one per operation
-        n_in, n_c = len(args), len(consts)
-        for i, ins in enumerate(prog):
-            ins[3] = n_in + n_c + i
-
-        def reg(k):
-            if isinstance(k, tuple):
-                return k[1]
-            if isinstance(k, list):
-                return k[3]
-            return n_in + (-k - 1) if k < 0 else k
-        self.prog = tuple((f, reg(i), -1 if j is None else reg(j), k) for f, i, j, k in prog)
-        self.outs = tuple(reg(k) for k in outs)
-        self.regs = [0.0] * n_in + consts + [0.0] * len(prog)
-        self.n_in, self.n_out = n_in, len(self.outs)
+                raise CompilationError(f"operation {op} has no tape function")
+        self.prog, self.outs = tuple(code), tuple(outs)
+        self.n_in, self.n_out = n_in, len(outs)
 
     def unsafe_real(self, args, out):
         r = self.regs
@@ -185,6 +143,7 @@ class Tape:
         out = np.empty(self.n_out)
         self.unsafe_real(np.asarray(args, dtype=float).reshape(-1), out)
         return out
+
 
 def max_abs(residuals):
     """max_i |r_i| as one expression (0 when there is none)."""
