@@ -15,7 +15,10 @@ from .errors import ConstraintRankError
 from .projection import max_abs
 
 
-def activation_jump(K, rhs, u, names, t, tol=1e-12):
+ACTIVATION_TOL = 1e-12   # no jump when |B u + C| <= ACTIVATION_TOL max(1, |u|)
+
+
+def activation_jump(K, rhs, u, names, t, tol=ACTIVATION_TOL):
     """The speeds just after constraints ``names`` become active, and their impulses.
 
     Parameters

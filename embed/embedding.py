@@ -13,7 +13,6 @@ paper fits".
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -39,21 +38,32 @@ def _pivoted_qr(a):
 
 
 SMALL_M = 3           # up to this many constraints the pivoting runs in plain floats
+TIE = 1e-9            # squared column norms this close (relative) to the largest tie with it
+
+
+def _dot(a, b):
+    """sum a_i b_i from 0.0, left to right: the operations of ``Program.dot``, so that the
+    compiled partition (``terms_program.entry_program``) chooses bit for bit as this one."""
+    acc = 0.0
+    for x, y in zip(a, b):
+        acc += x * y
+    return acc
 
 
 def _pivoted_gram_schmidt(a, m):
     """|diag R| (first m) and pivots of A P = Q R by modified Gram-Schmidt with column
-    pivoting, for a few rows in plain floats: the same choice as dgeqp3 (largest remaining
-    column norm, the first on ties).  Norms and projections run in C (math.hypot, map):
-    an event step of a 1 kHz loop finds this code cold, and there each bytecode counts
-    (measured: 65-98 us with Python-level loops, against 75-100 us for the LAPACK call)."""
+    pivoting, for a few rows in plain floats: the largest remaining column norm, the first
+    of those within ``TIE`` of it (so that ties decided by roundoff, the equal norms of a
+    chain's links, always go to the same column): dgeqp3's choice but on such ties."""
     cols = a.T.tolist()
     free = list(range(len(cols)))
     diag, piv = [], []
     for _ in range(min(m, len(cols))):
-        norms = [math.hypot(*cols[j]) for j in free]
-        d = max(norms)
-        j = free.pop(norms.index(d))
+        norms = [_dot(cols[j], cols[j]) for j in free]
+        top = max(norms) * (1.0 - TIE)
+        k = next(i for i, v in enumerate(norms) if v >= top)
+        d = math.sqrt(norms[k])
+        j = free.pop(k)
         diag.append(d)
         piv.append(j)
         if d == 0.0:
@@ -61,7 +71,7 @@ def _pivoted_gram_schmidt(a, m):
         e = [v / d for v in cols[j]]
         for k in free:
             c = cols[k]
-            p = sum(map(operator.mul, e, c))
+            p = _dot(e, c)
             cols[k] = [x - p * y for x, y in zip(c, e)]
     return diag, piv
 

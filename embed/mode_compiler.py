@@ -100,6 +100,21 @@ class ModeCompiler:
         phi = [row.phi(tq)[0] for row in rows if row.holonomic]
         return K, B, np.concatenate((np.zeros(n), -(B @ u + C))), np.array(phi)
 
+    def enter(self, mode_id, active, t, q, u, pvec, allow):
+        """Entering the constraints ``active`` of mode ``mode_id`` in one compiled call where
+        its compiled-terms program is prepared (``TermsProgramMode.enter``: (dep, x,
+        monitors, impulses)), else None; ``monitors`` are the program's, for the mode
+        ``compiled`` then gives only if it is that program (``runs_on``)."""
+        if self.formulation.full_state:
+            return None
+        base = self.library.terms_programs.get((mode_id, active))
+        return None if base is None else base.enter(t, q, u, pvec, allow)
+
+    def runs_on(self, compiled, active):
+        """Whether ``compiled`` runs on the prepared compiled-terms program of ``active``."""
+        base = self.library.terms_programs.get((compiled.key[0], active))
+        return base is not None and getattr(compiled, "_step", None) is base._step
+
     # ------------------------------------------------------------------ modes
     def terms_mode(self, mode_id, active, dep, build=False, opt=None):
         """The mode's compiled-terms program for the partition ``dep`` (``TermsProgramMode``:
@@ -146,10 +161,11 @@ class ModeCompiler:
                     self.library.entry[act] = EntryTerms(
                         self.forms.model, self.forms.constraint_set(act), self.forms.psyms,
                         "llvm")
-                if mode is not None:         # its machine code paged in: the switch's step
-                    with np.errstate(all="ignore"):   # finds it warm (a dummy state)
-                        mode.rk4(0.0, 1e-3, np.full(mode.nx, 0.5),
-                                 np.full(len(self.forms.psyms), 0.5))
+                if mode is not None:         # its machine code paged in: the switch and its
+                    with np.errstate(all="ignore"):   # step find it warm (a dummy state)
+                        half, p = np.full(mode.n, 0.5), np.full(len(self.forms.psyms), 0.5)
+                        mode.enter(0.0, half, half, p, True)
+                        mode.rk4(0.0, 1e-3, np.full(mode.nx, 0.5), p)
 
     def compiled(self, mode_id, dep, active=None, reselect=False):
         """The mode's compiled functions (``_compiled``); without the step's Newton correction

@@ -121,6 +121,12 @@ def _function(prog, outs, name, internal, sub_names, used):
         elif op == "result":
             lines.append(f"  {d}p = getelementptr inbounds double, ptr %r{a}out, i64 {c}\n"
                          f"  {d} = load double, ptr {d}p")
+        elif op in ("gt", "eq"):
+            lines.append(f"  {d}c = fcmp {'ogt' if op == 'gt' else 'oeq'} double {val[a]}, {val[c]}\n"
+                         f"  {d} = uitofp i1 {d}c to double")
+        elif op == "select":
+            lines.append(f"  {d}c = fcmp une double {val[a]}, 0.0\n"
+                         f"  {d} = select i1 {d}c, double {val[c[0]]}, double {val[c[1]]}")
         elif op == "neg":
             lines.append(f"  {d} = fneg double {val[a]}")
         elif op in ("max", "min"):          # nan in either argument gives nan

@@ -30,7 +30,10 @@ class Program:
     ``ops[k]`` = (name, a, b) writes register ``n_in + k``: "const" (a the value), one of
     add, sub, mul, div, pow, max, min, atan2 (registers a, b), neg, sqrt and the ``UNARY``
     functions (register a), "gather" (element int(b) of ``arrays[a]``), "call" (runs
-    ``subs[a]`` on the registers b; a tuple) and "result" (output b of the call in register a).  Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing.
+    ``subs[a]`` on the registers b; a tuple), "result" (output b of the call in register a),
+    "gt" and "eq" (1.0 where a > b, a == b, else 0.0) and "select" (register b[0] where a is
+    nonzero, else b[1]: the choices of a pivot search, ``argmax``).  Constants are folded and
+    shared; x + 0, x * 1, x * 0 emit nothing.
     """
 
     def __init__(self, n_in):
@@ -111,6 +114,8 @@ class Program:
                     live[r] = True
             elif op == "result":
                 live[a] = True
+            elif op == "select":
+                live[a] = live[b[0]] = live[b[1]] = True
             elif op == "gather":
                 live[b] = True
                 for r in self.arrays[a]:
@@ -143,6 +148,34 @@ class Program:
             raise CompilationError(f"call with {len(args)} arguments, expects {sub[0].n_in}")
         token = self._op("call", sid, tuple(args))
         return [self._op("result", token, j) for j in range(len(sub[1]))]
+
+    def compare(self, name, a, b):
+        """1.0 where a > b (``name`` "gt") or a == b ("eq"), else 0.0 (registers)."""
+        va, vb = self._value.get(a), self._value.get(b)
+        if va is not None and vb is not None:
+            return self.const(float(va > vb if name == "gt" else va == vb))
+        return self._op(name, a, b)
+
+    def select(self, c, x, y):
+        """Register x where register c is nonzero, else y."""
+        vc = self._value.get(c)
+        if vc is not None or x == y:
+            return x if vc or x == y else y
+        return self._op("select", c, (x, y))
+
+    def argmax(self, xs, tie=0.0):
+        """(x_k, k) for the first k whose x_k >= (1 - tie) max(xs) (registers): a pivot
+        search where near-ties go to the first (``embedding._pivoted_gram_schmidt``); a nan
+        among xs makes both meaningless (the caller checks what they lead to)."""
+        top = xs[0]
+        for x in xs[1:]:
+            top = self.binary("max", top, x)
+        thr = self.mul(top, self.const(1.0 - tie))
+        val, at = xs[-1], self.const(len(xs) - 1)
+        for j in reversed(range(len(xs))):
+            below = self.compare("gt", thr, xs[j])
+            val, at = self.select(below, val, xs[j]), self.select(below, at, self.const(j))
+        return val, at
 
     def add(self, a, b):
         return self.binary("add", a, b)

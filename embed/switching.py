@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from . import events
-from .activation import activation_jump
+from .activation import ACTIVATION_TOL, activation_jump
 from .automaton import Jump
 from .check import reset_map
 from .context import Context
@@ -32,7 +32,7 @@ RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows th
                       # (10 cost accuracy near singular configurations of the slider-crank)
 
 
-def activation(sim, names, q, u, tol=1e-12, entry=None):
+def activation(sim, names, q, u, tol=ACTIVATION_TOL, entry=None):
     """Momentum-consistent velocity jump when the constraints ``names`` become active
     (mueller eq 7, ``embed.activation``); ``entry``: ``ModeCompiler.entry``'s (K, B, rhs, Phi) at
     (q, u), if known already.  Returns the new full speeds and each constraint's impulse."""
@@ -65,19 +65,30 @@ def apply(sim, jump: Jump):
     st.projection = Projection([row for row in rows if row.holonomic])
     st.watch = any(not row.constant_B for row in rows)
     st.chart = None
-    if rows:
+    jumps = jump.u is None and bool(set(st.active) - set(before))
+    # with a prepared compiled-terms program, the jump, the partition and the monitors are one
+    # call (``TermsProgramMode.enter``); else, or where it declines, step by step
+    fast = rows and sim.mode_compiler.enter(jump.mode, st.active, st.t, q, u, sim.pvec, jumps)
+    if fast:
+        st.dep, x, mon, impulses = fast
+        if impulses is not None:
+            sim.last_impulse = dict(zip(st.active, impulses))
+    elif rows:
         entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
         if st.projection.holonomic and max_abs(entry[3]) > PHI_TOL:
             q = project_q(sim, q)
             entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
-        if jump.u is None and set(st.active) - set(before):
+        if jumps:
             u, sim.last_impulse = activation(sim, st.active, q, u, entry=entry)
         st.dep = partition(entry[1], st.active)
     else:
         st.dep = ()
     compiled = st.compiled_mode = sim.mode_compiler.compiled(jump.mode, st.dep, st.active)
-    st.x = np.concatenate((q, u[list(compiled.ind)]))
-    st.mon = compiled.monitors(st.t, st.x, st.pvec)
+    if fast and sim.mode_compiler.runs_on(compiled, st.active):
+        st.x, st.mon = x, mon
+    else:
+        st.x = x if fast else np.concatenate((q, u[list(compiled.ind)]))
+        st.mon = compiled.monitors(st.t, st.x, st.pvec)
     st.kappa0 = float(st.mon[compiled.i_kappa])
     st.enabled = tuple(g.enabled is None or bool(g.enabled(st.discrete)) for g in mode.guards)
     st.armed = events.arm(st.mon[compiled.sl_guards].tolist(), lambda: guards_later(sim))
@@ -198,16 +209,20 @@ def reselect(sim):
     t0 = time.process_time()
     st = sim.state
     q, u = np.array(sim.q), np.array(sim.u)
-    dep = sim.forms.partition(st.active, st.t, q, sim.pvec)
+    mc = sim.mode_compiler
+    fast = mc.enter(st.mode, st.active, st.t, q, u, sim.pvec, False)   # one call, no jump
+    dep = fast[0] if fast else sim.forms.partition(st.active, st.t, q, sim.pvec)
     if dep != st.dep:
         st.dep = dep
-        n_emb, t_compile = len(sim.mode_compiler.embed_times), time.process_time()
-        compiled = st.compiled_mode = sim.mode_compiler.compiled(st.mode, dep, st.active,
-                                                                  reselect=True)
-        if len(sim.mode_compiler.embed_times) > n_emb:    # not in the library: embedded now
+        n_emb, t_compile = len(mc.embed_times), time.process_time()
+        compiled = st.compiled_mode = mc.compiled(st.mode, dep, st.active, reselect=True)
+        if len(mc.embed_times) > n_emb:    # not in the library: embedded now
             sim.reselect_compile_time += time.process_time() - t_compile
-        st.x = np.concatenate((q, u[list(compiled.ind)]))
-        st.mon = compiled.monitors(st.t, st.x, st.pvec)
+        if fast and mc.runs_on(compiled, st.active):
+            st.x, st.mon = fast[1], fast[2]
+        else:
+            st.x = np.concatenate((q, u[list(compiled.ind)]))
+            st.mon = compiled.monitors(st.t, st.x, st.pvec)
         st.reselections += 1
     st.kappa0 = float(st.mon[st.compiled_mode.i_kappa])
     sim.reselect_time += time.process_time() - t0

@@ -16,17 +16,22 @@ constraints (B1 inverted by Cramer's rule, well conditioned by the partition's p
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import symengine as se
 
 from .compile import _splice, _template, newton_program, rhs_program, rk4_program
+from .activation import ACTIVATION_TOL
 from .constraints import gamma, moving_B, phi_and_gradient
+from .embedding import RANK_TOL, TIE
 from .errors import CompilationError
 from .model import TIME
 from .modes import ProgramMode
 from .native import compile_program
 from .numeric import lam_symbol
 from .program import Program
+from .projection import PHI_TOL
 
 MAX_M = 3
 
@@ -153,7 +158,108 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
     phi = [phi_and_gradient(model, c) for c in cset.items if c.holonomic]
     correct = newton_program(model.q, nx, psyms,
                              npar + 2 * n + 1, phi) if phi else None
-    return rk4_program(nx, npar + 2 * n + 1, stage, final, correct), stage
+    prog, outs = rk4_program(nx, npar + 2 * n + 1, stage, final, correct)
+    if m <= n:                   # the event's own function, exported (``TermsProgramMode.enter``)
+        prog.subs.append(entry_program(model, npar, cset, templates, final))
+        prog.exports["enter"] = len(prog.subs) - 1
+    return (prog, outs), stage
+
+
+def entry_program(model, npar, cset, templates, final):
+    """Entering the constraint set ``cset`` at (t, q, u) as one program: its arguments
+    [t, q..., u..., p..., allow, tol], its outputs [max |Phi|, jumped, |diag R| (m)...,
+    dep (m, ascending)..., impulses (m)..., x = [q, u_ind]..., monitors(x)...] (``ENTRY``).
+
+    - The momentum-consistent activation jump (mueller eq 7): [-M B^T; B 0] [du; impulse] =
+      [0; -(B u + C)] (M du = B^T impulse) by unrolled LDL^T (M definite: the Schur
+      complement B M^-1 B^T is then definite too, no pivoting); taken where ``allow`` is
+      nonzero and |B u + C| > tol max(1, |u|), as ``activation.activation_jump`` does.
+    - The dependent speeds by modified Gram-Schmidt with column pivoting on B, later speeds
+      first (eq 11, ``embedding.partition``'s choice), and the permutation they give.
+    - The monitors of the mode at x, by the step's final stage (``final``).
+
+    A singular K, a degenerate B (a zero pivot) or non-finite terms come out as nan: the caller
+    then takes the general path, which says what is wrong."""
+    n, m = model.n, len(cset)
+    n_i = n - m
+    model_t, ctemps = templates
+    prog = Program(1 + 2 * n + npar + 2)
+    t, q, u = 0, list(range(1, 1 + n)), list(range(1 + n, 1 + 2 * n))
+    pr = list(range(1 + 2 * n, 1 + 2 * n + npar))
+    allow, tol = 1 + 2 * n + npar, 2 + 2 * n + npar
+    zero, one = prog.const(0.0), prog.const(1.0)
+    rows = [_splice(prog, bc, [t] + q + pr) for bc, _ in ctemps]
+    B, C = [r[:n] for r in rows], [r[n] for r in rows]
+    phi = zero
+    for r, c in zip(rows, cset.items):
+        if c.holonomic:
+            phi = prog.binary("max", phi, prog.unary("fabs", r[n + 1]))
+    Au = _splice(prog, model_t, [t] + q + u + pr)[n:n + n * n]
+    # the activation jump (mueller eq 7)
+    res = [prog.dot(B[k], u, C[k]) for k in range(m)]
+    big, umax = zero, one
+    for v in res:
+        big = prog.binary("max", big, prog.unary("fabs", v))
+    for v in u:
+        umax = prog.binary("max", umax, prog.unary("fabs", v))
+    K = [[Au[i * n + j] if i < n else B[i - n][j] if j < n else zero for j in range(i + 1)]
+         for i in range(n + m)]
+    # A_u = -M (F* = -M udot - ...): [A_u B^T; B 0] [du; impulse] = [0; -(B u + C)]
+    z, = prog.ldl_solve(K, [[zero] * n + [prog.unary("neg", v) for v in res]])
+    jumped = prog.mul(allow, prog.compare("gt", big, prog.mul(tol, umax)))
+    u_new = [prog.select(jumped, prog.add(u[j], z[j]), u[j]) for j in range(n)]
+    impulses = z[n:]
+    # the partition (eq 11): pivoted Gram-Schmidt on B's columns, last speed first
+    cols = [[B[k][n - 1 - j] for k in range(m)] for j in range(n)]
+    chosen, diag, piv = [zero] * n, [], []
+    for _ in range(m):
+        norms = [prog.select(chosen[j], prog.const(-1.0), prog.dot(c, c))
+                 for j, c in enumerate(cols)]
+        best, at = prog.argmax(norms, TIE)
+        d = prog.unary("sqrt", best)
+        e = [prog.div(prog.gather([c[k] for c in cols], at), d) for k in range(m)]
+        cols = [[prog.sub(c[k], prog.mul(prog.dot(e, c), e[k])) for k in range(m)]
+                for c in cols]
+        chosen = [prog.binary("max", chosen[j], prog.compare("eq", prog.const(j), at))
+                  for j in range(n)]
+        diag.append(d)
+        piv.append(prog.sub(prog.const(n - 1), at))
+    dep = _sorted(prog, piv)
+    perm = []
+    for k in range(n_i):                 # the k-th speed not in dep
+        j = prog.const(k)
+        for d in dep:
+            j = prog.add(j, prog.sub(one, prog.compare("gt", d, j)))
+        perm.append(j)
+    perm += dep
+    iperm = []
+    for j in range(n):
+        rj = prog.const(j)
+        below = [prog.compare("gt", rj, d) for d in dep]
+        at_dep = [prog.compare("eq", rj, d) for d in dep]
+        rank = prog.dot(at_dep, [prog.const(n_i + r) for r in range(m)])
+        iperm.append(prog.select(_sum(prog, at_dep), rank,
+                                 prog.sub(rj, _sum(prog, below))))
+    x = q + [prog.gather(u_new, perm[k]) for k in range(n_i)]
+    mon = prog.call(final, [t] + x + pr + perm + iperm + [zero])
+    return prog, [phi, jumped] + diag + dep + impulses + x + mon
+
+
+def _sum(prog, regs):
+    acc = prog.const(0.0)
+    for r in regs:
+        acc = prog.add(acc, r)
+    return acc
+
+
+def _sorted(prog, regs):
+    """The registers' values in ascending order (a sorting network, a few registers)."""
+    regs = list(regs)
+    for i in range(len(regs)):
+        for j in range(len(regs) - 1 - i):
+            a, b = regs[j], regs[j + 1]
+            regs[j], regs[j + 1] = prog.binary("min", a, b), prog.binary("max", a, b)
+    return regs
 
 
 def _norm1(prog, rows, cols):
@@ -183,6 +289,44 @@ class TermsProgramMode(ProgramMode):
         iperm = np.empty(n)
         iperm[perm.astype(int)] = np.arange(n)
         self._tail = np.concatenate((perm, iperm, [1.0]))   # the flag: ``newton_program``
+        self._enter = fns[0].entries.get("enter")
+        m = self.sizes[4]
+        npar = meta["n_rest"] - 2 * n - 1
+        self._e_in = np.empty(1 + 2 * n + npar + 2)          # ``entry_program``'s layout
+        self._e_out = np.empty(2 + 3 * m + self.nx + self.n_mon)
+        self._e_at = (self._e_in.ctypes.data, self._e_out.ctypes.data)
+
+    def enter(self, t, q, u, p, allow, tol=ACTIVATION_TOL):
+        """Entering this mode's constraints at (t, q, u) in one compiled call
+        (``entry_program``): the activation jump (mueller eq 7) if ``allow``, the dependent
+        speeds (eq 11), the state x = [q, u_ind] and the monitors there.
+
+        Returns
+        -------
+        tuple or None
+            (dep, x, monitors, impulses: a list, or None where there is no jump); None where
+            the general path must decide (Phi above PHI_TOL: the configuration is projected
+            first; a singular K or a rank-deficient B: it says which constraints; anything
+            not finite).
+        """
+        if self._enter is None:
+            return None
+        m, n, nx = self.sizes[4], self.n, self.nx
+        args, out = self._e_in, self._e_out
+        args[0] = t
+        args[1:1 + n] = q
+        args[1 + n:1 + 2 * n] = u
+        args[1 + 2 * n:-2] = p
+        args[-2:] = (1.0 if allow else 0.0, tol)
+        self._enter(*self._e_at)
+        head = out[:2 + 3 * m].tolist()
+        diag = head[2:2 + m]
+        if not (math.isfinite(float(out.sum())) and head[0] <= PHI_TOL
+                and diag[-1] > RANK_TOL * max(diag[0], 1.0)):
+            return None
+        dep = tuple(int(d) for d in head[2 + m:2 + 2 * m])
+        x = out[2 + 3 * m:2 + 3 * m + nx].copy()
+        return dep, x, out[2 + 3 * m + nx:].copy(), head[2 + 2 * m:] if head[1] else None
 
     def rhs(self, t, x, p):
         """xdot = [qdot, udot_ind] (eq 2 and 16): the stage, compiled on first use."""

@@ -159,3 +159,89 @@ def test_the_step_ends_on_the_constraint_manifold(embedding):
         assert out[compiled.nx + compiled.i_res] == pytest.approx(res[correct], abs=1e-15)
     compiled.correct = 1.0
     assert res[0.0] > 1e-10 and res[1.0] <= 1e-14
+
+
+def test_compares_selects_and_the_pivot_search():
+    """gt, eq and select against Python; ``argmax`` takes the first of the near-maxima (the
+    tie rule of ``embedding._pivoted_gram_schmidt``)."""
+    from embed.embedding import TIE
+
+    rng = np.random.default_rng(5)
+    P = Program(6)
+    outs = [P.compare("gt", 0, 1), P.compare("eq", 0, 1), P.select(2, 3, 4),
+            *P.argmax(list(range(6)), TIE)]
+    f = compile_program(P, outs, "compares")
+    cases = [rng.normal(size=6) for _ in range(50)]
+    cases += [np.array([1.0, 1.0, 0.0, 2.0, 2.0 * (1 + 1e-12), 2.0]),     # near-ties
+              np.array([1.0, 2.0, 3.0, 3.0 * (1 - 1e-8), 2.0, 3.0])]
+    for a in cases:
+        top = a.max() * (1.0 - TIE)
+        k = next(i for i, v in enumerate(a) if v >= top)
+        assert f(a).tolist() == [float(a[0] > a[1]), float(a[0] == a[1]),
+                                 a[3] if a[2] else a[4], a[k], float(k)]
+
+
+def test_entering_the_pin_in_one_call():
+    """``TermsProgramMode.enter`` (the jump of mueller eq 7, the partition of eq 11 and the
+    monitors in one compiled call) at random states of a 6-link chain: the jump satisfies
+    B u+ = 0 and M (u+ - u) = B^T impulse with M and B written in tests/test_pendulums.py,
+    the partition is ``embedding.partition``'s (every column of this B has the same norm: a
+    tie at every state), the monitors are the mode's own; it declines (None) off the
+    manifold and where B loses rank, and the general path then says which constraints."""
+    from embed.embedding import partition
+    from embed.errors import ConstraintRankError
+    from test_pendulums import lagrange
+
+    N = 6
+    sc, P, q, _, (xt, yt) = _pinned(N)
+    sim = sc.simulator(embedding="numeric")
+    p = sim.pvec
+    p[sim.pnames.index("x_p")], p[sim.pnames.index("d")] = xt, -yt
+    active = ("tip_x", "tip_y")
+    base = sim.mode_compiler.terms_mode(2, active, (N - 2, N - 1), build=True)
+    l = np.full(N, P["l"])
+    M, _ = lagrange(q, np.zeros(N), l, [P["m"]] * N, P["g"])
+    B, _ = rows(q, np.zeros(N), l, list(active))
+    Bm = sim.forms.constraint_rows([sim.forms.constraint_terms(c) for c in active], 0.0, q,
+                                   p)[0]
+    assert np.abs(Bm) == pytest.approx(np.abs(B), rel=1e-12)    # up to each row's sign
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        u = rng.normal(size=N)
+        dep, x, mon, impulses = base.enter(0.0, q, u, p, True)
+        assert dep == partition(B)
+        mode = base.with_dep(dep)
+        up = mon[mode.sl_u]
+        assert np.abs(B @ up).max() < 1e-12
+        assert M @ (up - u) == pytest.approx(Bm.T @ np.array(impulses), abs=1e-10)
+        assert x.tolist() == q.tolist() + up[list(mode.ind)].tolist()
+        assert mon == pytest.approx(mode.monitors(0.0, x, p), rel=1e-12, abs=1e-12)
+        dep2, x2, _, none = base.enter(0.0, q, u, p, False)    # no jump asked
+        assert none is None and dep2 == dep
+        assert x2[N:].tolist() == u[list(mode.ind)].tolist()
+    assert base.enter(0.0, q + 1e-3, u, p, True) is None      # off the manifold
+    straight = np.full(N, 0.3)                                 # B of rank 1
+    p[sim.pnames.index("x_p")] = P["l"] * N * math.sin(0.3)
+    p[sim.pnames.index("d")] = P["l"] * N * math.cos(0.3)
+    assert base.enter(0.0, straight, u, p, True) is None
+    sim.start(0.0, straight, np.zeros(N))
+    with pytest.raises(ConstraintRankError, match="tip_x"):
+        sim.set_constraints(active)
+
+
+def test_the_one_call_entry_changes_nothing_but_roundoff():
+    """The chain scenario's reference schedule (a latch event, re-selections) with and without
+    the one-call entry: the same events and partitions, outputs within 1e-9."""
+    import reference_runs
+    from embed.mode_compiler import ModeCompiler
+
+    fast = reference_runs.run("pendulum_chain")
+    enter = ModeCompiler.enter
+    try:
+        ModeCompiler.enter = lambda *args, **kw: None
+        general = reference_runs.run("pendulum_chain")
+    finally:
+        ModeCompiler.enter = enter
+    worst = max(abs(a - b) for ra, rb in zip(fast["rows"], general["rows"])
+                for a, b in zip(ra, rb))
+    assert worst < 1e-9
