@@ -205,6 +205,8 @@ class ModeCompiler:
         if self.formulation.full_state:
             return self.full_state(mode, active, key)
         compiled = library.mode(key)
+        if compiled is None and (self.embedding != "symbolic" or reselect):
+            compiled = library.numeric_modes.get(key)     # entered before: nothing to make
         if compiled is not None:
             return compiled
         prepared = self.terms_mode(mode_id, active, dep)

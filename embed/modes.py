@@ -26,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from .errors import CompilationError
+from .native import Buffer
 
 
 def rk4_scheme(f, t, x, h):
@@ -186,19 +187,18 @@ class CompiledMode(_SymbolicMode):
         self._step = fns[0]
         self._rhs = fns[1] if len(fns) > 1 else None
         self._mon = fns[2] if len(fns) > 2 else None    # monitors apart from the step
-        self._buf = np.zeros(0)
+        self._inb = None         # the argument buffer (``native.Buffer``), made by ``_load``
 
     _tail = np.zeros(0)      # arguments after p (a program mode's flag, a partition)
 
     def _load(self, t, h, x, p):
         """The argument vector [t, h, x..., p..., tail...] (one buffer, kept)."""
-        b = self._buf
         nt = self._tail.size
         size = 2 + self.nx + p.size + nt
-        if b.size != size:
-            b = self._buf = np.zeros(size)
-            b[size - nt:] = self._tail
-            self._in = b.ctypes.data       # read once: ``.ctypes`` costs 1.5 us a call warm
+        if self._inb is None or self._inb.array.size != size:
+            self._inb = Buffer(size)
+            self._inb.array[size - nt:] = self._tail
+        b = self._inb.array
         b[0] = t
         b[1] = h
         b[2:2 + self.nx] = x
@@ -289,23 +289,21 @@ class ProgramMode(CompiledMode):
         # numpy's ``.ctypes.data`` costs 1.5 us a call warm and 30-40 us in a step that
         # finds it cold (an event step)
         self._f, self._mon_entry = fns[0]._f, fns[0].entries["monitors"]
-        self._y = np.empty(self.nx + self.n_mon + 1)
-        self._m = np.empty(self.n_mon)
-        self._y_at, self._m_at = self._y.ctypes.data, self._m.ctypes.data
+        self._y, self._m = Buffer(self.nx + self.n_mon + 1), Buffer(self.n_mon)
 
     def rk4(self, t, h, x, p):
         """[x(t+h)..., monitors..., sum |x_i(t+h)|] for one RK4 step of length h: one call."""
         self._load(t, h, x, p)
-        self._f(self._in, self._y_at)
-        return self._y.copy()
+        self._f(self._inb.at, self._y.at)
+        return self._y.array.copy()
 
     def monitors(self, t, x, p):
         """The monitors at x: the step's final stage alone (``compile.rk4_program``), called
         on the arguments [t, x..., rest...] (the step's, with t written over h)."""
         b = self._load(t, 0.0, x, p)
         b[1] = t
-        self._mon_entry(self._in + 8, self._m_at)
-        return self._m.copy()
+        self._mon_entry(self._inb.at + 8, self._m.at)
+        return self._m.array.copy()
 
     output_at = Layout.output_at
 
@@ -315,7 +313,7 @@ class ProgramMode(CompiledMode):
         mode = object.__new__(type(self))
         mode.__dict__.update(self.__dict__)
         mode.correct = 0.0
-        mode._buf = np.zeros(0)
+        mode._inb = None
         return mode
 
     _tail = np.ones(1)       # the correction's flag, last

@@ -28,7 +28,7 @@ from .embedding import RANK_TOL, TIE
 from .errors import CompilationError
 from .model import TIME
 from .modes import ProgramMode
-from .native import compile_program
+from .native import Buffer, compile_program
 from .numeric import lam_symbol
 from .program import Program
 from .projection import PHI_TOL
@@ -292,9 +292,8 @@ class TermsProgramMode(ProgramMode):
         self._enter = fns[0].entries.get("enter")
         m = self.sizes[4]
         npar = meta["n_rest"] - 2 * n - 1
-        self._e_in = np.empty(1 + 2 * n + npar + 2)          # ``entry_program``'s layout
-        self._e_out = np.empty(2 + 3 * m + self.nx + self.n_mon)
-        self._e_at = (self._e_in.ctypes.data, self._e_out.ctypes.data)
+        self._e_in = Buffer(1 + 2 * n + npar + 2)          # ``entry_program``'s layout
+        self._e_out = Buffer(2 + 3 * m + self.nx + self.n_mon)
 
     def enter(self, t, q, u, p, allow, tol=ACTIVATION_TOL):
         """Entering this mode's constraints at (t, q, u) in one compiled call
@@ -312,13 +311,13 @@ class TermsProgramMode(ProgramMode):
         if self._enter is None:
             return None
         m, n, nx = self.sizes[4], self.n, self.nx
-        args, out = self._e_in, self._e_out
+        args, out = self._e_in.array, self._e_out.array
         args[0] = t
         args[1:1 + n] = q
         args[1 + n:1 + 2 * n] = u
         args[1 + 2 * n:-2] = p
         args[-2:] = (1.0 if allow else 0.0, tol)
-        self._enter(*self._e_at)
+        self._enter(self._e_in.at, self._e_out.at)
         head = out[:2 + 3 * m].tolist()
         diag = head[2:2 + m]
         if not (math.isfinite(float(out.sum())) and head[0] <= PHI_TOL
@@ -351,7 +350,7 @@ class TermsProgramMode(ProgramMode):
         for k, j in enumerate(perm):
             iperm[j] = k
         mode._tail = np.array(perm + tuple(iperm) + (self._tail[-1],), dtype=float)
-        mode._buf = np.zeros(0)
+        mode._inb = None
         return mode
 
 
