@@ -22,7 +22,7 @@ from .formulations import Formulation, FullStateMode
 from .constraints import moving_B
 from .native import OPT_RUN
 from .numeric import EntryTerms, NumericMode, NumericTerms
-from .terms_program import make_terms_mode
+from .terms_program import TermsProgramMode, make_terms_mode
 
 
 class ModeCompiler:
@@ -234,7 +234,12 @@ class ModeCompiler:
                     self.numeric_terms(), mode, cset, dep, len(forms.outputs), key,
                     [forms.constraint_terms(c.name) for c in cset.items])
             library.numeric_modes[key] = compiled
-            if self.embedding == "background" and not stub and key not in library.submitted:
+            # the worker embeds what runs on numpy (NumericMode); a compiled-terms program is
+            # one compiled call a step already, as fast as the symbolic path's: asking for its
+            # partitions would only take the stepping process's core from it (a 1 kHz loop)
+            if (self.embedding == "background" and not stub and self.compiler is not None
+                    and not isinstance(compiled, TermsProgramMode)
+                    and key not in library.submitted):
                 library.submitted[key] = time.perf_counter()
                 self.compiler.submit(key, rhs=self.uses_rhs)
         self.embed_times.append(time.perf_counter() - t0)
