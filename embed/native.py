@@ -48,6 +48,7 @@ def _llvm():
             libm = ctypes.CDLL(ctypes.util.find_library("m"))
             for name in _LIBM:
                 llvm.add_symbol(name, ctypes.cast(getattr(libm, name), ctypes.c_void_p).value)
+            llvm.add_symbol("embed_dgesv", _lapack("dgesv"))    # ``Program.solve``
             target = llvm.Target.from_default_triple()
             tms = {o: target.create_target_machine(opt=o, jit=True) for o in (OPT_FAST, OPT_RUN)}
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tms[OPT_FAST])
@@ -55,8 +56,22 @@ def _llvm():
     return _STATE
 
 
+def _lapack(name):
+    """The address of LAPACK's ``name`` as scipy ships it (scipy.linalg.cython_lapack)."""
+    from scipy.linalg import cython_lapack
+    cap = cython_lapack.__pyx_capi__[name]
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype, api.PyCapsule_GetName.argtypes = \
+        ctypes.c_char_p, [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype, api.PyCapsule_GetPointer.argtypes = \
+        ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+
+
 _DECL = {"pow": "declare double @pow(double, double)",
-         "atan2": "declare double @atan2(double, double)"}
+         "atan2": "declare double @atan2(double, double)",
+         "solve": "declare void @embed_dgesv(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)"}
+_NAN = "0x7FF8000000000000"
 _BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 
 
@@ -118,6 +133,24 @@ def _function(prog, outs, name, internal, sub_names, used):
                       f"i64 0, i64 {j}\n  store double {val[e]}, ptr {d}a{j}"
                       for j, e in enumerate(c)]
             lines.append(f"  call void @{sub_names[a]}(ptr {d}in, ptr {d}out)")
+        elif op == "solve":            # A (k x k, by rows) and b stored, LAPACK's dgesv called
+            k = a
+            used.add("solve")
+            allocas.append(f"  {d}A = alloca [{k * k} x double]\n  {d}out = alloca [{k} x double]\n"
+                           f"  {d}piv = alloca [{k} x i32]\n  {d}n = alloca i32\n"
+                           f"  {d}one = alloca i32\n  {d}info = alloca i32")
+            lines.append(f"  store i32 {k}, ptr {d}n\n  store i32 1, ptr {d}one")
+            lines += [f"  {d}a{i}_{j} = getelementptr inbounds [{k * k} x double], ptr {d}A, "
+                      f"i64 0, i64 {j * k + i}\n  store double {val[c[i * k + j]]}, ptr {d}a{i}_{j}"
+                      for i in range(k) for j in range(k)]          # column-major
+            lines += [f"  {d}b{i} = getelementptr inbounds [{k} x double], ptr {d}out, i64 0, "
+                      f"i64 {i}\n  store double {val[c[k * k + i]]}, ptr {d}b{i}" for i in range(k)]
+            lines.append(f"  call void @embed_dgesv(ptr {d}n, ptr {d}one, ptr {d}A, ptr {d}n, "
+                         f"ptr {d}piv, ptr {d}out, ptr {d}n, ptr {d}info)\n"
+                         f"  {d}i = load i32, ptr {d}info\n  {d}ok = icmp eq i32 {d}i, 0")
+            lines += [f"  {d}x{i} = load double, ptr {d}b{i}\n"              # singular: nan
+                      f"  {d}y{i} = select i1 {d}ok, double {d}x{i}, double {_NAN}\n"
+                      f"  store double {d}y{i}, ptr {d}b{i}" for i in range(k)]
         elif op == "result":
             lines.append(f"  {d}p = getelementptr inbounds double, ptr %r{a}out, i64 {c}\n"
                          f"  {d} = load double, ptr {d}p")

@@ -31,8 +31,9 @@ class Program:
     add, sub, mul, div, pow, max, min, atan2 (registers a, b), neg, sqrt and the ``UNARY``
     functions (register a), "gather" (element int(b) of ``arrays[a]``), "call" (runs
     ``subs[a]`` on the registers b; a tuple), "result" (output b of the call in register a),
-    "gt" and "eq" (1.0 where a > b, a == b, else 0.0) and "select" (register b[0] where a is
-    nonzero, else b[1]: the choices of a pivot search, ``argmax``).  Constants are folded and
+    "gt" and "eq" (1.0 where a > b, a == b, else 0.0), "select" (register b[0] where a is
+    nonzero, else b[1]: the choices of a pivot search, ``argmax``) and "solve" (the a x a
+    system of the registers b = A by rows, then the right-hand side: LAPACK's, ``solve``).  Constants are folded and
     shared; x + 0, x * 1, x * 0 emit nothing.
     """
 
@@ -109,7 +110,7 @@ class Program:
             op, a, b = self.ops[k]
             if op == "const":
                 continue
-            if op == "call":
+            if op in ("call", "solve"):
                 for r in b:
                     live[r] = True
             elif op == "result":
@@ -297,6 +298,15 @@ class Program:
                                 self.dot([L[k][i] for k in range(i + 1, n)], x[i + 1:]))
             out.append(x)
         return out
+
+    def solve(self, A, b):
+        """x with A x = b, A a general k x k matrix (registers, by rows), by LAPACK's dgesv (LU
+        with partial pivoting) called from the compiled code (``embed.native``): a few
+        instructions where an unrolled factorization grows like k^3 (and a step that finds
+        the code cold reads all of it); a singular A gives nan."""
+        k = len(A)
+        token = self._op("solve", k, tuple(r for row in A for r in row) + tuple(b))
+        return [self._op("result", token, j) for j in range(k)]
 
     def solve_small(self, A, b):
         """x with A x = b for a general k x k system, k <= 3, by Cramer's rule (no pivot)."""

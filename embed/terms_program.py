@@ -34,6 +34,7 @@ from .program import Program
 from .projection import PHI_TOL
 
 MAX_M = 3
+UNROLL_MAX = 12     # the activation jump's (n + m) x (n + m) system unrolled up to this size
 
 
 def supported(model, cset):
@@ -202,10 +203,14 @@ def entry_program(model, npar, cset, templates, final):
         big = prog.binary("max", big, prog.unary("fabs", v))
     for v in u:
         umax = prog.binary("max", umax, prog.unary("fabs", v))
-    K = [[Au[i * n + j] if i < n else B[i - n][j] if j < n else zero for j in range(i + 1)]
-         for i in range(n + m)]
+    K = [[Au[i * n + j] if i < n and j < n else B[i - n][j] if j < n else
+          B[j - n][i] if i < n else zero for j in range(n + m)] for i in range(n + m)]
     # A_u = -M (F* = -M udot - ...): [A_u B^T; B 0] [du; impulse] = [0; -(B u + C)]
-    z, = prog.ldl_solve(K, [[zero] * n + [prog.unary("neg", v) for v in res]])
+    rhs = [zero] * n + [prog.unary("neg", v) for v in res]
+    if n + m <= UNROLL_MAX:
+        z, = prog.ldl_solve(K, [rhs])
+    else:                       # LAPACK: an unrolled one would be most of the function's code
+        z = prog.solve(K, rhs)
     jumped = prog.mul(allow, prog.compare("gt", big, prog.mul(tol, umax)))
     u_new = [prog.select(jumped, prog.add(u[j], z[j]), u[j]) for j in range(n)]
     impulses = z[n:]

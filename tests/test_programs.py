@@ -181,7 +181,24 @@ def test_compares_selects_and_the_pivot_search():
                                  a[3] if a[2] else a[4], a[k], float(k)]
 
 
-def test_entering_the_pin_in_one_call():
+@pytest.mark.parametrize("k", [1, 3, 14])
+def test_lapack_solves_general_systems(k):
+    """``Program.solve`` (LAPACK's dgesv called from the compiled code) against numpy, an
+    indefinite matrix included; a singular one gives nan."""
+    rng = np.random.default_rng(k)
+    P = Program(k * k + k)
+    A = [[i * k + j for j in range(k)] for i in range(k)]
+    f = compile_program(P, P.solve(A, list(range(k * k, k * k + k))), "solve")
+    for _ in range(3):
+        M, b = rng.normal(size=(k, k)), rng.normal(size=k)
+        assert f(np.concatenate((M.ravel(), b))) == pytest.approx(np.linalg.solve(M, b),
+                                                                  rel=1e-9, abs=1e-12)
+    M[:, 0] = 0.0
+    assert np.isnan(f(np.concatenate((M.ravel(), b)))).all()
+
+
+@pytest.mark.parametrize("N", [6, 12])     # the jump's system unrolled, then by LAPACK
+def test_entering_the_pin_in_one_call(N):
     """``TermsProgramMode.enter`` (the jump of mueller eq 7, the partition of eq 11 and the
     monitors in one compiled call) at random states of a 6-link chain: the jump satisfies
     B u+ = 0 and M (u+ - u) = B^T impulse with M and B written in tests/test_pendulums.py,
@@ -192,7 +209,6 @@ def test_entering_the_pin_in_one_call():
     from embed.errors import ConstraintRankError
     from test_pendulums import lagrange
 
-    N = 6
     sc, P, q, _, (xt, yt) = _pinned(N)
     sim = sc.simulator(embedding="numeric")
     p = sim.pvec
