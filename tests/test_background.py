@@ -69,6 +69,14 @@ def test_numeric_first_then_the_workers_symbolic_embedding():
         assert sim.compiled_mode.path == "symbolic" and sim.compiled_mode._rhs is not None
         assert sim.compiled_mode.rhs(sim.t, sim.x, sim.pvec) == pytest.approx(
             ref.compiled_mode.rhs(ref.t, ref.x, ref.pvec), rel=1e-9, abs=1e-9)
+        # a set with a prepared compiled-terms program (one compiled call a step already) is
+        # not asked of the worker, which would only take the stepping process's core
+        sim.prepare(["mid_y"])
+        sim.set_constraints(["mid_y"])
+        assert type(sim.compiled_mode).__name__ == "TermsProgramMode"
+        assert sim.compiled_mode.key not in sim.library.submitted and bc.outstanding == 0
+        sim.advance(t + 1e-3)
+        assert sim.residual() <= 1e-10
         bc.submit((-1, ("no_such_constraint",), (0,)))   # a bad request is answered too
         while bc.outstanding and time.time() < deadline:
             bc.poll()
