@@ -247,17 +247,31 @@ def test_entering_the_pin_in_one_call(N):
 
 def test_the_one_call_entry_changes_nothing_but_roundoff():
     """The chain scenario's reference schedule (a latch event, re-selections) with and without
-    the one-call entry: the same events and partitions, outputs within 1e-9."""
+    the one-call entry: the same events and partitions, outputs within 1e-9; and the latch's
+    impulses (the activation jump, mueller eq 7) within 1e-9."""
     import reference_runs
     from embed.mode_compiler import ModeCompiler
 
-    fast = reference_runs.run("pendulum_chain")
+    def latch():
+        sim = pendulum_chain.build().simulator(embedding="numeric")
+        sim.advance(0.3)
+        sim.set_inputs({"pin": 2})
+        while not sim.events:
+            sim.advance(sim.t + 0.01)
+        return sim.events, sim.last_impulse, sim.state.dep
+
+    fast, fast_latch = reference_runs.run("pendulum_chain"), latch()
     enter = ModeCompiler.enter
     try:
         ModeCompiler.enter = lambda *args, **kw: None
-        general = reference_runs.run("pendulum_chain")
+        general, general_latch = reference_runs.run("pendulum_chain"), latch()
     finally:
         ModeCompiler.enter = enter
     worst = max(abs(a - b) for ra, rb in zip(fast["rows"], general["rows"])
                 for a, b in zip(ra, rb))
     assert worst < 1e-9
+    (ev, imp, dep), (ev_ref, imp_ref, dep_ref) = fast_latch, general_latch
+    assert [e[1:] for e in ev] == [e[1:] for e in ev_ref] and dep == dep_ref
+    assert ev[0][0] == pytest.approx(ev_ref[0][0], abs=1e-12)
+    assert sorted(imp) == sorted(imp_ref) and len(imp) == 2
+    assert [imp[k] for k in imp_ref] == pytest.approx(list(imp_ref.values()), rel=1e-9, abs=1e-12)
