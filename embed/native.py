@@ -217,17 +217,20 @@ _CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 class Buffer:
     """A float64 array (``array``) and its address (``at``), allocated by ctypes so that the
     address is read once: numpy's ``.ctypes.data`` costs 1.5 us a call warm and 30-40 us in a
-    step that finds it cold (an event step).  A copy (pickle) is a buffer of its own."""
+    step that finds it cold (an event step).  A copy (pickle) is a buffer of its own, with
+    the same values."""
 
     __slots__ = ("array", "at", "_raw")
 
-    def __init__(self, size):
+    def __init__(self, size, values=None):
         self._raw = (ctypes.c_double * size)()
         self.array = np.frombuffer(self._raw)
         self.at = ctypes.addressof(self._raw)
+        if values is not None:
+            self.array[:] = values
 
     def __reduce__(self):
-        return (Buffer, (self.array.size,))
+        return (Buffer, (self.array.size, self.array.tolist()))
 
 
 class NativeFunction:

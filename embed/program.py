@@ -33,8 +33,8 @@ class Program:
     ``subs[a]`` on the registers b; a tuple), "result" (output b of the call in register a),
     "gt" and "eq" (1.0 where a > b, a == b, else 0.0), "select" (register b[0] where a is
     nonzero, else b[1]: the choices of a pivot search, ``argmax``) and "solve" (the a x a
-    system of the registers b = A by rows, then the right-hand side: LAPACK's, ``solve``).  Constants are folded and
-    shared; x + 0, x * 1, x * 0 emit nothing.
+    system of the registers b = A by rows, then the right-hand side: LAPACK's, ``solve``).
+    Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing.
     """
 
     def __init__(self, n_in):

@@ -275,3 +275,27 @@ def test_the_one_call_entry_changes_nothing_but_roundoff():
     assert ev[0][0] == pytest.approx(ev_ref[0][0], abs=1e-12)
     assert sorted(imp) == sorted(imp_ref) and len(imp) == 2
     assert [imp[k] for k in imp_ref] == pytest.approx(list(imp_ref.values()), rel=1e-9, abs=1e-12)
+
+
+def test_copies_of_a_program_mode_keep_buffers_of_their_own():
+    """A program mode's buffers are ctypes allocations whose addresses are read once: two
+    partitions of one compiled-terms program (copies sharing the function, each with its
+    partition in its argument buffer) stepped in turn give what each gives alone; a pickled
+    buffer is a new allocation with the same values."""
+    from embed.native import Buffer
+
+    N = 6
+    sc, P, q, u, (xt, yt) = _pinned(N)
+    sim = sc.simulator(embedding="numeric")
+    p = sim.pvec
+    p[sim.pnames.index("x_p")], p[sim.pnames.index("d")] = xt, -yt
+    modes = [sim.mode_compiler.compiled(2, dep, ("tip_x", "tip_y")) for dep in ((0, 3), (4, 5))]
+    xs = [np.concatenate((q, u[list(m.ind)])) for m in modes]
+    alone = [m.rk4(0.0, 1e-3, x, p).tolist() for m, x in zip(modes, xs)]
+    for _ in range(2):
+        for m, x, ref in zip(modes, xs, alone):
+            assert m.rk4(0.0, 1e-3, x, p).tolist() == ref
+    assert modes[0]._step is modes[1]._step and modes[0]._inb.at != modes[1]._inb.at
+    b = Buffer(3, [1.0, 2.0, 3.0])
+    c = pickle.loads(pickle.dumps(b))
+    assert c.array.tolist() == [1.0, 2.0, 3.0] and c.at != b.at
