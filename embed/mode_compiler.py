@@ -237,7 +237,7 @@ class ModeCompiler:
             # the worker embeds what runs on numpy (NumericMode); a compiled-terms program is
             # one compiled call a step already, as fast as the symbolic path's: asking for its
             # partitions would only take the stepping process's core from it (a 1 kHz loop)
-            if (self.embedding == "background" and not stub and self.compiler is not None
+            if (self.embedding == "background" and not stub
                     and not isinstance(compiled, TermsProgramMode)
                     and key not in library.submitted):
                 library.submitted[key] = time.perf_counter()

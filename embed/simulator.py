@@ -78,6 +78,10 @@ class Simulator(RunState):
                  precompile=False, formulation="embedding", formulation_options=None):
         if embedding not in EMBEDDINGS:
             raise InputError(f"embedding {embedding!r} is unknown; use one of {EMBEDDINGS}")
+        if embedding == "background" and compiler is None:
+            raise InputError("embedding 'background' needs its worker: pass compiler="
+                             "BackgroundCompiler(scenario, options) (embed.background), or use "
+                             "'numeric' for the compiled-terms path alone")
         # the formulation (embed.formulations): its compiled modes and what follows a step
         self.formulation = Formulation.of(formulation, formulation_options)
         self._after_step, self._after_every_step = after_step_for(self.formulation)

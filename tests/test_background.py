@@ -84,3 +84,12 @@ def test_numeric_first_then_the_workers_symbolic_embedding():
         assert bc.outstanding == 0 and bc.errors and "no_such_constraint" in str(bc.errors)
     finally:
         bc.close()
+
+
+def test_background_without_its_worker_is_refused():
+    """The background path needs the worker that embeds symbolically: without one, a clear
+    error at construction (it used to fail at the first re-selection)."""
+    from embed.errors import InputError
+
+    with pytest.raises(InputError, match="needs its worker"):
+        pendulum_chain.build(3).simulator(embedding="background")
