@@ -157,15 +157,17 @@ class ModeCompiler:
             if self._wants_program(act):
                 mode = self.terms_mode(mid, act, tuple(range(len(act))), build=True,
                                        opt=OPT_RUN)    # set-up: the faster code, whatever it takes
-                if act not in self.library.entry:     # the jump into it (mueller eq 7)
-                    self.library.entry[act] = EntryTerms(
-                        self.forms.model, self.forms.constraint_set(act), self.forms.psyms,
-                        "llvm")
-                if mode is not None:         # its machine code paged in: the switch and its
-                    with np.errstate(all="ignore"):   # step find it warm (a dummy state)
-                        half, p = np.full(mode.n, 0.5), np.full(len(self.forms.psyms), 0.5)
-                        mode.enter(0.0, half, half, p, True)
-                        mode.rk4(0.0, 1e-3, np.full(mode.nx, 0.5), p)
+                if mode is None:             # the general path's jump into it (mueller eq 7)
+                    if act not in self.library.entry:
+                        self.library.entry[act] = EntryTerms(
+                            self.forms.model, self.forms.constraint_set(act), self.forms.psyms,
+                            "llvm")
+                    continue
+                with np.errstate(all="ignore"):   # its machine code paged in: the switch (its
+                    half = np.full(mode.n, 0.5)   # own entry call) and its step find it warm
+                    p = np.full(len(self.forms.psyms), 0.5)      # (a dummy state)
+                    mode.enter(0.0, half, half, p, True)
+                    mode.rk4(0.0, 1e-3, np.full(mode.nx, 0.5), p)
 
     def compiled(self, mode_id, dep, active=None, reselect=False):
         """The mode's compiled functions (``_compiled``); without the step's Newton correction

@@ -288,13 +288,13 @@ class ProgramMode(CompiledMode):
         # the compiled entries called on addresses read once, with outputs kept (copied out):
         # numpy's ``.ctypes.data`` costs 1.5 us a call warm and 30-40 us in a step that
         # finds it cold (an event step)
-        self._f, self._mon_entry = fns[0]._f, fns[0].entries["monitors"]
+        self._call, self._mon_entry = fns[0]._f, fns[0].entries["monitors"]
         self._y, self._m = Buffer(self.nx + self.n_mon + 1), Buffer(self.n_mon)
 
     def rk4(self, t, h, x, p):
         """[x(t+h)..., monitors..., sum |x_i(t+h)|] for one RK4 step of length h: one call."""
         self._load(t, h, x, p)
-        self._f(self._inb.at, self._y.at)
+        self._call(self._inb.at, self._y.at)
         return self._y.array.copy()
 
     def monitors(self, t, x, p):

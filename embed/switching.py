@@ -162,7 +162,10 @@ def rehearse(sim, gi):
         jump = sim.aut.transition(Context(sim, name), name)
         _, active, q, u = target(sim, jump)
         dep = ()
-        if active:
+        if active:              # the event's own entry call where it has one, else its parts
+            fast = sim.mode_compiler.enter(jump.mode, active, st.t, q, u, sim.pvec, False)
+            if fast:
+                return True
             rows = [sim.forms.constraint_terms(c) for c in active]
             entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
             dep = partition(entry[1], active)

@@ -278,6 +278,16 @@ def _norm1(prog, rows, cols):
     return acc
 
 
+def partition_tail(ind, dep, flag):
+    """The step's arguments after p: [perm..., iperm..., flag] with perm = [ind..., dep...]
+    (the partition as data, eq 11) and the correction's flag (``newton_program``)."""
+    perm = tuple(ind) + tuple(dep)
+    iperm = [0] * len(perm)
+    for k, j in enumerate(perm):
+        iperm[j] = k
+    return np.array(perm + tuple(iperm) + (flag,), dtype=float)
+
+
 class TermsProgramMode(ProgramMode):
     """A mode (constraint set, any partition) of the compiled-terms path as one compiled call
     a step (``terms_program``): the partition is data, so a re-selection of the independent
@@ -290,10 +300,7 @@ class TermsProgramMode(ProgramMode):
         ProgramMode.__init__(self, meta, key, fns)
         self._meta = meta
         n = self.n
-        perm = np.array(list(self.ind) + list(self.dep), dtype=float)
-        iperm = np.empty(n)
-        iperm[perm.astype(int)] = np.arange(n)
-        self._tail = np.concatenate((perm, iperm, [1.0]))   # the flag: ``newton_program``
+        self._tail = partition_tail(self.ind, self.dep, 1.0)
         self._enter = fns[0].entries.get("enter")
         m = self.sizes[4]
         npar = meta["n_rest"] - 2 * n - 1
@@ -338,9 +345,7 @@ class TermsProgramMode(ProgramMode):
             self._rhs = compile_program(*rhs_program(self.nx, self._meta["n_rest"],
                                                      self._meta["stage"]),
                                         f"the right-hand side of mode {self.key}")
-        out = np.empty(self.nx)
-        self._rhs.unsafe_real(self._load(t, 0.0, x, p), out)
-        return out
+        return ProgramMode.rhs(self, t, x, p)
 
     def with_dep(self, dep):
         """The same compiled mode for the dependent speeds ``dep`` (a copy: an event step
@@ -350,11 +355,7 @@ class TermsProgramMode(ProgramMode):
         mode.__dict__.update(self.__dict__)           # copy.copy and numpy took 25
         mode.dep, mode.ind = dep, tuple(i for i in range(self.n) if i not in dep)
         mode.key = self.key[:2] + (dep,)
-        perm = mode.ind + dep
-        iperm = [0] * self.n
-        for k, j in enumerate(perm):
-            iperm[j] = k
-        mode._tail = np.array(perm + tuple(iperm) + (self._tail[-1],), dtype=float)
+        mode._tail = partition_tail(mode.ind, dep, self._tail[-1])
         mode._inb = None
         return mode
 
