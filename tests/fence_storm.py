@@ -7,7 +7,9 @@ the FMU in this one process, each announcing fences of its own.  Prints one JSON
 instance the largest step (wall s) and when it happened, the largest CPU time of a step and
 the longest time a step slept (blocked in a system call; from Linux's schedstat, which also
 tells the time the step waited for a core on a loaded machine), the last fence it announced, its
-final outputs and its warnings.
+final outputs and its warnings.  Time a step spent neither on its CPU nor waiting for one nor
+asleep (no voluntary context switch: the thread never blocked) is time the virtual machine's
+core was held by its host (steal): it is counted apart ("stalled"), not as blocking.
 
 Options: instances, duration (s of simulated and wall time, paced), every (s between two
 announcements of one instance), first/last (the number of sine factors of the first and of
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import resource
 import sys
 import time
 from pathlib import Path
@@ -43,6 +46,12 @@ def _sched():
         return int(cpu) * 1e-9, int(wait) * 1e-9
     except OSError:
         return None
+
+
+def _slept():
+    """Voluntary context switches of this thread so far: one each time it blocked (a pipe, a
+    lock, a page read from disk), none while its virtual core is held by the host."""
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
 
 
 def curve(amplitude, n, j):
@@ -71,7 +80,7 @@ def main(fmu, opts):
                       instance=f"storm{i}") for i in range(n_inst)]
     info = [{"max_step": 0.0, "at": None, "version": 0, "text": "", "n": 0,
              "steps_over_10ms": 0, "steps_blocked_10ms": 0, "max_cpu": 0.0, "cpu_at": None,
-             "max_blocked": 0.0,
+             "max_blocked": 0.0, "steps_stalled_10ms": 0, "max_stalled": 0.0, "stalled_at": None,
              "blocked_at": None, "max_own": 0.0, "own_at": None, "schedstat": _sched() is not None} for _ in runs]
     h = 1e-3
     n_steps = int(round(duration / h))
@@ -89,11 +98,11 @@ def main(fmu, opts):
                 d["text"] = curve(amps[i], size, d["version"] + 31 * i)
                 r.fmu.setString([r.vr("fence_curve")], [d["text"]])
                 r.set(fence_version=d["version"])
-            s0 = _sched()
+            s0, v0 = _sched(), _slept()
             a = time.perf_counter()
             r.step(h)
             dt = time.perf_counter() - a
-            s1 = _sched()
+            s1, v1 = _sched(), _slept()
             if dt > d["max_step"]:
                 d["max_step"], d["at"] = dt, t
             if s0 is not None:
@@ -102,11 +111,14 @@ def main(fmu, opts):
                 cpu, wait = s1[0] - s0[0], s1[1] - s0[1]
                 if cpu > d["max_cpu"]:
                     d["max_cpu"], d["cpu_at"] = cpu, t
-                if dt - cpu - wait > d["max_blocked"]:
-                    d["max_blocked"], d["blocked_at"] = dt - cpu - wait, t
-                d["steps_blocked_10ms"] += dt - cpu - wait > 0.01
-                if dt - wait > d["max_own"]:       # what the step itself took
-                    d["max_own"], d["own_at"] = dt - wait, t
+                off = dt - cpu - wait             # asleep, or the host held the core
+                kind = "blocked" if v1 > v0 else "stalled"
+                if off > d[f"max_{kind}"]:
+                    d[f"max_{kind}"], d[f"{kind}_at"] = off, t
+                d[f"steps_{kind}_10ms"] += off > 0.01
+                own = cpu + off * (kind == "blocked")      # what the step itself took
+                if own > d["max_own"]:
+                    d["max_own"], d["own_at"] = own, t
             d["steps_over_10ms"] += dt > 0.01
         lag = t0 + (k + 1) * h - time.monotonic()
         if lag > 0:
