@@ -1,7 +1,7 @@
 """N-link planar chain, its tip pinned at t = 0.5 s: this project against MuJoCo and PyDy, one run.
 
     python benchmarks/bench_chain.py [--n 2,5,10,20] [--pin point|line] [--t-end 1.5] [--quick]
-                                     [--no-pydy] [--pydy-max-n 40]
+                                     [--no-pydy] [--pydy-max-n 40] [--repeat 3]
 
 The measuring base of issue 14.  The chain is scenarios/pendulum_chain.py (`build(N)`, its
 default l, m, g and initial state); it swings free from t = 0 (``set_constraints([])``) and at
@@ -33,12 +33,19 @@ Peers, in the same process and run:
   KanesMethod needs); ``--pydy-max-n`` (40: derivation + compile about 40 s at N = 40)
   and ``--no-pydy`` leave it out.
 
+A run gives one switch, a single sample on a shared machine: ours and MuJoCo's runs are
+repeated (``--repeat``, 3 by default, interleaved: ours, MuJoCo, ours, ...), each from a
+scenario built afresh (its own mode library: nothing compiled by an earlier repetition), and
+the table gives the medians over the repetitions.  The symbolic path's switch, which embeds and
+compiles in the step, is its first repetition's (sympy's caches would make later ones cheaper).
+
 Columns, for the steps after the pin:
-- step: median wall time of one 1 ms step (us); for MuJoCo one ``mj_step``; for PyDy one
-  RK4 step (4 calls of its rhs);
-- switch: the step that switches (constraints activated + the first step with them, us);
-  PyDy: its first step (nothing to switch);
-- max step: the largest single step after the pin, the switch excluded (us);
+- step: median wall time of one 1 ms step (us), the median over the repetitions; for MuJoCo
+  one ``mj_step``; for PyDy one RK4 step (4 calls of its rhs);
+- switch: the step that switches (constraints activated + the first step with them, us),
+  the median over the repetitions; PyDy: its first step (nothing to switch);
+- max step: the largest single step after the pin, the switch excluded (us), over the
+  repetitions;
 - residual: ours, the largest ``sim.residual()`` (|Phi| and |B u + C| of the active
   constraints, the ``constraint_residual`` output); PyDy the same, from its state;
   MuJoCo has none ("-");
@@ -245,6 +252,19 @@ def run_pydy(N, P, at_pin, k_pin, k_end, pin="point"):
                 err=err, resel=None, derive=derive, compile=compile_, dacc=dacc)
 
 
+def over_runs(rs, first_switch=False):
+    """One row from repeated runs: medians of step and switch (the first run's switch if
+    ``first_switch``), the largest max step, residual and tip error."""
+    r = dict(rs[0])
+    r["step"] = statistics.median(x["step"] for x in rs)
+    r["switch"] = rs[0]["switch"] if first_switch else statistics.median(x["switch"] for x in rs)
+    r["max"] = max(x["max"] for x in rs)
+    if r["res"] is not None:
+        r["res"] = max(x["res"] for x in rs)
+    r["err"] = max(x["err"] for x in rs)
+    return r
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", default=None, help="chain lengths, comma-separated (default 2,5,10,20)")
@@ -256,6 +276,8 @@ def main(argv=None):
     ap.add_argument("--no-pydy", action="store_true", help="leave PyDy out")
     ap.add_argument("--pydy-max-n", type=int, default=40,
                     help="PyDy for N up to this (derivation + compile: ~40 s at N = 40)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of ours and MuJoCo's (medians; each a fresh scenario)")
     a = ap.parse_args(argv)
     Ns = [int(x) for x in (a.n or ("2,5" if a.quick else "2,5,10,20")).split(",")]
     t_end = a.t_end if a.t_end is not None else (a.t_pin + 0.2 if a.quick else 1.5)
@@ -277,27 +299,31 @@ def main(argv=None):
             print(f"PyDy not measured: {e} (pip install 'embed[bench]')")
 
     print(f"pendulum_chain, tip pinned to a {a.pin} at t = {a.t_pin:g} s, RK4 h = 1 ms, "
-          f"{k_end - k_pin - 1} steps after the switch; times in us (median), errors in m")
+          f"{k_end - k_pin - 1} steps after the switch; times in us (median), errors in m; "
+          f"medians over {max(1, a.repeat)} runs of ours and MuJoCo")
     hdr = (f"{'N':>3s}  {'engine':22s} {'step':>8s} {'switch':>9s} {'max step':>10s} "
            f"{'residual':>9s} {'tip error':>9s} {'re-sel.':>7s} {'step/MJ':>8s} {'switch/MJ':>9s}")
     print(hdr)
     print("-" * len(hdr))
     pydy_times = []
     for N in Ns:
-        sc = scenarios.load("pendulum_chain").build(N)
-        P = sc.defaults()
-        rows = []
+        runs = {}
         q0 = at_pin = None
-        for path in paths:
-            r = run_ours(sc, path, a.pin, k_pin, k_end)
-            q0, at_pin = r["q0"], at_pin or r["at_pin"]
-            rows.append((f"{path} path", r))
-        ref = None
-        if mj is not None:
-            if q0 is None:
-                q0, _ = sc.initial_state(P)
-            ref = run_mujoco(N, P, np.asarray(q0), k_pin, k_end, a.pin)
-            rows.append((mj, ref))
+        for rep in range(max(1, a.repeat)):
+            sc = scenarios.load("pendulum_chain").build(N)    # its own library each time
+            P = sc.defaults()
+            for path in paths:
+                r = run_ours(sc, path, a.pin, k_pin, k_end)
+                q0, at_pin = r["q0"], at_pin or r["at_pin"]
+                runs.setdefault(f"{path} path", []).append(r)
+            if mj is not None:
+                if q0 is None:
+                    q0, _ = sc.initial_state(P)
+                runs.setdefault(mj, []).append(run_mujoco(N, P, np.asarray(q0), k_pin, k_end,
+                                                          a.pin))
+        rows = [(label, over_runs(rs, first_switch=label == "symbolic path"))
+                for label, rs in runs.items()]
+        ref = rows[-1][1] if mj is not None else None
         if pydy and N > a.pydy_max_n:
             rows.append((pydy, f"not measured: N > --pydy-max-n {a.pydy_max_n}"))
         elif pydy and N <= len(pin_constraints(a.pin)):

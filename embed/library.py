@@ -10,6 +10,7 @@ Typed caches of the compiled model, apart from any run's state (``embed.state``)
 - ``embeddings``: symbolic embeddings (gillespie2005 eq 11-12) by (constraint set, dep);
 - ``constraint_terms``: each constraint's own compiled terms by name (Sec 5.5);
 - ``entry``: entry terms of a constraint set (mueller eq 7, ``EntryTerms``) by the set;
+- ``sets``: an entered constraint set's rows, projection and watch (``switching.entered``);
 - ``expressions``: outputs and switching conditions converted to the model's symbols;
 - ``submitted``: background compiles asked for (key -> time asked);
 - ``terms``: the unconstrained terms compiled once (``NumericTerms``), or None.
@@ -31,12 +32,13 @@ class ModeLibrary:
     """Typed caches of compiled modes and terms, shared by the simulators of one scenario."""
 
     __slots__ = ("modes", "numeric_modes", "terms_programs", "embeddings", "constraint_terms",
-                 "entry", "expressions", "submitted", "terms", "_own")
+                 "entry", "sets", "expressions", "submitted", "terms", "_own")
 
     def __init__(self):
         self.modes, self.numeric_modes, self.embeddings = {}, {}, {}
         self.terms_programs = {}  # (mode id, active) -> TermsProgramMode (any partition) or None
         self.constraint_terms, self.entry, self.expressions, self.submitted = {}, {}, {}, {}
+        self.sets = {}          # active constraints -> (rows, Projection, watch)
         self.terms = None       # the unconstrained terms (``NumericTerms``), once compiled
         self._own = {}          # a scenario's own shared objects (``shared``)
 

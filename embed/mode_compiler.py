@@ -132,6 +132,8 @@ class ModeCompiler:
                 lib.terms_programs[pkey] = make_terms_mode(self.forms, mode_id, pkey[1], dep, opt)
             except CompilationError:
                 lib.terms_programs[pkey] = None
+            else:         # every partition's mode made now: none in an event step
+                lib.terms_programs[pkey].partitions()
         base = lib.terms_programs[pkey]
         return None if base is None else base.with_dep(dep)
 
@@ -212,7 +214,8 @@ class ModeCompiler:
         if compiled is not None:
             return compiled
         prepared = self.terms_mode(mode_id, active, dep)
-        if reselect and prepared is not None and self.embedding == "symbolic":
+        if prepared is not None and (reselect or self.embedding == "numeric" or (
+                self.embedding == "background" and not self.starting)):
             library.numeric_modes[key] = prepared       # nothing embedded: no embed_times
             return prepared
         t0 = time.perf_counter()

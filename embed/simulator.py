@@ -194,6 +194,8 @@ class Simulator(RunState):
             self.mode_compiler.numeric_terms()
             for name in self.aut.constraints:      # each constraint's own terms (Sec 5.5)
                 self.forms.constraint_terms(name)
+            for mode in self.aut.modes.values():   # and each mode's set of them
+                switching.entered(self, tuple(sorted(mode.constraints)))
         if self.precompile:
             self.mode_compiler.precompile()
         if len(self.aut.modes) > 1 or self.embedding != "symbolic":
@@ -215,7 +217,9 @@ class Simulator(RunState):
         constraints : iterable of str
             Constraints of the automaton.
         """
-        self.mode_compiler.prepare(self.state.mode, tuple(constraints))
+        active = tuple(sorted(constraints))
+        self.mode_compiler.prepare(self.state.mode, active)
+        switching.entered(self, active)
 
     def warm_up(self):
         """Pay first-call costs now (``embed.warmup.warm_up``)."""
@@ -510,9 +514,7 @@ class Simulator(RunState):
         s, compiled = self.check_state(s)
         st = self.state
         state_mod.restore(st, s)
-        rows = [self.forms.constraint_terms(c) for c in st.active]
-        st.projection = Projection([row for row in rows if row.holonomic])
-        st.watch = any(not row.constant_B for row in rows)
+        _, st.projection, st.watch = switching.entered(self, st.active)
         st.compiled_mode = compiled
         self.integrator.set_state(s["integrator"])
         self._checkpoint = None

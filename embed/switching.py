@@ -40,6 +40,18 @@ def activation(sim, names, q, u, tol=ACTIVATION_TOL, entry=None):
         [sim.forms.constraint_terms(c) for c in names], sim.state.t, q, u, sim.pvec)
     return activation_jump(K, rhs, u, names, sim.state.t, tol)
 
+def entered(sim, active):
+    """(rows, projection, watch) of the constraint set ``active``: each constraint's compiled
+    terms, the ``Projection`` of the holonomic ones (haug_pavesic2023 eq 13) and whether
+    kappa(B1) is watched (B moves, Sec 5.4); made once a set (``ModeLibrary.sets``), so that
+    an event step does not make them again."""
+    got = sim.library.sets.get(active)
+    if got is None:
+        rows = [sim.forms.constraint_terms(c) for c in active]
+        got = sim.library.sets[active] = (rows, Projection([r for r in rows if r.holonomic]),
+                                          any(not r.constant_B for r in rows))
+    return got
+
 def target(sim, jump: Jump):
     """(mode, active constraints, q, u) that ``jump`` enters with: q and u are views of x
     and mon (never changed in place) unless the reset map gives new values."""
@@ -54,16 +66,15 @@ def apply(sim, jump: Jump):
     st = sim.state
     before = st.active
     mode, st.active, q, u = target(sim, jump)
-    st.discrete = {**st.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
-    sim._sync_discrete()
+    if jump.discrete:
+        st.discrete = {**st.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
+        sim._sync_discrete()
     st.mode = jump.mode
     sim.last_impulse = {}
     # the new constraints at the reset configuration, evaluated once for the projection
     # (haug_pavesic2023 eq 13), the activation jump (mueller eq 7), the partition (eq 11)
     # (kappa(B1) comes with the monitors): an event step evaluates them once
-    rows = [sim.forms.constraint_terms(c) for c in st.active]
-    st.projection = Projection([row for row in rows if row.holonomic])
-    st.watch = any(not row.constant_B for row in rows)
+    rows, st.projection, st.watch = entered(sim, st.active)
     st.chart = None
     jumps = jump.u is None and bool(set(st.active) - set(before))
     # with a prepared compiled-terms program, the jump, the partition and the monitors are one

@@ -16,6 +16,7 @@ constraints (B1 inverted by Cramer's rule, well conditioned by the partition's p
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -35,6 +36,7 @@ from .projection import PHI_TOL
 
 MAX_M = 3
 UNROLL_MAX = 12     # the activation jump's (n + m) x (n + m) system unrolled up to this size
+PARTITIONS_AHEAD = 1000   # a program's partition copies made ahead up to this many (3 KB each)
 
 
 def supported(model, cset):
@@ -168,8 +170,9 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
 
 def entry_program(model, npar, cset, templates, final):
     """Entering the constraint set ``cset`` at (t, q, u) as one program: its arguments
-    [t, q..., u..., p..., allow, tol], its outputs [max |Phi|, jumped, |diag R| (m)...,
-    dep (m, ascending)..., impulses (m)..., x = [q, u_ind]..., monitors(x)...] (``ENTRY``).
+    [t, q..., u..., p..., allow, tol], its outputs [max |Phi| (nan if any output is not
+    finite), jumped, |diag R| (m)..., dep (m, ascending)..., impulses (m)..., x = [q,
+    u_ind]..., monitors(x)...].
 
     - The momentum-consistent activation jump (mueller eq 7): [-M B^T; B 0] [du; impulse] =
       [0; -(B u + C)] (M du = B^T impulse) by unrolled LDL^T (M definite: the Schur
@@ -247,7 +250,9 @@ def entry_program(model, npar, cset, templates, final):
                                  prog.sub(rj, _sum(prog, below))))
     x = q + [prog.gather(u_new, perm[k]) for k in range(n_i)]
     mon = prog.call(final, [t] + x + pr + perm + iperm + [zero])
-    return prog, [phi, jumped] + diag + dep + impulses + x + mon
+    outs = diag + dep + impulses + x + mon
+    total = _sum(prog, [jumped] + outs)      # s - s is nan where any output is not finite
+    return prog, [prog.add(phi, prog.sub(total, total)), jumped] + outs
 
 
 def _sum(prog, regs):
@@ -301,6 +306,7 @@ class TermsProgramMode(ProgramMode):
         self._meta = meta
         n = self.n
         self._tail = partition_tail(self.ind, self.dep, 1.0)
+        self._copies = {self.dep: self}      # every partition's mode, shared by the copies
         self._enter = fns[0].entries.get("enter")
         m = self.sizes[4]
         npar = meta["n_rest"] - 2 * n - 1
@@ -332,9 +338,8 @@ class TermsProgramMode(ProgramMode):
         self._enter(self._e_in.at, self._e_out.at)
         head = out[:2 + 3 * m].tolist()
         diag = head[2:2 + m]
-        if not (math.isfinite(float(out.sum())) and head[0] <= PHI_TOL
-                and diag[-1] > RANK_TOL * max(diag[0], 1.0)):
-            return None
+        if not (head[0] <= PHI_TOL and diag[-1] > RANK_TOL * max(diag[0], 1.0)):
+            return None         # (head[0] is nan where any output is not finite)
         dep = tuple(int(d) for d in head[2 + m:2 + 2 * m])
         x = out[2 + 3 * m:2 + 3 * m + nx].copy()
         return dep, x, out[2 + 3 * m + nx:].copy(), head[2 + 2 * m:] if head[1] else None
@@ -348,16 +353,29 @@ class TermsProgramMode(ProgramMode):
         return ProgramMode.rhs(self, t, x, p)
 
     def with_dep(self, dep):
-        """The same compiled mode for the dependent speeds ``dep`` (a copy: an event step
-        makes it, so nothing is built again)."""
+        """The same compiled mode for the dependent speeds ``dep``: a copy sharing the compiled
+        function, made once (``partitions`` makes them ahead: an event step that makes one
+        finds the 30 entries it copies cold, 15-70 us)."""
         dep = tuple(dep)
-        mode = object.__new__(TermsProgramMode)       # plain floats and lists: 5 us, where
-        mode.__dict__.update(self.__dict__)           # copy.copy and numpy took 25
-        mode.dep, mode.ind = dep, tuple(i for i in range(self.n) if i not in dep)
-        mode.key = self.key[:2] + (dep,)
-        mode._tail = partition_tail(mode.ind, dep, self._tail[-1])
-        mode._inb = None
+        mode = self._copies.get(dep)
+        if mode is None:
+            mode = object.__new__(TermsProgramMode)
+            mode.__dict__.update(self.__dict__)
+            mode.dep, mode.ind = dep, tuple(i for i in range(self.n) if i not in dep)
+            mode.key = self.key[:2] + (dep,)
+            mode._tail = partition_tail(mode.ind, dep, self._tail[-1])
+            mode._inb = Buffer(2 + self.nx + self._meta["n_rest"])    # its own arguments
+            mode._inb.array[-mode._tail.size:] = mode._tail
+            self._copies[dep] = mode
         return mode
+
+    def partitions(self, limit=PARTITIONS_AHEAD):
+        """Make the copies of every partition ahead (``with_dep``), if there are at most
+        ``limit`` (n choose m)."""
+        n, m = self.n, len(self.dep)
+        if math.comb(n, m) <= limit:
+            for dep in itertools.combinations(range(n), m):
+                self.with_dep(dep)
 
 
 def make_terms_mode(forms, mode_id, active, dep, opt=None):

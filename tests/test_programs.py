@@ -236,6 +236,8 @@ def test_entering_the_pin_in_one_call(N):
         assert none is None and dep2 == dep
         assert x2[N:].tolist() == u[list(mode.ind)].tolist()
     assert base.enter(0.0, q + 1e-3, u, p, True) is None      # off the manifold
+    for bad in (np.where(np.arange(N) == 1, np.nan, u), np.where(np.arange(N) == 0, np.inf, u)):
+        assert base.enter(0.0, q, bad, p, True) is None        # not finite: none passes
     straight = np.full(N, 0.3)                                 # B of rank 1
     p[sim.pnames.index("x_p")] = P["l"] * N * math.sin(0.3)
     p[sim.pnames.index("d")] = P["l"] * N * math.cos(0.3)
@@ -299,3 +301,36 @@ def test_copies_of_a_program_mode_keep_buffers_of_their_own():
     b = Buffer(3, [1.0, 2.0, 3.0])
     c = pickle.loads(pickle.dumps(b))
     assert c.array.tolist() == [1.0, 2.0, 3.0] and c.at != b.at
+
+
+def test_every_partition_is_made_ahead_and_entering_makes_no_mode():
+    """A prepared constraint set's compiled-terms program has a copy for each of the n choose m
+    partitions, each with an argument buffer of its own holding [perm, iperm, flag] (perm =
+    [ind, dep]); entering the set (``set_constraints``) runs one of those copies and makes
+    none, and re-entering gives the same."""
+    N = 5
+    active = ("tip_x", "tip_y")
+    sc, P, q, u, (xt, yt) = _pinned(N)
+    sim = sc.simulator(embedding="numeric")
+    sim.start(0.0, q, u)
+    sim.pvec[sim.pnames.index("x_p")], sim.pvec[sim.pnames.index("d")] = xt, -yt
+    sim.set_constraints([])
+    sim.prepare(active)
+    base = sim.library.terms_programs[(sim.state.mode, active)]
+    copies = dict(base._copies)
+    assert sorted(copies) == list(itertools.combinations(range(N), 2))
+    for dep, mode in copies.items():
+        perm = [i for i in range(N) if i not in dep] + list(dep)
+        tail = mode._inb.array[-(2 * N + 1):].tolist()
+        assert mode.dep == dep and tail[:N] == perm and tail[-1] == 1.0
+        assert [perm[int(k)] for k in tail[N:2 * N]] == list(range(N))   # iperm inverts perm
+    assert len({mode._inb.at for mode in copies.values()}) == len(copies)
+    sim.set_constraints(active)
+    assert any(sim.compiled_mode is mode for mode in copies.values())
+    assert base._copies == copies
+    entered = sim.compiled_mode
+    sim.advance(0.01)
+    sim.set_constraints([])
+    sim.set_constraints(active)
+    assert sim.compiled_mode.dep != entered.dep or sim.compiled_mode is entered
+    assert any(sim.compiled_mode is mode for mode in copies.values())
