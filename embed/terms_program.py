@@ -328,13 +328,9 @@ class TermsProgramMode(ProgramMode):
         """
         if self._enter is None:
             return None
-        m, n, nx = self.sizes[4], self.n, self.nx
-        args, out = self._e_in.array, self._e_out.array
-        args[0] = t
-        args[1:1 + n] = q
-        args[1 + n:1 + 2 * n] = u
-        args[1 + 2 * n:-2] = p
-        args[-2:] = (1.0 if allow else 0.0, tol)
+        m, nx = self.sizes[4], self.nx
+        out = self._e_out.array
+        np.concatenate(((t,), q, u, p, (1.0 if allow else 0.0, tol)), out=self._e_in.array)
         self._enter(self._e_in.at, self._e_out.at)
         head = out[:2 + 3 * m].tolist()
         diag = head[2:2 + m]
