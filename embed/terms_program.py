@@ -365,6 +365,13 @@ class TermsProgramMode(ProgramMode):
             self._copies[dep] = mode
         return mode
 
+    def uncorrected(self):
+        """This mode without the step's Newton correction (``ProgramMode.uncorrected``), whose
+        partitions (``with_dep``) are uncorrected too."""
+        mode = ProgramMode.uncorrected(self)
+        mode._copies = {mode.dep: mode}
+        return mode
+
     def partitions(self, limit=PARTITIONS_AHEAD):
         """Make the copies of every partition ahead (``with_dep``), if there are at most
         ``limit`` (n choose m)."""

@@ -307,7 +307,7 @@ def test_every_partition_is_made_ahead_and_entering_makes_no_mode():
     """A prepared constraint set's compiled-terms program has a copy for each of the n choose m
     partitions, each with an argument buffer of its own holding [perm, iperm, flag] (perm =
     [ind, dep]); entering the set (``set_constraints``) runs one of those copies and makes
-    none, and re-entering gives the same."""
+    none, and re-entering gives the same; an uncorrected copy's partitions are uncorrected."""
     N = 5
     active = ("tip_x", "tip_y")
     sc, P, q, u, (xt, yt) = _pinned(N)
@@ -334,3 +334,6 @@ def test_every_partition_is_made_ahead_and_entering_makes_no_mode():
     sim.set_constraints(active)
     assert sim.compiled_mode.dep != entered.dep or sim.compiled_mode is entered
     assert any(sim.compiled_mode is mode for mode in copies.values())
+    plain = base.uncorrected()           # without the step's correction: its partitions too
+    assert plain.with_dep((0, 1)).correct == 0.0 and base.with_dep((0, 1)).correct == 1.0
+    assert base._copies == copies
