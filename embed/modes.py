@@ -191,13 +191,18 @@ class CompiledMode(_SymbolicMode):
 
     _tail = np.zeros(0)      # arguments after p (a program mode's flag, a partition)
 
+    def _argument_buffer(self, size):
+        """A new argument buffer of ``size`` entries, the tail (after p) written."""
+        b = Buffer(size)
+        b.array[size - self._tail.size:] = self._tail
+        return b
+
     def _load(self, t, h, x, p):
         """The argument vector [t, h, x..., p..., tail...] (one buffer, kept)."""
         nt = self._tail.size
         size = 2 + self.nx + p.size + nt
         if self._inb is None or self._inb.array.size != size:
-            self._inb = Buffer(size)
-            self._inb.array[size - nt:] = self._tail
+            self._inb = self._argument_buffer(size)
         b = self._inb.array
         b[0] = t
         b[1] = h

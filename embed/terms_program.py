@@ -175,8 +175,9 @@ def entry_program(model, npar, cset, templates, final):
     u_ind]..., monitors(x)...].
 
     - The momentum-consistent activation jump (mueller eq 7): [-M B^T; B 0] [du; impulse] =
-      [0; -(B u + C)] (M du = B^T impulse) by unrolled LDL^T (M definite: the Schur
-      complement B M^-1 B^T is then definite too, no pivoting); taken where ``allow`` is
+      [0; -(B u + C)] (M du = B^T impulse) by unrolled LDL^T up to ``UNROLL_MAX`` unknowns
+      (M definite: the Schur complement B M^-1 B^T is then definite too, no pivoting), beyond
+      by LAPACK's dgesv (``Program.solve``); taken where ``allow`` is
       nonzero and |B u + C| > tol max(1, |u|), as ``activation.activation_jump`` does.
     - The dependent speeds by modified Gram-Schmidt with column pivoting on B, later speeds
       first (eq 11, ``embedding.partition``'s choice), and the permutation they give.
@@ -360,8 +361,7 @@ class TermsProgramMode(ProgramMode):
             mode.dep, mode.ind = dep, tuple(i for i in range(self.n) if i not in dep)
             mode.key = self.key[:2] + (dep,)
             mode._tail = partition_tail(mode.ind, dep, self._tail[-1])
-            mode._inb = Buffer(2 + self.nx + self._meta["n_rest"])    # its own arguments
-            mode._inb.array[-mode._tail.size:] = mode._tail
+            mode._inb = mode._argument_buffer(2 + self.nx + self._meta["n_rest"])
             self._copies[dep] = mode
         return mode
 
