@@ -9,7 +9,9 @@ t = 0.5 s its tip is pinned where it is, the way tests/test_pendulums.py pins th
 time: the pin's parameters (x_p, d) are set to the tip's position in ``sim.pvec`` and
 ``set_constraints(["tip_x", "tip_y"])`` (``--pin line``: d and ``["tip_y"]``) activates them
 with the momentum-consistent jump of mueller eq 7.  RK4 at 1 ms throughout, one step per
-``advance``.
+``advance``.  The pin is prepared at t = 0 (``sim.prepare``: its compiled-terms program,
+rehearsed and undone), and on the numeric path the free chain too (its own program: one
+compiled call a step, like the pinned one's).
 
 Peers, in the same process and run:
 - MuJoCo (``pip install 'embed[bench]'``): the same chain as MJCF text (hinge joints, a point
@@ -85,6 +87,8 @@ def run_ours(sc, path, pin, k_pin, k_end):
     """One run on ``path`` ('symbolic' or 'numeric'): free, then pinned at step k_pin."""
     sim = sc.simulator(embedding=path)
     q0 = np.array(sim.q)
+    if path != "symbolic":
+        sim.prepare([])                   # the free chain's compiled-terms program
     sim.set_constraints([], label="free")
     sim.prepare(pin_constraints(pin))     # the pin's compiled-terms program, ahead
     for k in range(1, k_pin + 1):

@@ -134,6 +134,9 @@ class ModeCompiler:
                 lib.terms_programs[pkey] = None
             else:         # every partition's mode made now: none in an event step
                 lib.terms_programs[pkey].partitions()
+                for key in [k for k in lib.numeric_modes if k[:2] == pkey]:
+                    del lib.numeric_modes[key]      # the numpy path's, entered before: the
+                                                    # program runs the set from now on
         base = lib.terms_programs[pkey]
         return None if base is None else base.with_dep(dep)
 

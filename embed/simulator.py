@@ -209,7 +209,8 @@ class Simulator(RunState):
     def prepare(self, constraints):
         """Compile ahead what the current mode needs with the constraints ``constraints``
         activated at run time (``set_constraints``): its compiled-terms program, any
-        partition (``ModeCompiler.prepare``).  The automaton's own modes are prepared at
+        partition (``ModeCompiler.prepare``); once started, the event rehearsed on it and
+        undone (``switching.rehearse_entry``).  The automaton's own modes are prepared at
         ``start``.
 
         Parameters
@@ -220,6 +221,7 @@ class Simulator(RunState):
         active = tuple(sorted(constraints))
         self.mode_compiler.prepare(self.state.mode, active)
         switching.entered(self, active)
+        switching.rehearse_entry(self, active)
 
     def warm_up(self):
         """Pay first-call costs now (``embed.warmup.warm_up``)."""

@@ -337,3 +337,61 @@ def test_every_partition_is_made_ahead_and_entering_makes_no_mode():
     plain = base.uncorrected()           # without the step's correction: its partitions too
     assert plain.with_dep((0, 1)).correct == 0.0 and base.with_dep((0, 1)).correct == 1.0
     assert base._copies == copies
+
+
+def test_the_free_set_runs_on_its_own_program_and_keeps_the_energy():
+    """``prepare([])`` (no constraint: nothing to enter, it once raised IndexError) gives the free
+    chain a compiled-terms program of its own; its steps keep the total energy (no dissipation:
+    RK4's error only) and agree with the free mode's numpy path (``NumericMode``)."""
+    N = 5
+    sc, P, q, u, _ = _pinned(N)
+    runs = {}
+    for prepared in (False, True):      # the same library: preparing replaces the numpy path
+        sim = sc.simulator(embedding="numeric")
+        sim.start(0.0, q, u)
+        if prepared:
+            sim.prepare([])
+        sim.set_constraints([])
+        assert type(sim.compiled_mode).__name__ == ("TermsProgramMode" if prepared
+                                                     else "NumericMode")
+        energy = []
+        for k in range(1, 201):
+            sim.advance(k * 1e-3)
+            o = sc.observe(sim)
+            energy.append(o["kinetic_energy"] + o["potential_energy"])
+        assert max(energy) - min(energy) < 1e-7 * max(1.0, abs(energy[0]))
+        runs[prepared] = np.array(sim.x)
+    assert runs[True] == pytest.approx(runs[False], rel=1e-10, abs=1e-12)
+
+
+def test_prepare_rehearses_the_switch_and_changes_nothing():
+    """``prepare`` enters the set once on a configuration it finds on the manifold
+    (``switching.on_manifold``, from any distance) and undoes it: the state, the event log,
+    the impulses and the pending-input flags are as before, and the pinned set's mode was
+    entered (its partition's copy is in the library).  Unreachable: no rehearsal, no error."""
+    from embed.switching import entered, on_manifold
+    N = 5
+    active = ("tip_x", "tip_y")
+    sc, P, q, u, (xt, yt) = _pinned(N)
+    sim = sc.simulator(embedding="numeric")
+    sim.start(0.0, q, u)
+    sim.pvec[sim.pnames.index("x_p")], sim.pvec[sim.pnames.index("d")] = xt + 0.3, -yt - 0.2
+    sim.set_constraints([])
+    sim.advance(0.01)
+    projection = entered(sim, active)[1]
+    qm = on_manifold(projection, sim.t, sim.q, sim.pvec)       # 0.36 m away
+    tq = np.concatenate(([sim.t], qm, sim.pvec))
+    assert np.abs(projection.phi(tq)[0]).max() <= 1e-12
+    before = sim.get_state()
+    flags = (dict(sim.last_impulse), sim._dirty, sim._rearm, sim.event_count)
+    sim.prepare(active)
+    assert any(k[:2] == (sim.state.mode, active) for k in sim.library.numeric_modes)
+    after = sim.get_state()
+    assert set(after) == set(before)
+    for k in before:
+        assert np.array_equal(np.asarray(after[k], dtype=object), np.asarray(before[k], dtype=object)), k
+    assert (dict(sim.last_impulse), sim._dirty, sim._rearm, sim.event_count) == flags
+    sim.pvec[sim.pnames.index("d")] = 10.0                     # beyond the chain's reach
+    assert on_manifold(projection, sim.t, sim.q, sim.pvec) is None
+    sim.prepare(active)
+    assert sim.get_state()["t"] == before["t"]
