@@ -208,9 +208,10 @@ def on_manifold(projection, t, q, p, iterations=100, reach=0.5):
 
 def rehearse_entry(sim, active):
     """Enter the constraint set ``active`` once on the current run and undo it, where the
-    event will run on a prepared compiled-terms program: the configuration projected onto
-    the set (haug_pavesic2023 eq 13), the event (``apply``: the jump, the partition, the
-    arming) and one step, then the state restored whole (``get_state``, ``set_state``).  The
+    event will run on a prepared compiled-terms program: at a configuration on the set
+    (``on_manifold``; none found: no rehearsal), the event (``apply``: the jump, the
+    partition, the arming) and one step, then the state restored whole (``get_state``,
+    ``set_state``).  The
     first ``set_constraints`` of a run then finds its Python and its compiled code called once
     already (first calls: 20-40 us of a 100-130 us switch step at N = 2-10).  Changes no
     state; a failure is left for the event itself to report."""
