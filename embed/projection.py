@@ -7,7 +7,8 @@ changes: the dependent speeds follow from the embedding (gillespie2005 eq 12) at
 See docs/design.md, "Where each paper fits".
 
 The chart ``(U, B)`` is part of the running state (``embed.state``): it is replaced, never
-changed in place, so a checkpoint may keep a reference to it.
+changed in place, so a checkpoint may keep a reference to it.  ``on_manifold`` reaches the
+manifold from any distance (a switch rehearsed at ``Simulator.prepare``).
 """
 
 from __future__ import annotations
@@ -120,3 +121,23 @@ class Projection:
                 f"configuration constraints {[ct.name for ct in self.holonomic]} have a "
                 f"singular Jacobian at t = {t:.9g} s")
         return (U, Bh)
+
+
+def on_manifold(projection, t, q, p, iterations=100, reach=0.5):
+    """A configuration with Phi(q) = 0 for the holonomic constraints of ``projection`` (a
+    ``Projection``), from q by minimum-norm Newton steps (Phi_q^+ Phi) of at most ``reach``
+    in any coordinate: from any distance, unlike the held chart's correction
+    (``Projection.project``); None if they do not get there."""
+    if not projection.holonomic:
+        return q
+    tq = np.concatenate(([t], q, p))
+    n = len(q)
+    for _ in range(iterations):
+        r, G = projection.phi(tq)
+        if not np.all(np.isfinite(r)):
+            return None
+        if max_abs(r) <= PHI_TOL:
+            return tq[1:1 + n].copy()
+        dq = np.linalg.lstsq(G, r, rcond=None)[0]
+        tq[1:1 + n] -= dq * min(1.0, reach / max(max_abs(dq), reach))
+    return None

@@ -23,7 +23,7 @@ from .context import Context
 from .embedding import partition
 from .errors import ZenoError
 from .events import EVENT_TOL, LEVEL, PROBE
-from .projection import PHI_TOL, Projection, max_abs
+from .projection import PHI_TOL, Projection, max_abs, on_manifold
 
 ZENO_LIMIT = 100      # events at one instant before the automaton is declared Zeno
 ZENO_IMPACTS = 5      # impacts in a row, each closer than zeno_dt to the last: accumulating
@@ -187,34 +187,14 @@ def rehearse(sim, gi):
         return False
     return True
 
-def on_manifold(projection, t, q, p, iterations=100, reach=0.5):
-    """A configuration with Phi(q) = 0 for the holonomic constraints of ``projection``, from
-    q by minimum-norm Newton steps (Phi_q^+ Phi) of at most ``reach`` in any coordinate: from
-    any distance, unlike the held chart's correction (``Projection.project``); None if they
-    do not get there."""
-    if not projection.holonomic:
-        return q
-    tq = np.concatenate(([t], q, p))
-    n = len(q)
-    for _ in range(iterations):
-        r, G = projection.phi(tq)
-        if not np.all(np.isfinite(r)):
-            return None
-        if max_abs(r) <= PHI_TOL:
-            return tq[1:1 + n].copy()
-        dq = np.linalg.lstsq(G, r, rcond=None)[0]
-        tq[1:1 + n] -= dq * min(1.0, reach / max(max_abs(dq), reach))
-    return None
-
 def rehearse_entry(sim, active):
     """Enter the constraint set ``active`` once on the current run and undo it, where the
     event will run on a prepared compiled-terms program: at a configuration on the set
-    (``on_manifold``; none found: no rehearsal), the event (``apply``: the jump, the
+    (``projection.on_manifold``; none found: no rehearsal), the event (``apply``: the jump, the
     partition, the arming) and one step, then the state restored whole (``get_state``,
-    ``set_state``).  The
-    first ``set_constraints`` of a run then finds its Python and its compiled code called once
-    already (first calls: 20-40 us of a 100-130 us switch step at N = 2-10).  Changes no
-    state; a failure is left for the event itself to report."""
+    ``set_state``).  The first ``set_constraints`` of a run then finds its Python and its
+    compiled code called once already (first calls: 20-40 us of a 100-130 us switch step at
+    N = 2-10).  Changes no state; a failure is left for the event itself to report."""
     st = sim.state
     if (st.compiled_mode is None or sim.embedding == "symbolic"
             or not sim.library.terms_programs.get((st.mode, active))):

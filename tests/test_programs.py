@@ -366,10 +366,11 @@ def test_the_free_set_runs_on_its_own_program_and_keeps_the_energy():
 
 def test_prepare_rehearses_the_switch_and_changes_nothing():
     """``prepare`` enters the set once on a configuration it finds on the manifold
-    (``switching.on_manifold``, from any distance) and undoes it: the state, the event log,
+    (``projection.on_manifold``, from any distance) and undoes it: the state, the event log,
     the impulses and the pending-input flags are as before, and the pinned set's mode was
     entered (its partition's copy is in the library).  Unreachable: no rehearsal, no error."""
-    from embed.switching import entered, on_manifold
+    from embed.projection import on_manifold
+    from embed.switching import entered
     N = 5
     active = ("tip_x", "tip_y")
     sc, P, q, u, (xt, yt) = _pinned(N)
