@@ -27,7 +27,7 @@ from .modes import (CompiledMode, Layout, LinearMode, MonitorLayout,  # noqa: F4
                     ProgramMode, _SymbolicMode, rk4_scheme, rk4_stepwise)
 from .native import (OPT_FAST, OPT_RUN, RUN_MAX_OPS, NativeFunction, compile_program,
                      largest_function)
-from .program import Program
+from .program import Memo, Program
 
 H = se.Symbol("h_step")
 COMPOSE_OPS = 400   # monitors up to this many operations go into the composed RK4 step;
@@ -264,18 +264,23 @@ def rk4_program(nx, n_rest, stage, final, correct=None):
     its own (``Program.call``; ``stage`` returns xdot first, then what ``final`` may take
     from it by calling it too): arguments [t, h, x..., rest...], outputs [x(t+h)...,
     final(t+h, x(t+h))..., sum |x_i(t+h)|] (the composed step's layout, ``CompiledMode``).
+    ``final``'s last nx outputs are xdot at its arguments (the stage it calls), which the
+    step remembers (``program.Memo``): the next step's first stage, if it starts there with
+    the same arguments, is not evaluated again (first same as last; the result is the same
+    to the bit), nor a partial step's from the state an event entered (``TermsProgramMode.enter``).
     ``correct``, a program of the same arguments returning x, is applied to x(t+h) first
     (``newton_program``)."""
     prog = Program(2 + nx + n_rest)
+    prog.memo = Memo(stage, nx)
     t, h = 0, 1
     xr, rest = list(range(2, 2 + nx)), list(range(2 + nx, 2 + nx + n_rest))
 
-    def f(tt, xs):              # the stage's first nx outputs are xdot (then its extras)
-        return prog.call(stage, [tt] + xs + rest)[:nx]
+    def f(tt, xs, memo=False):  # the stage's first nx outputs are xdot (then its extras)
+        return prog.call(stage, [tt] + xs + rest, memo)[:nx]
 
     half = prog.mul(h, prog.const(0.5))
     th, t1 = prog.add(t, half), prog.add(t, h)
-    k1 = f(t, xr)
+    k1 = f(t, xr, memo=True)
     k2 = f(th, [prog.add(a, prog.mul(half, b)) for a, b in zip(xr, k1)])
     k3 = f(th, [prog.add(a, prog.mul(half, b)) for a, b in zip(xr, k2)])
     k4 = f(t1, [prog.add(a, prog.mul(h, b)) for a, b in zip(xr, k3)])
@@ -287,6 +292,8 @@ def rk4_program(nx, n_rest, stage, final, correct=None):
     if correct is not None:
         xn = prog.call(correct, [t1] + xn + rest)
     mon = prog.call(final, [t1] + xn + rest)
+    prog.remember([t1] + xn + rest, mon[-nx:])
+    mon = mon[:-nx]
     prog.exports["monitors"] = prog.subs.index(final)      # the monitors alone, at x
     total = prog.const(0.0)
     for r in xn:
@@ -367,11 +374,11 @@ def linear_program(parts, rhs_only=False, cse=True):
     if rhs_only:
         return rhs_program(nx, n_rest, stage)
     final = Program(1 + nx + n_rest)             # the monitors: the stage called, then
-    args = list(range(final.n_in))               # the monitors' expressions of z
-    zs = final.call(stage, args)[n:]
-    mon = _splice(final, mon_t, args[:1 + nx] + zs + args[1 + nx:-1])
+    args = list(range(final.n_in))               # the monitors' expressions of z (and
+    v = final.call(stage, args)                  # xdot, for the next step: ``rk4_program``)
+    mon = _splice(final, mon_t, args[:1 + nx] + v[n:] + args[1 + nx:-1])
     correct = newton_program(x[:n], nx, params, n_rest, parts["phi"]) if parts["phi"] else None
-    return rk4_program(nx, n_rest, stage, (final, mon), correct)
+    return rk4_program(nx, n_rest, stage, (final, mon + v[:nx]), correct)
 
 
 class _Vector(list):

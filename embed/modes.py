@@ -294,7 +294,8 @@ class ProgramMode(CompiledMode):
         # numpy's ``.ctypes.data`` costs 1.5 us a call warm and 30-40 us in a step that
         # finds it cold (an event step)
         self._call, self._mon_entry = fns[0]._f, fns[0].entries["monitors"]
-        self._y, self._m = Buffer(self.nx + self.n_mon + 1), Buffer(self.n_mon)
+        # (the final stage alone writes xdot after the monitors: ``compile.rk4_program``)
+        self._y, self._m = Buffer(self.nx + self.n_mon + 1), Buffer(self.n_mon + self.nx)
 
     def rk4(self, t, h, x, p):
         """[x(t+h)..., monitors..., sum |x_i(t+h)|] for one RK4 step of length h: one call."""
@@ -308,7 +309,7 @@ class ProgramMode(CompiledMode):
         b = self._load(t, 0.0, x, p)
         b[1] = t
         self._mon_entry(self._inb.at + 8, self._m.at)
-        return self._m.array.copy()
+        return self._m.array[:self.n_mon].copy()
 
     output_at = Layout.output_at
 

@@ -78,23 +78,80 @@ _BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 def _ir(prog, outs, name):
     """The LLVM IR text of ``prog`` writing the registers ``outs`` to ``out``: one line an
     operation (written as text: building llvmlite.ir objects took 3x as long); the programs
-    it calls are functions of their own (``noinline``: compiled once, called at each stage)."""
+    it calls are functions of their own (``noinline``: compiled once, called at each stage);
+    its memo (``program.Memo``), a global array of both remembered evaluations (i64 bits)."""
     used, subs, text = set(), {}, []
+    memo = prog.memo and (f"@{name}_memo", prog.memo)
 
     def define(p, o, fname):
         for i, sub in enumerate(p.subs):
             if id(sub) not in subs:
                 subs[id(sub)] = f"{fname}_s{i}"
                 define(sub[0], sub[1], subs[id(sub)])
-        text.append(_function(p, o, fname, fname != name, [subs[id(s)] for s in p.subs], used))
+        text.append(_function(p, o, fname, fname != name, [subs[id(s)] for s in p.subs], used,
+                              memo))
 
     define(prog, outs, name)
     decls = [_DECL.get(op, f"declare double @{_INTRINSIC.get(op, op)}(double)")
              for op in sorted(used)]
+    if memo:
+        decls.append(f"{memo[0]} = global [{2 * memo[1].slot} x i64] zeroinitializer")
     return "\n".join(decls + text + [""])
 
 
-def _function(prog, outs, name, internal, sub_names, used):
+def _memo_lookup(d, args, val, memo):
+    """IR of a remembered call (``Program.call`` with ``memo``): the arguments the memo's
+    program reads compared, bit for bit, with both remembered evaluations; where one holds
+    them its values go to the call's outputs and the call is skipped (a branch to the label
+    ``{d}J``, which the rest of the function follows).  ``{d}w`` is the evaluation that
+    ``remember`` then replaces: the one not found."""
+    g, mm = memo
+    keys = [args[i] for i in mm.reads]
+    lines = [f"  {d}k{j} = bitcast double {val[r]} to i64" for j, r in enumerate(keys)]
+    for s in (0, 1):
+        base = s * mm.slot
+        lines.append(f"  {d}v{s}p = getelementptr inbounds i64, ptr {g}, i64 {base}\n"
+                     f"  {d}v{s} = load i64, ptr {d}v{s}p\n"
+                     f"  {d}h{s}_0 = icmp eq i64 {d}v{s}, 1")
+        for j in range(len(keys)):
+            lines.append(f"  {d}m{s}_{j}p = getelementptr inbounds i64, ptr {g}, i64 {base + 1 + j}\n"
+                         f"  {d}m{s}_{j} = load i64, ptr {d}m{s}_{j}p\n"
+                         f"  {d}e{s}_{j} = icmp eq i64 {d}m{s}_{j}, {d}k{j}\n"
+                         f"  {d}h{s}_{j + 1} = and i1 {d}h{s}_{j}, {d}e{s}_{j}")
+    h0, h1 = f"{d}h0_{len(keys)}", f"{d}h1_{len(keys)}"
+    lab = d[1:]
+    lines.append(f"  {d}hit = or i1 {h0}, {h1}\n"
+                 f"  {d}w = zext i1 {h0} to i64\n"
+                 f"  {d}at = select i1 {h0}, i64 {1 + len(keys)}, i64 {mm.slot + 1 + len(keys)}\n"
+                 f"  br i1 {d}hit, label %{lab}H, label %{lab}M\n{lab}H:")
+    lines += [f"  {d}f{j}i = add i64 {d}at, {j}\n"
+              f"  {d}f{j}p = getelementptr inbounds i64, ptr {g}, i64 {d}f{j}i\n"
+              f"  {d}f{j} = load i64, ptr {d}f{j}p\n"
+              f"  {d}o{j} = getelementptr inbounds double, ptr {d}out, i64 {j}\n"
+              f"  store i64 {d}f{j}, ptr {d}o{j}" for j in range(mm.size)]
+    lines.append(f"  br label %{lab}J\n{lab}M:")
+    return lines
+
+
+def _memo_store(d, regs, val, memo, slot_reg):
+    """IR of ``Program.remember``: the valid flag, the arguments the memo's program reads and
+    the values (``regs``: arguments, then values), as bits, into the evaluation ``slot_reg``
+    (an i64 register: the one this function's lookup did not find; 0 where it has none)."""
+    g, mm = memo
+    n_args = len(regs) - mm.size
+    words = ["1"] + [f"{d}k{j}" for j in range(len(mm.reads))] + \
+        [f"{d}y{j}" for j in range(mm.size)]
+    lines = [f"  {d}k{j} = bitcast double {val[regs[i]]} to i64" for j, i in enumerate(mm.reads)]
+    lines += [f"  {d}y{j} = bitcast double {val[r]} to i64"
+              for j, r in enumerate(regs[n_args:])]
+    lines.append(f"  {d}b = mul i64 {slot_reg}, {mm.slot}")
+    lines += [f"  {d}i{j} = add i64 {d}b, {j}\n"
+              f"  {d}p{j} = getelementptr inbounds i64, ptr {g}, i64 {d}i{j}\n"
+              f"  store i64 {w}, ptr {d}p{j}" for j, w in enumerate(words)]
+    return lines
+
+
+def _function(prog, outs, name, internal, sub_names, used, memo):
     """One function's IR text (``_ir``); a called one (``internal``) is never inlined, and
     exported: ``NativeFunction.entry`` calls it on its own (a mode's monitors alone)."""
     n_in = prog.n_in
@@ -104,6 +161,7 @@ def _function(prog, outs, name, internal, sub_names, used):
     stored = set()
     allocas = [f"  %a{i} = alloca [{len(arr)} x double]" for i, arr in enumerate(prog.arrays)]
     live = prog.live(outs)
+    slot = "0"                # the memo's evaluation that ``remember`` replaces
     for k, (op, a, c) in enumerate(prog.ops):
         r = n_in + k
         if not live[r]:
@@ -125,14 +183,21 @@ def _function(prog, outs, name, internal, sub_names, used):
                          f"  {d}p = getelementptr inbounds [{len(prog.arrays[a])} x double], "
                          f"ptr %a{a}, i64 0, i64 {d}i\n"
                          f"  {d} = load double, ptr {d}p")
-        elif op == "call":             # arguments stored, the function called
+        elif op in ("call", "mcall"):  # arguments stored, the function called
             sub = prog.subs[a]
             allocas.append(f"  {d}in = alloca [{len(c)} x double]\n"
                            f"  {d}out = alloca [{len(sub[1])} x double]")
+            if op == "mcall":
+                lines += _memo_lookup(d, c, val, memo)
+                slot = f"{d}w"
             lines += [f"  {d}a{j} = getelementptr inbounds [{len(c)} x double], ptr {d}in, "
                       f"i64 0, i64 {j}\n  store double {val[e]}, ptr {d}a{j}"
                       for j, e in enumerate(c)]
             lines.append(f"  call void @{sub_names[a]}(ptr {d}in, ptr {d}out)")
+            if op == "mcall":
+                lines.append(f"  br label %{d[1:]}J\n{d[1:]}J:")
+        elif op == "remember":
+            lines += _memo_store(d, c, val, memo, slot)
         elif op == "solve":            # A (k x k, by rows) and b stored, LAPACK's dgesv called
             k = a
             used.add("solve")
@@ -208,7 +273,8 @@ def compile_program(prog, outs, what, opt=None):
     except Exception as exc:       # llvmlite raises RuntimeError variants
         raise CompilationError(f"could not compile {what}: {exc}") from exc
     return NativeFunction(obj, name, prog.n_in, len(outs),
-                          {k: f"{name}_s{i}" for k, i in prog.exports.items()}, opt)
+                          {k: f"{name}_s{i}" for k, i in prog.exports.items()}, opt,
+                          2 * prog.memo.slot if prog.memo else 0)
 
 
 _CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
@@ -237,22 +303,28 @@ class NativeFunction:
     """A compiled program: ``unsafe_real(args, out)`` writes the outputs for a float64 array
     of ``n_in`` arguments into ``out`` (the interface of ``compile.Compiled``)."""
 
-    __slots__ = ("obj", "name", "n_in", "n_out", "exports", "opt", "entries", "_f")
+    __slots__ = ("obj", "name", "n_in", "n_out", "exports", "opt", "entries", "memo",
+                 "memo_size", "_f")
 
-    def __init__(self, obj, name, n_in, n_out, exports=None, opt=None):
+    def __init__(self, obj, name, n_in, n_out, exports=None, opt=None, memo_size=0):
         self.obj, self.name, self.n_in, self.n_out = obj, name, n_in, n_out
         self.opt = opt              # the codegen level it was compiled at
         self.exports = dict(exports or {})
+        self.memo_size = memo_size
         st = _llvm()
         with _LOCK:
             st["engine"].add_object_file(st["llvm"].ObjectFileRef.from_data(obj))
             st["engine"].finalize_object()
             addr = {k: st["engine"].get_function_address(v)
                     for k, v in [("", name)] + list(self.exports.items())}
-        if not all(addr.values()):
+            at = st["engine"].get_global_value_address(f"{name}_memo") if memo_size else None
+        if not all(addr.values()) or at == 0:
             raise CompilationError(f"compiled function {name} did not load")
         self._f = _CFUNC(addr.pop(""))
         self.entries = {k: _CFUNC(a) for k, a in addr.items()}   # called programs, by name
+        # the memo (``program.Memo``: both remembered evaluations, as bits), or None
+        self.memo = None if at is None else \
+            np.frombuffer((ctypes.c_int64 * memo_size).from_address(at), dtype=np.int64)
 
     def unsafe_real(self, args, out):
         self._f(args.ctypes.data, out.ctypes.data)
@@ -268,4 +340,4 @@ class NativeFunction:
 
     def __reduce__(self):          # object code: loads in another process without compiling
         return (NativeFunction, (self.obj, self.name, self.n_in, self.n_out, self.exports,
-                                 self.opt))
+                                 self.opt, self.memo_size))

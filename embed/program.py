@@ -24,6 +24,23 @@ FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b
         "div": lambda a, b: a / b if b else math.nan}
 
 
+class Memo:
+    """Two remembered evaluations of the program ``sub`` = (program, outputs), kept by the
+    compiled module (``embed.native``): each the arguments ``sub`` reads (``reads``: their
+    positions) and its first ``size`` outputs, bit for bit.  An RK4 step's first stage is
+    then the last step's final one, where nothing changed in between (first same as last)."""
+
+    def __init__(self, sub, size):
+        self.sub, self.size = sub, size
+        live = sub[0].live(sub[1])
+        self.reads = [i for i in range(sub[0].n_in) if live[i]]
+
+    @property
+    def slot(self):
+        """Doubles a remembered evaluation takes: a valid flag, the arguments, the outputs."""
+        return 1 + len(self.reads) + self.size
+
+
 class Program:
     """A straight-line program of float operations on registers.
 
@@ -35,6 +52,11 @@ class Program:
     nonzero, else b[1]: the choices of a pivot search, ``argmax``) and "solve" (the a x a
     system of the registers b = A by rows, then the right-hand side: LAPACK's, ``solve``).
     Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing.
+
+    A memo (``memo``: a ``Memo``) remembers, for the whole compiled module, two evaluations
+    of one called program: "mcall" (a call, ``call(..., memo=True)``) skips the call where the
+    arguments it reads equal, bit for bit, a remembered evaluation's, and "remember" (a, b =
+    its arguments, then the values) keeps one.
     """
 
     def __init__(self, n_in):
@@ -46,6 +68,7 @@ class Program:
         self._arrays = {}
         self.subs = []        # programs that ``call`` runs: (program, outputs)
         self.exports = {}     # name -> index in subs: called on its own too (embed.native)
+        self.memo = None      # the module's ``Memo`` (a program that ``mcall`` and ``remember``)
 
     # ------------------------------------------------------------ operations
     def _op(self, name, a, b=None):
@@ -73,7 +96,7 @@ class Program:
         elif name == "sub":
             if vb == 0.0:
                 return a
-            if va == 0.0:
+            if va == 0.0 and math.copysign(1.0, va) < 0:    # -0 - b = -b; +0 - 0 is +0
                 return self.unary("neg", b)
         elif name == "mul":
             if va == 0.0 or vb == 0.0:
@@ -105,12 +128,12 @@ class Program:
             live[r] = True
         n_in = self.n_in
         for k in range(len(self.ops) - 1, -1, -1):
-            if not live[n_in + k]:
-                continue
             op, a, b = self.ops[k]
-            if op == "const":
+            if op == "remember":               # an effect: always compiled
+                live[n_in + k] = True
+            if not live[n_in + k] or op == "const":
                 continue
-            if op in ("call", "solve"):
+            if op in ("call", "mcall", "solve", "remember"):
                 for r in b:
                     live[r] = True
             elif op == "result":
@@ -137,18 +160,28 @@ class Program:
             self.arrays.append(key)
         return self._op("gather", aid, idx)
 
-    def call(self, sub, args):
+    def call(self, sub, args, memo=False):
         """The output registers of the program ``sub`` = (program, outputs) run on the
         registers ``args``: compiled once as a function of its own however often it is called
-        (an RK4 stage: the compile work and its growth with size are a fifth)."""
+        (an RK4 stage: the compile work and its growth with size are a fifth).  ``memo``: the
+        first outputs (``Memo.size``) come from the module's memo where it holds ``args``
+        (``sub`` must be the memo's), and the call is skipped."""
         sid = next((i for i, s in enumerate(self.subs) if s is sub), None)
         if sid is None:
             sid = len(self.subs)
             self.subs.append(sub)
         if len(args) != sub[0].n_in:
             raise CompilationError(f"call with {len(args)} arguments, expects {sub[0].n_in}")
-        token = self._op("call", sid, tuple(args))
+        if memo and (self.memo is None or self.memo.sub is not sub):
+            raise CompilationError("a remembered call of a program that is not the memo's")
+        token = self._op("mcall" if memo else "call", sid, tuple(args))
         return [self._op("result", token, j) for j in range(len(sub[1]))]
+
+    def remember(self, args, values):
+        """Keep ``values`` (registers: the memo's program's first outputs) as its evaluation
+        at the registers ``args`` in the module's memo (``Memo``), over the evaluation that
+        this function's "mcall" did not find (the older one)."""
+        self._op("remember", 0, tuple(args) + tuple(values))
 
     def compare(self, name, a, b):
         """1.0 where a > b (``name`` "gt") or a == b ("eq"), else 0.0 (registers)."""

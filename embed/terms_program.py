@@ -127,7 +127,7 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
     stage = (stage, e["qdot"] + e["udi"] + extras)
     prog = Program(n_args)
     v = prog.call(stage, list(range(n_args)))
-    udi, o = v[n:nx], nx
+    xdot, udi, o = v[:nx], v[n:nx], nx
     B = [v[o + k * n:o + (k + 1) * n] for k in range(m)]
     o += m * n
     C, phi = v[o:o + m], v[o + m:o + m + mh]
@@ -157,7 +157,8 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
     if watch and m:                    # kappa(B1) = ||B||_1 ||B1^-1||_1 (Sec 5.4)
         kap = prog.mul(_norm1(prog, e["B"], n), _norm1(prog, e["inv"], m))
     n_out = len(outputs)
-    final = (prog, e["u"] + og[:n_out] + [res, kap] + og[n_out:] + lam)
+    final = (prog, e["u"] + og[:n_out] + [res, kap] + og[n_out:] + lam + xdot)  # xdot: for
+    #                                                                  the memo (rk4_program)
     phi = [phi_and_gradient(model, c) for c in cset.items if c.holonomic]
     correct = newton_program(model.q, nx, psyms,
                              npar + 2 * n + 1, phi) if phi else None
@@ -250,8 +251,10 @@ def entry_program(model, npar, cset, templates, final):
         iperm.append(prog.select(_sum(prog, at_dep), rank,
                                  prog.sub(rj, _sum(prog, below))))
     x = q + [prog.gather(u_new, perm[k]) for k in range(n_i)]
-    mon = prog.call(final, [t] + x + pr + perm + iperm + [zero])
-    outs = diag + dep + impulses + x + mon
+    args = [t] + x + pr + perm + iperm + [zero]
+    mon = prog.call(final, args)
+    prog.remember(args, mon[-len(x):])   # the first stage of the steps that start here
+    outs = diag + dep + impulses + x + mon[:-len(x)]
     total = _sum(prog, [jumped] + outs)      # s - s is nan where any output is not finite
     return prog, [prog.add(phi, prog.sub(total, total)), jumped] + outs
 

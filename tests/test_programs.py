@@ -396,3 +396,50 @@ def test_prepare_rehearses_the_switch_and_changes_nothing():
     assert on_manifold(projection, sim.t, sim.q, sim.pvec) is None
     sim.prepare(active)
     assert sim.get_state()["t"] == before["t"]
+
+
+@pytest.mark.parametrize("embedding", ["symbolic", "numeric"])
+def test_a_step_takes_its_first_stage_from_where_the_last_ended(embedding):
+    """First same as last (``program.Memo``, ``compile.rk4_program``): a step that starts where
+    the last ended, with the same parameters and partition, takes xdot there from the module's
+    memo instead of evaluating the stage again; the step is the same to the bit as one that
+    evaluates it (the memo cleared), and the memo is what it reads (poisoned, the step
+    changes).  Another parameter or another partition misses it.  On the numeric path, the
+    one-call entry remembers its state: the first step after it starts there."""
+    N = 6
+    sc, P, q, u, (xt, yt) = _pinned(N)
+    sim = sc.simulator(embedding=embedding)
+    p = sim.pvec.copy()
+    p[sim.pnames.index("x_p")], p[sim.pnames.index("d")] = xt, -yt
+    dep, active = (N - 2, N - 1), ("tip_x", "tip_y")
+    mode = sim.mode_compiler.compiled(2, dep, active)
+    memo, h, nx = mode._step.memo, 1e-3, mode.nx
+    vals = memo.reshape(2, -1)[:, -nx:]
+    x0 = np.concatenate((q, u[:N - 2]))
+
+    def two_steps(p2=p, mode2=mode, poison=False):
+        x1 = mode.rk4(0.0, h, x0, p)[:nx]
+        if poison:
+            vals[:] = np.float64(1e3).view(np.int64)
+        return mode2.rk4(h, h, x1 if mode2 is mode else x0, p2)
+
+    def fresh(p2=p, mode2=mode):
+        x1 = mode.rk4(0.0, h, x0, p)[:nx]
+        memo[:] = 0
+        return mode2.rk4(h, h, x1 if mode2 is mode else x0, p2)
+
+    assert np.array_equal(two_steps(), fresh())           # to the bit
+    assert not np.allclose(two_steps(poison=True), fresh())
+    p2 = p.copy()
+    p2[sim.pnames.index("g")] *= 1.01
+    assert np.array_equal(two_steps(p2, poison=True), fresh(p2))
+    if embedding == "numeric":                           # another partition, same function
+        other = mode.with_dep((0, 3))
+        assert other._step is mode._step
+        assert np.array_equal(two_steps(mode2=other, poison=True), fresh(mode2=other))
+        got = mode.enter(0.0, q, u, p, True)
+        assert got is not None and got[0] == dep
+        ref = mode.rk4(0.0, h, got[1], p)
+        mode.enter(0.0, q, u, p, True)
+        vals[:] = np.float64(1e3).view(np.int64)
+        assert not np.allclose(mode.rk4(0.0, h, got[1], p), ref)
