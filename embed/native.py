@@ -16,6 +16,7 @@ import uuid
 
 import numpy as np
 
+from . import ldlt
 from .errors import CompilationError
 
 _LOCK = threading.Lock()
@@ -48,13 +49,26 @@ def _llvm():
             libm = ctypes.CDLL(ctypes.util.find_library("m"))
             for name in _LIBM:
                 llvm.add_symbol(name, ctypes.cast(getattr(libm, name), ctypes.c_void_p).value)
-            llvm.add_symbol("embed_dgesv", _lapack("dgesv"))    # ``Program.solve``
             target = llvm.Target.from_default_triple()
             tms = {o: target.create_target_machine(opt=o, jit=True, **_host(llvm))
                    for o in (OPT_FAST, OPT_RUN)}
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tms[OPT_FAST])
+            llvm.add_symbol(ldlt.NAME, _optimized(llvm, tms[OPT_RUN], engine, ldlt.module(),
+                                                  ldlt.NAME))       # ``Program.ldl_solve``
             _STATE.update(llvm=llvm, tm=tms, engine=engine)
     return _STATE
+
+
+def _optimized(llvm, tm, engine, text, name):
+    """The address of function ``name`` of the IR ``text``, optimized by LLVM's O3 pipeline
+    (loops vectorized) and loaded into ``engine``: a helper the programs call by name."""
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    pb.getModulePassManager().run(mod, pb)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(tm.emit_object(mod)))
+    engine.finalize_object()
+    return engine.get_function_address(name)
 
 
 def _host(llvm):
@@ -69,22 +83,9 @@ def _host(llvm):
         return {}
 
 
-def _lapack(name):
-    """The address of LAPACK's ``name`` as scipy ships it (scipy.linalg.cython_lapack)."""
-    from scipy.linalg import cython_lapack
-    cap = cython_lapack.__pyx_capi__[name]
-    api = ctypes.pythonapi
-    api.PyCapsule_GetName.restype, api.PyCapsule_GetName.argtypes = \
-        ctypes.c_char_p, [ctypes.py_object]
-    api.PyCapsule_GetPointer.restype, api.PyCapsule_GetPointer.argtypes = \
-        ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    return api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
-
-
 _DECL = {"pow": "declare double @pow(double, double)",
          "atan2": "declare double @atan2(double, double)",
-         "solve": "declare void @embed_dgesv(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr)"}
-_NAN = "0x7FF8000000000000"
+         "ldlt": f"declare void @{ldlt.NAME}(ptr, ptr, ptr, i64, i64)"}
 _BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 
 
@@ -211,24 +212,19 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
                 lines.append(f"  br label %{d[1:]}J\n{d[1:]}J:")
         elif op == "remember":
             lines += _memo_store(d, c, val, memo, slot)
-        elif op == "solve":            # A (k x k, by rows) and b stored, LAPACK's dgesv called
-            k = a
-            used.add("solve")
-            allocas.append(f"  {d}A = alloca [{k * k} x double]\n  {d}out = alloca [{k} x double]\n"
-                           f"  {d}piv = alloca [{k} x i32]\n  {d}n = alloca i32\n"
-                           f"  {d}one = alloca i32\n  {d}info = alloca i32")
-            lines.append(f"  store i32 {k}, ptr {d}n\n  store i32 1, ptr {d}one")
-            lines += [f"  {d}a{i}_{j} = getelementptr inbounds [{k * k} x double], ptr {d}A, "
-                      f"i64 0, i64 {j * k + i}\n  store double {val[c[i * k + j]]}, ptr {d}a{i}_{j}"
-                      for i in range(k) for j in range(k)]          # column-major
-            lines += [f"  {d}b{i} = getelementptr inbounds [{k} x double], ptr {d}out, i64 0, "
-                      f"i64 {i}\n  store double {val[c[k * k + i]]}, ptr {d}b{i}" for i in range(k)]
-            lines.append(f"  call void @embed_dgesv(ptr {d}n, ptr {d}one, ptr {d}A, ptr {d}n, "
-                         f"ptr {d}piv, ptr {d}out, ptr {d}n, ptr {d}info)\n"
-                         f"  {d}i = load i32, ptr {d}info\n  {d}ok = icmp eq i32 {d}i, 0")
-            lines += [f"  {d}x{i} = load double, ptr {d}b{i}\n"              # singular: nan
-                      f"  {d}y{i} = select i1 {d}ok, double {d}x{i}, double {_NAN}\n"
-                      f"  store double {d}y{i}, ptr {d}b{i}" for i in range(k)]
+        elif op == "ldlt":             # A's lower triangle and the right-hand sides stored
+            k, nrhs = a                # (by rows), ``ldlt.NAME`` called
+            used.add(op)
+            allocas.append(f"  {d}A = alloca [{k * k} x double]\n"
+                           f"  {d}out = alloca [{k * nrhs} x double]\n"
+                           f"  {d}w = alloca [{k} x double]")
+            at = [(d + "A", i * k + j) for i in range(k) for j in range(i + 1)] + \
+                [(d + "out", i) for i in range(k * nrhs)]
+            lines += [f"  {d}p{j} = getelementptr inbounds double, ptr {arr}, i64 {i}\n"
+                      f"  store double {val[e]}, ptr {d}p{j}"
+                      for j, ((arr, i), e) in enumerate(zip(at, c))]
+            lines.append(f"  call void @{ldlt.NAME}(ptr {d}A, ptr {d}out, ptr {d}w, i64 {k}, "
+                         f"i64 {nrhs})")
         elif op == "result":
             lines.append(f"  {d}p = getelementptr inbounds double, ptr %r{a}out, i64 {c}\n"
                          f"  {d} = load double, ptr {d}p")

@@ -14,6 +14,7 @@ import math
 import symengine as se
 
 from .errors import CompilationError
+from .ldlt import UNROLL_MAX
 
 # operations of one argument, by symengine function name (the names the LLVM code uses)
 UNARY = {"sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos",
@@ -49,8 +50,9 @@ class Program:
     functions (register a), "gather" (element int(b) of ``arrays[a]``), "call" (runs
     ``subs[a]`` on the registers b; a tuple), "result" (output b of the call in register a),
     "gt" and "eq" (1.0 where a > b, a == b, else 0.0), "select" (register b[0] where a is
-    nonzero, else b[1]: the choices of a pivot search, ``argmax``) and "solve" (the a x a
-    system of the registers b = A by rows, then the right-hand side: LAPACK's, ``solve``).
+    nonzero, else b[1]: the choices of a pivot search, ``argmax``) and "ldlt" (a = (k,
+    nrhs): the k x k system of the registers b = A's lower triangle by rows, then the
+    right-hand sides, solved by the looped LDL^T, ``embed.ldlt``).
     Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing.
 
     A memo (``memo``: a ``Memo``) remembers, for the whole compiled module, two evaluations
@@ -133,7 +135,7 @@ class Program:
                 live[n_in + k] = True
             if not live[n_in + k] or op == "const":
                 continue
-            if op in ("call", "mcall", "solve", "remember"):
+            if op in ("call", "mcall", "ldlt", "remember"):
                 for r in b:
                     live[r] = True
             elif op == "result":
@@ -308,10 +310,18 @@ class Program:
 
     # ------------------------------------------------------------ linear algebra
     def ldl_solve(self, A, rhs):
-        """x with A x = b for each column b of ``rhs``, A symmetric and definite (its lower
-        triangle read; registers), by LDL^T unrolled with no pivoting: the reduced mass
-        matrix D^T M D of eq 15 is definite, so every pivot is nonzero."""
+        """x with A x = b for each column b of ``rhs``, A symmetric and definite, or
+        quasi-definite (its lower triangle read; registers), by LDL^T with no pivoting: the
+        reduced mass matrix D^T M D of eq 15 is definite, so every pivot is nonzero.  Unrolled
+        up to ``ldlt.UNROLL_MAX`` unknowns; beyond, the looped one that every program calls
+        (``embed.ldlt``: a few kilobytes of code, where this one grows like n^3)."""
         n = len(A)
+        if n > UNROLL_MAX:
+            token = self._op("ldlt", (n, len(rhs)), tuple(A[i][j] for i in range(n)
+                                                          for j in range(i + 1))
+                             + tuple(r for b in rhs for r in b))
+            return [[self._op("result", token, c * n + i) for i in range(n)]
+                    for c in range(len(rhs))]
         L = [[None] * n for _ in range(n)]
         diag, dinv = [], []
         for j in range(n):
@@ -331,15 +341,6 @@ class Program:
                                 self.dot([L[k][i] for k in range(i + 1, n)], x[i + 1:]))
             out.append(x)
         return out
-
-    def solve(self, A, b):
-        """x with A x = b, A a general k x k matrix (registers, by rows), by LAPACK's dgesv (LU
-        with partial pivoting) called from the compiled code (``embed.native``): a few
-        instructions where an unrolled factorization grows like k^3 (and a step that finds
-        the code cold reads all of it); a singular A gives nan."""
-        k = len(A)
-        token = self._op("solve", k, tuple(r for row in A for r in row) + tuple(b))
-        return [self._op("result", token, j) for j in range(k)]
 
     def solve_small(self, A, b):
         """x with A x = b for a general k x k system, k <= 3, by Cramer's rule (no pivot)."""

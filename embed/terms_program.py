@@ -35,7 +35,6 @@ from .program import Program
 from .projection import PHI_TOL
 
 MAX_M = 3
-UNROLL_MAX = 12     # the activation jump's (n + m) x (n + m) system unrolled up to this size
 PARTITIONS_AHEAD = 1000   # a program's partition copies made ahead up to this many (3 KB each)
 
 
@@ -176,10 +175,9 @@ def entry_program(model, npar, cset, templates, final):
     u_ind]..., monitors(x)...].
 
     - The momentum-consistent activation jump (mueller eq 7): [-M B^T; B 0] [du; impulse] =
-      [0; -(B u + C)] (M du = B^T impulse) by unrolled LDL^T up to ``UNROLL_MAX`` unknowns
-      (M definite: the Schur complement B M^-1 B^T is then definite too, no pivoting), beyond
-      by LAPACK's dgesv (``Program.solve``); taken where ``allow`` is
-      nonzero and |B u + C| > tol max(1, |u|), as ``activation.activation_jump`` does.
+      [0; -(B u + C)] (M du = B^T impulse) by LDL^T (``Program.ldl_solve``; M definite: the
+      Schur complement B M^-1 B^T is then definite too, no pivoting); taken where ``allow``
+      is nonzero and |B u + C| > tol max(1, |u|), as ``activation.activation_jump`` does.
     - The dependent speeds by modified Gram-Schmidt with column pivoting on B, later speeds
       first (eq 11, ``embedding.partition``'s choice), and the permutation they give.
     - The monitors of the mode at x, by the step's final stage (``final``).
@@ -212,10 +210,7 @@ def entry_program(model, npar, cset, templates, final):
           B[j - n][i] if i < n else zero for j in range(n + m)] for i in range(n + m)]
     # A_u = -M (F* = -M udot - ...): [A_u B^T; B 0] [du; impulse] = [0; -(B u + C)]
     rhs = [zero] * n + [prog.unary("neg", v) for v in res]
-    if n + m <= UNROLL_MAX:
-        z, = prog.ldl_solve(K, [rhs])
-    else:                       # LAPACK: an unrolled one would be most of the function's code
-        z = prog.solve(K, rhs)
+    z, = prog.ldl_solve(K, [rhs])      # quasi-definite: no pivoting
     jumped = prog.mul(allow, prog.compare("gt", big, prog.mul(tol, umax)))
     u_new = [prog.select(jumped, prog.add(u[j], z[j]), u[j]) for j in range(n)]
     impulses = z[n:]

@@ -18,10 +18,11 @@ from scenarios import pendulum_chain
 from test_pendulums import augmented, rows
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 12])
+@pytest.mark.parametrize("n", [1, 2, 5, 12, 30])
 @pytest.mark.parametrize("sign", [1.0, -1.0])
-def test_unrolled_ldlt_solves_definite_systems(n, sign):
-    """LDL^T without pivoting (eq 15-16: the reduced mass matrix is definite, either sign)."""
+def test_ldlt_solves_definite_systems(n, sign):
+    """LDL^T without pivoting (eq 15-16: the reduced mass matrix is definite, either sign),
+    unrolled, or looped beyond ``ldlt.UNROLL_MAX`` (n = 30), at both codegen levels."""
     rng = np.random.default_rng(n)
     P = Program(n * n + 2 * n)
     A = [[i * n + j for j in range(n)] for i in range(n)]
@@ -181,23 +182,34 @@ def test_compares_selects_and_the_pivot_search():
                                  a[3] if a[2] else a[4], a[k], float(k)]
 
 
-@pytest.mark.parametrize("k", [1, 3, 14])
-def test_lapack_solves_general_systems(k):
-    """``Program.solve`` (LAPACK's dgesv called from the compiled code) against numpy, an
-    indefinite matrix included; a singular one gives nan."""
+@pytest.mark.parametrize("k", [4, 24, 25, 40])
+def test_ldlt_solves_quasi_definite_systems_unrolled_and_looped(k):
+    """``Program.ldl_solve`` on the activation jump's system [A_u B^T; B 0] (A_u negative
+    definite, mueller eq 7: quasi-definite, no pivoting), unrolled up to ``ldlt.UNROLL_MAX``
+    unknowns and by the looped, vectorized ``embed_ldlt`` beyond, against numpy; a zero
+    leading pivot gives a non-finite solution (the caller's sign to decline)."""
+    from embed.ldlt import UNROLL_MAX
     rng = np.random.default_rng(k)
-    P = Program(k * k + k)
+    m = 2
+    P = Program(k * k + 2 * k)
     A = [[i * k + j for j in range(k)] for i in range(k)]
-    f = compile_program(P, P.solve(A, list(range(k * k, k * k + k))), "solve")
+    x1, x2 = P.ldl_solve(A, [list(range(k * k, k * k + k)), list(range(k * k + k, k * k + 2 * k))])
+    f = compile_program(P, x1 + x2, "ldl")
+    assert any(op[0] == "ldlt" for op in P.ops) == (k > UNROLL_MAX)
     for _ in range(3):
-        M, b = rng.normal(size=(k, k)), rng.normal(size=k)
-        assert f(np.concatenate((M.ravel(), b))) == pytest.approx(np.linalg.solve(M, b),
-                                                                  rel=1e-9, abs=1e-12)
-    M[:, 0] = 0.0
-    assert np.isnan(f(np.concatenate((M.ravel(), b)))).all()
+        R = rng.normal(size=(k - m, k - m))
+        K = np.zeros((k, k))
+        K[:k - m, :k - m] = -(R @ R.T + k * np.eye(k - m))
+        K[k - m:, :k - m] = rng.normal(size=(m, k - m))
+        K[:k - m, k - m:] = K[k - m:, :k - m].T
+        rhs = rng.normal(size=(2, k))
+        out = f(np.concatenate((K.ravel(), rhs.ravel())))
+        assert out == pytest.approx(np.linalg.solve(K, rhs.T).T.ravel(), rel=1e-9, abs=1e-12)
+    K[0, :] = K[:, 0] = 0.0
+    assert not np.isfinite(f(np.concatenate((K.ravel(), rhs.ravel())))).all()
 
 
-@pytest.mark.parametrize("N", [6, 12])     # the jump's system unrolled, then by LAPACK
+@pytest.mark.parametrize("N", [6, 12, 24])  # the jump's system unrolled, then looped
 def test_entering_the_pin_in_one_call(N):
     """``TermsProgramMode.enter`` (the jump of mueller eq 7, the partition of eq 11 and the
     monitors in one compiled call) at random states of a 6-link chain: the jump satisfies
