@@ -18,6 +18,7 @@ import numpy as np
 
 from . import ldlt
 from .errors import CompilationError
+from .program import arity
 
 _LOCK = threading.Lock()
 _STATE = {}
@@ -99,9 +100,14 @@ def _ir(prog, outs, name):
 
     def define(p, o, fname):
         for i, sub in enumerate(p.subs):
-            if id(sub) not in subs:
-                subs[id(sub)] = f"{fname}_s{i}"
-                define(sub[0], sub[1], subs[id(sub)])
+            if id(sub) in subs:
+                continue
+            if not isinstance(sub, tuple):          # compiled before: declared, called by name
+                subs[id(sub)] = sub.name
+                text.append(f"declare void @{sub.name}(ptr, ptr)")
+                continue
+            subs[id(sub)] = f"{fname}_s{i}"
+            define(sub[0], sub[1], subs[id(sub)])
         text.append(_function(p, o, fname, fname != name, [subs[id(s)] for s in p.subs], used,
                               memo))
 
@@ -165,6 +171,19 @@ def _memo_store(d, regs, val, memo, slot_reg):
     return lines
 
 
+def _result_runs(prog):
+    """{array: (call register, first output)} for the gathered arrays that are consecutive
+    outputs of one call (a permuted mass matrix, say): gathered from the call's outputs,
+    not stored again."""
+    runs = {}
+    for aid, regs in enumerate(prog.arrays):
+        ops = [prog.ops[r - prog.n_in] if r >= prog.n_in else ("",) for r in regs]
+        if all(op[0] == "result" for op in ops) and len({op[1] for op in ops}) == 1 \
+                and [op[2] for op in ops] == list(range(ops[0][2], ops[0][2] + len(ops))):
+            runs[aid] = ops[0][1:]
+    return runs
+
+
 def _function(prog, outs, name, internal, sub_names, used, memo):
     """One function's IR text (``_ir``); a called one (``internal``) is never inlined, and
     exported: ``NativeFunction.entry`` calls it on its own (a mode's monitors alone)."""
@@ -175,6 +194,7 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
     stored = set()
     allocas = [f"  %a{i} = alloca [{len(arr)} x double]" for i, arr in enumerate(prog.arrays)]
     live = prog.live(outs)
+    runs = _result_runs(prog)
     slot = "0"                # the memo's evaluation that ``remember`` replaces
     for k, (op, a, c) in enumerate(prog.ops):
         r = n_in + k
@@ -187,6 +207,12 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
             continue
         if op in _BINOP:
             lines.append(f"  {d} = {_BINOP[op]} double {val[a]}, {val[c]}")
+        elif op == "gather" and a in runs:      # the outputs of a call, read where they are
+            token, j0 = runs[a]
+            lines.append(f"  {d}i = fptosi double {val[c]} to i64\n"
+                         f"  {d}j = add i64 {d}i, {j0}\n"
+                         f"  {d}p = getelementptr inbounds double, ptr %r{token}out, i64 {d}j\n"
+                         f"  {d} = load double, ptr {d}p")
         elif op == "gather":          # the array is stored at its first gather
             if a not in stored:
                 stored.add(a)
@@ -198,9 +224,8 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
                          f"ptr %a{a}, i64 0, i64 {d}i\n"
                          f"  {d} = load double, ptr {d}p")
         elif op in ("call", "mcall"):  # arguments stored, the function called
-            sub = prog.subs[a]
             allocas.append(f"  {d}in = alloca [{len(c)} x double]\n"
-                           f"  {d}out = alloca [{len(sub[1])} x double]")
+                           f"  {d}out = alloca [{arity(prog.subs[a])[1]} x double]")
             if op == "mcall":
                 lines += _memo_lookup(d, c, val, memo)
                 slot = f"{d}w"
@@ -265,7 +290,8 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
 
 def largest_function(prog, outs):
     """The operations of the largest function ``prog`` compiles to (itself or a called one)."""
-    return max([sum(prog.live(outs))] + [sum(sub[0].live(sub[1])) for sub in prog.subs])
+    return max([sum(prog.live(outs))] + [sum(sub[0].live(sub[1])) for sub in prog.subs
+                                         if isinstance(sub, tuple)])
 
 
 def compile_program(prog, outs, what, opt=None):

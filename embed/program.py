@@ -25,6 +25,11 @@ FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b
         "div": lambda a, b: a / b if b else math.nan}
 
 
+def arity(sub):
+    """(arguments, outputs) of a called program (program, outputs) or compiled function."""
+    return (sub[0].n_in, len(sub[1])) if isinstance(sub, tuple) else (sub.n_in, sub.n_out)
+
+
 class Memo:
     """Two remembered evaluations of the program ``sub`` = (program, outputs), kept by the
     compiled module (``embed.native``): each the arguments ``sub`` reads (``reads``: their
@@ -165,19 +170,22 @@ class Program:
     def call(self, sub, args, memo=False):
         """The output registers of the program ``sub`` = (program, outputs) run on the
         registers ``args``: compiled once as a function of its own however often it is called
-        (an RK4 stage: the compile work and its growth with size are a fifth).  ``memo``: the
-        first outputs (``Memo.size``) come from the module's memo where it holds ``args``
-        (``sub`` must be the memo's), and the call is skipped."""
+        (an RK4 stage: the compile work and its growth with size are a fifth).  ``sub`` may
+        also be a function compiled before (``native.NativeFunction``: its ``name``, ``n_in``,
+        ``n_out``), called by name: one copy of its code for every program that calls it.
+        ``memo``: the first outputs (``Memo.size``) come from the module's memo where it
+        holds ``args`` (``sub`` must be the memo's), and the call is skipped."""
         sid = next((i for i, s in enumerate(self.subs) if s is sub), None)
         if sid is None:
             sid = len(self.subs)
             self.subs.append(sub)
-        if len(args) != sub[0].n_in:
-            raise CompilationError(f"call with {len(args)} arguments, expects {sub[0].n_in}")
+        n_in, n_out = arity(sub)
+        if len(args) != n_in:
+            raise CompilationError(f"call with {len(args)} arguments, expects {n_in}")
         if memo and (self.memo is None or self.memo.sub is not sub):
             raise CompilationError("a remembered call of a program that is not the memo's")
         token = self._op("mcall" if memo else "call", sid, tuple(args))
-        return [self._op("result", token, j) for j in range(len(sub[1]))]
+        return [self._op("result", token, j) for j in range(n_out)]
 
     def remember(self, args, values):
         """Keep ``values`` (registers: the memo's program's first outputs) as its evaluation

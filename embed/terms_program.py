@@ -64,13 +64,15 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
     iperm...] (x = [q, u_ind]), outputs [x(t+h)..., monitors(x(t+h))..., sum |x_i(t+h)|]
     (``modes.MonitorLayout``).
 
-    ``templates`` = (model template, [constraint templates in ``cset`` order]);
+    ``templates`` = (the model's unconstrained terms, compiled: ``model_template``'s, one
+    function that every mode's program calls, kept warm by whichever mode steps; [constraint
+    templates in ``cset`` order]);
     ``outputs``, ``guards``: the mode's outputs and switching conditions, of (t, q, u,
     lambda_<name> for ``lam_names``, p); ``watch``: whether kappa(B1) can change (else 1)."""
     n, m, npar = model.n, len(cset), len(psyms)
     n_i = n - m
     nx = n + n_i
-    model_t, ctemps = templates
+    terms, ctemps = templates
     mon_t = _template([TIME] + list(model.q) + list(model.u) + [lam_symbol(c) for c in lam_names]
                       + list(psyms), list(outputs) + list(guards))
 
@@ -98,7 +100,7 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
         u = [prog.gather(up, iperm[j]) for j in range(n)]
         gam = [_splice(prog, gt, [t] + q + u + pr)[0] for _, gt in ctemps]
         g = [prog.unary("neg", prog.dot(inv[k], gam)) for k in range(m)]
-        v = _splice(prog, model_t, [t] + q + u + pr)
+        v = prog.call(terms, [t] + q + u + pr)
         b, Au, qdot = v[:n], v[n:n + n * n], v[n + n * n:]
         bp = [prog.gather(b, perm[i]) for i in range(n)]
         rowidx = [prog.mul(perm[i], fn) for i in range(n)]
@@ -186,7 +188,7 @@ def entry_program(model, npar, cset, templates, final):
     then takes the general path, which says what is wrong."""
     n, m = model.n, len(cset)
     n_i = n - m
-    model_t, ctemps = templates
+    terms, ctemps = templates
     prog = Program(1 + 2 * n + npar + 2)
     t, q, u = 0, list(range(1, 1 + n)), list(range(1 + n, 1 + 2 * n))
     pr = list(range(1 + 2 * n, 1 + 2 * n + npar))
@@ -198,7 +200,7 @@ def entry_program(model, npar, cset, templates, final):
     for r, c in zip(rows, cset.items):
         if c.holonomic:
             phi = prog.binary("max", phi, prog.unary("fabs", r[n + 1]))
-    Au = _splice(prog, model_t, [t] + q + u + pr)[n:n + n * n]
+    Au = prog.call(terms, [t] + q + u + pr)[n:n + n * n]
     # the activation jump (mueller eq 7)
     res = [prog.dot(B[k], u, C[k]) for k in range(m)]
     big, umax = zero, one
@@ -394,7 +396,8 @@ def make_terms_mode(forms, mode_id, active, dep, opt=None):
     mode = forms.automaton.modes[mode_id]
     if not supported(model, cset) or mode.laws:
         raise CompilationError(f"mode {mode_id} with {list(active)}: no compiled-terms program")
-    tmpl = lib.shared("terms_program.model", lambda: model_template(model, forms.psyms))
+    terms = lib.shared("terms_program.model", lambda: compile_program(
+        *model_template(model, forms.psyms), "the unconstrained terms of the model"))
     ctemps = [lib.shared(("terms_program.constraint", c.name),
                          lambda c=c: constraint_template(model, c, forms.psyms))
               for c in cset.items]
@@ -403,7 +406,7 @@ def make_terms_mode(forms, mode_id, active, dep, opt=None):
     lam_names = list(mode.constraints) + sorted(
         {str(x)[len("lambda_"):] for e in list(outs) + list(guards) for x in e.free_symbols
          if str(x).startswith("lambda_")} - set(mode.constraints))
-    (prog, res), stage = terms_program(model, forms.psyms, cset, (tmpl, ctemps), outs, guards,
+    (prog, res), stage = terms_program(model, forms.psyms, cset, (terms, ctemps), outs, guards,
                                        lam_names, watch)
     fn = compile_program(prog, res, f"the compiled terms of mode {mode_id} {list(active)}", opt)
     n = model.n

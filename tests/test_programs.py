@@ -455,3 +455,21 @@ def test_a_step_takes_its_first_stage_from_where_the_last_ended(embedding):
         mode.enter(0.0, q, u, p, True)
         vals[:] = np.float64(1e3).view(np.int64)
         assert not np.allclose(mode.rk4(0.0, h, got[1], p), ref)
+
+
+def test_every_mode_calls_one_compiled_copy_of_the_unconstrained_terms():
+    """The model's unconstrained terms (b, A_u, qdot: eq 1-4) are compiled once and called by
+    name from every mode's program (its stage and its entry), not compiled into each: the
+    free chain's steps keep that code warm for the switch into the pin."""
+    N = 5
+    sc, P, q, u, (xt, yt) = _pinned(N)
+    sim = sc.simulator(embedding="numeric")
+    sim.start(0.0, q, u)
+    sim.prepare([])
+    sim.prepare(["tip_x", "tip_y"])
+    lib = sim.mode_compiler.library
+    programs = [v for v in lib.terms_programs.values() if v is not None]
+    terms = lib.shared("terms_program.model", None)
+    assert len(programs) >= 2
+    for mode in programs:
+        assert terms.name.encode() in mode._step.obj           # called by name
