@@ -267,7 +267,8 @@ def rk4_program(nx, n_rest, stage, final, correct=None):
     ``final``'s last nx outputs are xdot at its arguments (the stage it calls), which the
     step remembers (``program.Memo``): the next step's first stage, if it starts there with
     the same arguments, is not evaluated again (first same as last; the result is the same
-    to the bit), nor a partial step's from the state an event entered (``TermsProgramMode.enter``).
+    to the bit), nor that of a step from the state an event entered
+    (``TermsProgramMode.enter``).
     ``correct``, a program of the same arguments returning x, is applied to x(t+h) first
     (``newton_program``)."""
     prog = Program(2 + nx + n_rest)

@@ -4,14 +4,14 @@ gillespie2005 Sec 5.5 and eq 11-16, evaluated numerically but compiled once per 
 constraint set: the RK4 step of ``compile.linear_program``'s layout, whose stages evaluate the
 unconstrained terms F + F* = b + A_u udot and qdot = W u + X, each active constraint's B, C and
 gamma = Bdot u + Cdot, and then embed: the dependent block B1 of B (its columns chosen by the
-permutation ``perm`` = [ind..., dep...], given as arguments), D = -B1^-1 B_ind and
-E = -B1^-1 C (eq 12), u_dep = D u_ind + E, udot = T udot_ind + g with T = [I; D] and
-g = [0; -B1^-1 gamma], and the independent accelerations from (T^T A_u T) udot_ind =
--T^T (b + A_u g) (eq 13-16, unrolled LDL^T).  The monitors at the step's end take the
-multipliers lambda = -B1^-T (F + F*)_dep (Sec 5.4).  A new partition (a re-selection of the
-independent speeds, Sec 5.4) is new data for the same compiled function: nothing to embed or
-compile.  For models without constraint forces, laws or auxiliary speeds, and at most 3 active
-constraints (B1 inverted by Cramer's rule, well conditioned by the partition's pivoting).
+permutation ``perm`` = [ind..., dep...], given as arguments), D = -B1^-1 B_ind and E = -B1^-1 C
+(eq 12), u_dep = D u_ind + E, udot = T udot_ind + g with T = [I; D] and g = [0; -B1^-1 gamma],
+and the independent accelerations from (T^T A_u T) udot_ind = -T^T (b + A_u g) (eq 13-16,
+LDL^T: ``Program.ldl_solve``). The monitors at the step's end take the multipliers lambda =
+-B1^-T (F + F*)_dep (Sec 5.4). A new partition (a re-selection of the independent speeds, Sec
+5.4) is new data for the same compiled function: nothing to embed or compile. For models
+without constraint forces, laws or auxiliary speeds, and at most 3 active constraints (B1
+inverted by Cramer's rule, well conditioned by the partition's pivoting).
 """
 
 from __future__ import annotations
@@ -158,8 +158,8 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
     if watch and m:                    # kappa(B1) = ||B||_1 ||B1^-1||_1 (Sec 5.4)
         kap = prog.mul(_norm1(prog, e["B"], n), _norm1(prog, e["inv"], m))
     n_out = len(outputs)
-    final = (prog, e["u"] + og[:n_out] + [res, kap] + og[n_out:] + lam + xdot)  # xdot: for
-    #                                                                  the memo (rk4_program)
+    # xdot last: the step remembers it for the next step's first stage (rk4_program)
+    final = (prog, e["u"] + og[:n_out] + [res, kap] + og[n_out:] + lam + xdot)
     phi = [phi_and_gradient(model, c) for c in cset.items if c.holonomic]
     correct = newton_program(model.q, nx, psyms,
                              npar + 2 * n + 1, phi) if phi else None
