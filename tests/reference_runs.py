@@ -27,14 +27,21 @@ SCHEDULES = {                      # scenario -> {time: inputs set then}
 
 
 def cpu():
-    """The CPU model: LLVM compiles for the host, so bit-for-bit holds on one CPU model."""
+    """The CPU model: its name with its family and model numbers (the name alone, "AMD EPYC",
+    spans generations whose numpy kernels and libm round differently).  LLVM compiles for the
+    host, so bit-for-bit holds on one CPU model."""
+    info = {}
     try:
         for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "cpu family", "model") and key not in info:
+                info[key] = value.strip()
     except OSError:
         pass
-    return platform.processor()
+    if "model name" not in info:
+        return platform.processor()
+    return f"{info['model name']} (family {info.get('cpu family')}, model {info.get('model')})"
 
 
 def run(name):
