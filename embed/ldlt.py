@@ -1,4 +1,4 @@
-"""The looped LDL^T solve that compiled programs call for systems beyond ``UNROLL_MAX``.
+"""The looped LDL^T solves that compiled programs call for systems beyond ``UNROLL_MAX``.
 
 ``embed_ldlt(A, B, w, n, nrhs)``: A (n x n by rows, its lower triangle read) symmetric and
 definite, or quasi-definite ([A_u B^T; B 0] with A_u definite: every leading block is
@@ -6,13 +6,21 @@ nonsingular); it is overwritten by L (unit lower, below the diagonal) and D (on 
 ``nrhs`` right-hand sides B (each n long, one after the other) by the solutions; w is n
 doubles of scratch.  No pivoting: a zero pivot gives inf or nan, which the caller sees.
 
-An unrolled LDL^T (``Program.ldl_solve``) is straight-line code that grows like n^3: 200 KB of
-machine code for the 38 x 38 reduced mass matrix of the 40-link chain's point pin, which a
-step that switches into the mode reads cold (the first call of a mode's program costs what
-reading its code costs).  This one is a few kilobytes, shared by every program in the
-process, so it is warm whichever mode is stepping; LLVM's loop vectorizer (the reductions
-reassociated) makes it as fast as the unrolled one from n = 30 on (3.1 against 4.0 us at
-n = 38).  It is compiled once a process (``embed.native``) and called by name.
+An unrolled LDL^T (``Program.ldl_solve``) is straight-line code that grows like n^3: 25 KB of
+machine code at n = 18 and 200 KB for the 38 x 38 reduced mass matrix of the 40-link chain's
+point pin, which a step that switches into the mode reads cold (the first call of a mode's
+program costs what reading its code costs).  A looped one is a few kilobytes, shared by
+every program in the process, so it is warm whichever mode is stepping:
+
+- ``embed_ldlt_exact`` (``EXACT``, up to ``EXACT_MAX`` unknowns): the unrolled solve's
+  operations in its order, nothing reassociated or fused (its back substitution by rows of
+  L^T, x_i = y_i (1 / d_i) - sum_{k > i} L_ki x_k): bit for bit the unrolled solve, 0.2 us
+  slower a call at n = 18 (0.6 against 0.4), 7 KB of code against 25;
+- ``embed_ldlt`` (``NAME``, beyond): its dot products reassociated, which LLVM's loop
+  vectorizer turns into vector code, faster than the unrolled one from n = 30 on (3.1
+  against 4.0 us at n = 38).
+
+Both are compiled once a process (``embed.native``) and called by name.
 """
 
 from __future__ import annotations
@@ -20,7 +28,9 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 NAME = "embed_ldlt"
-UNROLL_MAX = 24       # Program.ldl_solve unrolls up to this size (faster there), calls beyond
+EXACT = "embed_ldlt_exact"
+UNROLL_MAX = 8        # Program.ldl_solve unrolls up to this size (as fast, as small), calls beyond
+EXACT_MAX = 24        # ... ``EXACT`` up to this size (the unrolled results), ``NAME`` beyond
 _FP = ("reassoc", "contract")     # the dot products may be reordered (vectorized) and fused
 
 
@@ -50,12 +60,14 @@ def _loop(b, lo, hi, body, init=None, down=False):
     return acc
 
 
-def module():
+def module(exact=False):
     """The IR text of ``embed_ldlt`` (LDL^T by columns, eq 15-16 of the embedding: the same
-    factorization as ``Program.ldl_solve``, its dot products vectorized)."""
+    factorization as ``Program.ldl_solve``, its dot products vectorized), or with ``exact``
+    of ``embed_ldlt_exact`` (nothing reordered: the unrolled solve's results)."""
     dbl, i64, ptr = ir.DoubleType(), ir.IntType(64), ir.PointerType()
-    mod = ir.Module(NAME)
-    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr, i64, i64]), NAME)
+    name, fp = (EXACT, ()) if exact else (NAME, _FP)
+    mod = ir.Module(name)
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr, i64, i64]), name)
     A, B, w, n, nrhs = fn.args
     for a in (A, B, w):
         a.add_attribute("noalias")
@@ -70,8 +82,8 @@ def module():
 
     def dot(p, q, hi):
         """sum_{k < hi} p[k] q[k]"""
-        return _loop(b, zero, hi, lambda k, acc: b.fadd(acc, b.fmul(ld(p, k), ld(q, k), flags=_FP),
-                                                        flags=_FP), ir.Constant(dbl, 0.0))
+        return _loop(b, zero, hi, lambda k, acc: b.fadd(acc, b.fmul(ld(p, k), ld(q, k), flags=fp),
+                                                        flags=fp), ir.Constant(dbl, 0.0))
 
     def row(i):
         return b.gep(A, [b.mul(i, n)], inbounds=True, source_etype=dbl)
@@ -87,15 +99,23 @@ def module():
 
     _loop(b, zero, n, column)
 
-    def solve(r, _):                  # L y = b, z = D^-1 y, L^T x = z (by rows of L)
+    def solve(r, _):                  # L y = b, z = D^-1 y, L^T x = z
         x = b.gep(B, [b.mul(r, n)], inbounds=True, source_etype=dbl)
         _loop(b, zero, n, lambda i, _: st(b.fsub(ld(x, i), dot(row(i), x, i)), x, i))
+        if exact:                     # x_i = y_i (1 / d_i) - sum_{k > i} L_ki x_k, k ascending
+            def back_exact(i, _):
+                s = _loop(b, b.add(i, one), n, lambda k, acc: b.fadd(
+                    acc, b.fmul(ld(row(k), i), ld(x, k))), ir.Constant(dbl, 0.0))
+                inv = b.fdiv(ir.Constant(dbl, 1.0), ld(row(i), i))
+                st(b.fsub(b.fmul(ld(x, i), inv), s), x, i)
+            _loop(b, zero, n, back_exact, down=True)
+            return
         _loop(b, zero, n, lambda i, _: st(b.fdiv(ld(x, i), ld(row(i), i)), x, i))
 
-        def back(i, _):
+        def back(i, _):               # by rows of L
             ri, xi = row(i), ld(x, i)
-            _loop(b, zero, i, lambda k, _: st(b.fsub(ld(x, k), b.fmul(ld(ri, k), xi, flags=_FP),
-                                                     flags=_FP), x, k))
+            _loop(b, zero, i, lambda k, _: st(b.fsub(ld(x, k), b.fmul(ld(ri, k), xi, flags=fp),
+                                                     flags=fp), x, k))
         _loop(b, zero, n, back, down=True)
 
     _loop(b, zero, nrhs, solve)

@@ -54,8 +54,9 @@ def _llvm():
             tms = {o: target.create_target_machine(opt=o, jit=True, **_host(llvm))
                    for o in (OPT_FAST, OPT_RUN)}
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tms[OPT_FAST])
-            llvm.add_symbol(ldlt.NAME, _optimized(llvm, tms[OPT_RUN], engine, ldlt.module(),
-                                                  ldlt.NAME))       # ``Program.ldl_solve``
+            for exact, name in ((False, ldlt.NAME), (True, ldlt.EXACT)):   # ``Program.ldl_solve``
+                llvm.add_symbol(name, _optimized(llvm, tms[OPT_RUN], engine,
+                                                 ldlt.module(exact), name))
             _STATE.update(llvm=llvm, tm=tms, engine=engine)
     return _STATE
 
@@ -86,7 +87,8 @@ def _host(llvm):
 
 _DECL = {"pow": "declare double @pow(double, double)",
          "atan2": "declare double @atan2(double, double)",
-         "ldlt": f"declare void @{ldlt.NAME}(ptr, ptr, ptr, i64, i64)"}
+         "ldlt": f"declare void @{ldlt.NAME}(ptr, ptr, ptr, i64, i64)\n"
+                 f"declare void @{ldlt.EXACT}(ptr, ptr, ptr, i64, i64)"}
 _BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 
 
@@ -238,7 +240,7 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
         elif op == "remember":
             lines += _memo_store(d, c, val, memo, slot)
         elif op == "ldlt":             # A's lower triangle and the right-hand sides stored
-            k, nrhs = a                # (by rows), ``ldlt.NAME`` called
+            k, nrhs, exact = a         # (by rows), ``ldlt.NAME`` (or ``EXACT``) called
             used.add(op)
             allocas.append(f"  {d}A = alloca [{k * k} x double]\n"
                            f"  {d}out = alloca [{k * nrhs} x double]\n"
@@ -248,7 +250,8 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
             lines += [f"  {d}p{j} = getelementptr inbounds double, ptr {arr}, i64 {i}\n"
                       f"  store double {val[e]}, ptr {d}p{j}"
                       for j, ((arr, i), e) in enumerate(zip(at, c))]
-            lines.append(f"  call void @{ldlt.NAME}(ptr {d}A, ptr {d}out, ptr {d}w, i64 {k}, "
+            lines.append(f"  call void @{ldlt.EXACT if exact else ldlt.NAME}(ptr {d}A, "
+                         f"ptr {d}out, ptr {d}w, i64 {k}, "
                          f"i64 {nrhs})")
         elif op == "result":
             lines.append(f"  {d}p = getelementptr inbounds double, ptr %r{a}out, i64 {c}\n"

@@ -14,7 +14,7 @@ import math
 import symengine as se
 
 from .errors import CompilationError
-from .ldlt import UNROLL_MAX
+from . import ldlt
 
 # operations of one argument, by symengine function name (the names the LLVM code uses)
 UNARY = {"sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos",
@@ -56,8 +56,9 @@ class Program:
     ``subs[a]`` on the registers b; a tuple), "result" (output b of the call in register a),
     "gt" and "eq" (1.0 where a > b, a == b, else 0.0), "select" (register b[0] where a is
     nonzero, else b[1]: the choices of a pivot search, ``argmax``) and "ldlt" (a = (k,
-    nrhs): the k x k system of the registers b = A's lower triangle by rows, then the
-    right-hand sides, solved by the looped LDL^T, ``embed.ldlt``).
+    nrhs, exact): the k x k system of the registers b = A's lower triangle by rows, then the
+    right-hand sides, solved by a looped LDL^T, ``embed.ldlt``: in the unrolled order if
+    exact).
     Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing.
 
     A memo (``memo``: a ``Memo``) remembers, for the whole compiled module, two evaluations
@@ -321,12 +322,13 @@ class Program:
         """x with A x = b for each column b of ``rhs``, A symmetric and definite, or
         quasi-definite (its lower triangle read; registers), by LDL^T with no pivoting: the
         reduced mass matrix D^T M D of eq 15 is definite, so every pivot is nonzero.  Unrolled
-        up to ``ldlt.UNROLL_MAX`` unknowns; beyond, the looped one that every program calls
-        (``embed.ldlt``: a few kilobytes of code, where this one grows like n^3)."""
+        up to ``ldlt.UNROLL_MAX`` unknowns; beyond, a call of a looped one that every program
+        shares (``embed.ldlt``: a few kilobytes of code, where this one grows like n^3), up to
+        ``ldlt.EXACT_MAX`` in this solve's order (the same results, bit for bit)."""
         n = len(A)
-        if n > UNROLL_MAX:
-            token = self._op("ldlt", (n, len(rhs)), tuple(A[i][j] for i in range(n)
-                                                          for j in range(i + 1))
+        if n > ldlt.UNROLL_MAX:
+            token = self._op("ldlt", (n, len(rhs), n <= ldlt.EXACT_MAX),
+                             tuple(A[i][j] for i in range(n) for j in range(i + 1))
                              + tuple(r for b in rhs for r in b))
             return [[self._op("result", token, c * n + i) for i in range(n)]
                     for c in range(len(rhs))]

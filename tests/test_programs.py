@@ -22,7 +22,8 @@ from test_pendulums import augmented, rows
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_ldlt_solves_definite_systems(n, sign):
     """LDL^T without pivoting (eq 15-16: the reduced mass matrix is definite, either sign),
-    unrolled, or looped beyond ``ldlt.UNROLL_MAX`` (n = 30), at both codegen levels."""
+    unrolled up to ``ldlt.UNROLL_MAX``, looped beyond (n = 12 in the unrolled order, n = 30
+    vectorized), at both codegen levels, with two right-hand sides."""
     rng = np.random.default_rng(n)
     P = Program(n * n + 2 * n)
     A = [[i * n + j for j in range(n)] for i in range(n)]
@@ -182,20 +183,22 @@ def test_compares_selects_and_the_pivot_search():
                                  a[3] if a[2] else a[4], a[k], float(k)]
 
 
-@pytest.mark.parametrize("k", [4, 24, 25, 40])
+@pytest.mark.parametrize("k", [4, 12, 24, 25, 40])
 def test_ldlt_solves_quasi_definite_systems_unrolled_and_looped(k):
     """``Program.ldl_solve`` on the activation jump's system [A_u B^T; B 0] (A_u negative
     definite, mueller eq 7: quasi-definite, no pivoting), unrolled up to ``ldlt.UNROLL_MAX``
-    unknowns and by the looped, vectorized ``embed_ldlt`` beyond, against numpy; a zero
-    leading pivot gives a non-finite solution (the caller's sign to decline)."""
-    from embed.ldlt import UNROLL_MAX
+    unknowns, looped in the unrolled order up to ``EXACT_MAX`` and by the vectorized
+    ``embed_ldlt`` beyond, against numpy; a zero leading pivot gives a non-finite solution
+    (the caller's sign to decline)."""
+    from embed.ldlt import EXACT_MAX, UNROLL_MAX
     rng = np.random.default_rng(k)
     m = 2
     P = Program(k * k + 2 * k)
     A = [[i * k + j for j in range(k)] for i in range(k)]
     x1, x2 = P.ldl_solve(A, [list(range(k * k, k * k + k)), list(range(k * k + k, k * k + 2 * k))])
     f = compile_program(P, x1 + x2, "ldl")
-    assert any(op[0] == "ldlt" for op in P.ops) == (k > UNROLL_MAX)
+    assert [op[1][2] for op in P.ops if op[0] == "ldlt"] == \
+        ([k <= EXACT_MAX] if k > UNROLL_MAX else [])
     for _ in range(3):
         R = rng.normal(size=(k - m, k - m))
         K = np.zeros((k, k))
@@ -207,6 +210,54 @@ def test_ldlt_solves_quasi_definite_systems_unrolled_and_looped(k):
         assert out == pytest.approx(np.linalg.solve(K, rhs.T).T.ravel(), rel=1e-9, abs=1e-12)
     K[0, :] = K[:, 0] = 0.0
     assert not np.isfinite(f(np.concatenate((K.ravel(), rhs.ravel())))).all()
+
+
+@pytest.mark.parametrize("k", [1, 4, 13, 24])
+def test_looped_ldlt_gives_the_unrolled_solve_bit_for_bit(k, monkeypatch):
+    """Up to ``ldlt.EXACT_MAX`` unknowns the looped solve (``embed_ldlt_exact``: a few
+    kilobytes of code, where the unrolled one grows like n^3 and a switch reads it cold)
+    returns the unrolled solve's results bit for bit (the same operations in the same order,
+    nothing reassociated or fused), on quasi-definite systems with structural zeros and
+    ones (the constraint rows of the activation jump), and a non-finite result where a
+    leading pivot is zero."""
+    import embed.ldlt as ldlt
+    rng = np.random.default_rng(k)
+    m = min(2, k - 1)
+    n = k - m
+    outs = {}
+    for compact in (False, True):       # unrolled, then looped whatever k
+        monkeypatch.setattr(ldlt, "UNROLL_MAX", 0 if compact else 10 ** 6)
+        P = Program(n * n + m * n + k)
+        A = [[None] * k for _ in range(k)]
+        for i in range(n):
+            for j in range(n):
+                A[i][j] = i * n + j
+        for r in range(m):
+            for j in range(n):
+                A[n + r][j] = A[j][n + r] = (P.const(1.0) if j == r else P.const(0.0)
+                                             if j == r + 1 else n * n + r * n + j)
+            for c in range(m):
+                A[n + r][n + c] = P.const(0.0)
+        x, = P.ldl_solve(A, [list(range(n * n + m * n, n * n + m * n + k))])
+        assert [op[1][2] for op in P.ops if op[0] == "ldlt"] == ([True] if compact else [])
+        outs[compact] = compile_program(P, x, "ldl")
+    for _ in range(3):
+        R = rng.normal(size=(n, n))
+        Au = -(R @ R.T + k * np.eye(n))
+        Bm = rng.normal(size=(m, n))
+        args = np.concatenate((Au.ravel(), Bm.ravel(), rng.normal(size=k)))
+        a, b = outs[False](args), outs[True](args)
+        assert a.tobytes() == b.tobytes()
+        K = np.zeros((k, k))
+        K[:n, :n] = Au
+        for r in range(m):                          # the structural ones and zeros
+            for j in range(n):
+                Bm[r, j] = 1.0 if j == r else 0.0 if j == r + 1 else Bm[r, j]
+        K[n:, :n], K[:n, n:] = Bm, Bm.T
+        assert b == pytest.approx(np.linalg.solve(K, args[-k:]), rel=1e-9, abs=1e-12)
+    args[0] = 0.0                                   # a zero first pivot
+    assert not np.isfinite(outs[True](args)).all()
+    assert not np.isfinite(outs[False](args)).all()
 
 
 @pytest.mark.parametrize("N", [6, 12, 24])  # the jump's system unrolled, then looped
