@@ -47,6 +47,9 @@ class Memo:
         return 1 + len(self.reads) + self.size
 
 
+_UNSHARED = ("const", "call", "mcall", "remember", "ldlt")   # by value (``const``), or events
+
+
 class Program:
     """A straight-line program of float operations on registers.
 
@@ -70,6 +73,7 @@ class Program:
     def __init__(self, n_in):
         self.n_in = n_in
         self.ops = []
+        self._seen = {}       # (name, a, b) -> its register (``_op``)
         self._consts = {}
         self._value = {}      # register -> its constant value, for folding
         self.arrays = []      # register lists that ``gather`` indexes
@@ -80,8 +84,17 @@ class Program:
 
     # ------------------------------------------------------------ operations
     def _op(self, name, a, b=None):
-        self.ops.append((name, a, b))
-        return self.n_in + len(self.ops) - 1
+        """The register of (name, a, b): a new one, or the one computing the same operation
+        of the same registers already (value numbering: the sin q_i of each spliced
+        constraint template computed once); calls, memo stores and solves are each new."""
+        key = None if name in _UNSHARED else (name, a, b)
+        r = self._seen.get(key)
+        if r is None:
+            self.ops.append((name, a, b))
+            r = self.n_in + len(self.ops) - 1
+            if key is not None:
+                self._seen[key] = r
+        return r
 
     def const(self, v):
         v = float(v)
