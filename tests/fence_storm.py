@@ -141,8 +141,7 @@ def main(fmu, opts):
                 if off > d[f"max_{kind}"]:
                     d[f"max_{kind}"], d[f"{kind}_at"] = off, t
                 d[f"steps_{kind}_10ms"] += off > 0.01
-                # what the step itself took, less the cyclic collector's pass (reported apart)
-                own = max(cpu + off * (kind == "blocked") - collections.step, 0.0)
+                own = cpu + off * (kind == "blocked")      # what the step itself took
                 if own > d["max_own"]:
                     d["max_own"], d["own_at"] = own, t
             d["steps_over_10ms"] += dt > 0.01

@@ -24,7 +24,6 @@ BLOCK_BUDGET = 0.01       # s a step may sleep (fence_storm.py counts the steps 
 BLOCK_LIMIT = float(os.environ.get("FENCE_BLOCK_LIMIT", "0.1"))        # s, asleep, any step
 BLOCKED_STEPS = int(os.environ.get("FENCE_BLOCKED_STEPS", "3"))        # steps over BLOCK_BUDGET
 HANG_GUARD = float(os.environ.get("FENCE_HANG_GUARD", "1.0"))          # s, wall, one doStep
-GC_LIMIT = float(os.environ.get("FENCE_GC_LIMIT", "0.15"))   # s, the collector in one doStep
 SOAK_SECONDS = float(os.environ.get("FENCE_SOAK_SECONDS", "60"))
 
 
@@ -54,10 +53,9 @@ def within_budget(d):
     in a 60 s soak was seen), and never beyond BLOCK_LIMIT; the wall time of every step
     within HANG_GUARD.  A step counts as asleep only if its thread blocked (a voluntary
     context switch): CI once counted 14 steps of 10-100 ms off their core in one soak, without
-    telling which.  The cyclic collector's pass in a step is counted apart and bounded by
-    GC_LIMIT: a full pass late in the 60 s soak took 41-61 ms of one step in 4 of 6 runs on a
-    family-26 EPYC (it found nothing to free), which put that step's own time over
-    STEP_BUDGET without any relay or hang."""
+    telling which.  The figures name the step in which the cyclic collector ran longest
+    (``max_gc``, ``gc_at``, ``gc_what``: generation, objects freed): full passes over the
+    fences' tapes once took 41-61 ms of a step late in the soak (``compile.Tape``)."""
     figures = json.dumps({k: d[k] for k in (
         "max_step", "at", "max_own", "own_at", "max_cpu", "cpu_at", "max_blocked", "blocked_at",
         "steps_blocked_10ms", "max_stalled", "stalled_at", "steps_stalled_10ms", "max_gc", "gc_at",
@@ -65,7 +63,6 @@ def within_budget(d):
     assert d["max_step"] <= HANG_GUARD, figures
     if d["schedstat"]:
         assert d["max_own"] <= STEP_BUDGET and d["max_blocked"] <= BLOCK_LIMIT, figures
-        assert d["max_gc"] <= GC_LIMIT, figures
         assert d["steps_blocked_10ms"] <= BLOCKED_STEPS, figures
     else:
         assert d["max_step"] <= STEP_BUDGET, figures
