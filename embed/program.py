@@ -62,7 +62,8 @@ class Program:
     nrhs, exact): the k x k system of the registers b = A's lower triangle by rows, then the
     right-hand sides, solved by a looped LDL^T, ``embed.ldlt``: in the unrolled order if
     exact).
-    Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing.
+    Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing; an operation of the
+    same registers is computed once (``_op``).
 
     A memo (``memo``: a ``Memo``) remembers, for the whole compiled module, two evaluations
     of one called program: "mcall" (a call, ``call(..., memo=True)``) skips the call where the
