@@ -103,7 +103,7 @@ def main(fmu, opts):
              "max_blocked": 0.0, "steps_stalled_10ms": 0, "max_stalled": 0.0, "stalled_at": None,
              "blocked_at": None, "max_own": 0.0, "own_at": None, "max_gc": 0.0, "gc_at": None, "gc_what": None,
              "schedstat": _sched() is not None} for _ in runs]
-    collections = _Collections()
+    collector = _Collections()
     h = 1e-3
     n_steps = int(round(duration / h))
     next_at = [start + i * every / n_inst for i in range(n_inst)]
@@ -121,13 +121,13 @@ def main(fmu, opts):
                 r.fmu.setString([r.vr("fence_curve")], [d["text"]])
                 r.set(fence_version=d["version"])
             s0, v0 = _sched(), _slept()
-            collections.step = 0.0
+            collector.step = 0.0
             a = time.perf_counter()
             r.step(h)
             dt = time.perf_counter() - a
             s1, v1 = _sched(), _slept()
-            if collections.step > d["max_gc"]:
-                d["max_gc"], d["gc_at"], d["gc_what"] = collections.step, t, collections.what
+            if collector.step > d["max_gc"]:
+                d["max_gc"], d["gc_at"], d["gc_what"] = collector.step, t, collector.what
             if dt > d["max_step"]:
                 d["max_step"], d["at"] = dt, t
             if s0 is not None:

@@ -40,6 +40,25 @@ def test_ldlt_solves_definite_systems(n, sign):
             assert out == pytest.approx(ref, rel=1e-12, abs=1e-12)
 
 
+def test_an_operation_of_the_same_registers_is_computed_once():
+    """Value numbering (``Program._op``): two constraint templates spliced on the same q give
+    one sin q and one q * q, not two; a constant's sign is kept (-0 is not +0), and each call
+    is its own event, its results apart."""
+    from embed.compile import _splice, _template
+    q = se.Symbol("q")
+    tmpl = _template([q], [se.sin(q) * q ** 2, se.cos(q)])
+    P = Program(1)
+    a = _splice(P, tmpl, [0])
+    b = _splice(P, tmpl, [0])
+    assert a == b
+    assert [op[0] for op in P.ops].count("sin") == 1
+    assert P.const(0.0) != P.const(-0.0)
+    sub = (Program(1), [0])
+    assert P.call(sub, [0]) != P.call(sub, [0])
+    f = compile_program(P, a, "numbered")
+    assert f(np.array([0.7])) == pytest.approx([np.sin(0.7) * 0.49, np.cos(0.7)], rel=1e-15)
+
+
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_small_general_systems_by_cramer(k):
     rng = np.random.default_rng(k)
@@ -225,8 +244,8 @@ def test_looped_ldlt_gives_the_unrolled_solve_bit_for_bit(k, monkeypatch):
     m = min(2, k - 1)
     n = k - m
     outs = {}
-    for compact in (False, True):       # unrolled, then looped whatever k
-        monkeypatch.setattr(ldlt, "UNROLL_MAX", 0 if compact else 10 ** 6)
+    for looped in (False, True):        # unrolled, then looped whatever k
+        monkeypatch.setattr(ldlt, "UNROLL_MAX", 0 if looped else 10 ** 6)
         P = Program(n * n + m * n + k)
         A = [[None] * k for _ in range(k)]
         for i in range(n):
@@ -239,8 +258,8 @@ def test_looped_ldlt_gives_the_unrolled_solve_bit_for_bit(k, monkeypatch):
             for c in range(m):
                 A[n + r][n + c] = P.const(0.0)
         x, = P.ldl_solve(A, [list(range(n * n + m * n, n * n + m * n + k))])
-        assert [op[1][2] for op in P.ops if op[0] == "ldlt"] == ([True] if compact else [])
-        outs[compact] = compile_program(P, x, "ldl")
+        assert [op[1][2] for op in P.ops if op[0] == "ldlt"] == ([True] if looped else [])
+        outs[looped] = compile_program(P, x, "ldl")
     for _ in range(3):
         R = rng.normal(size=(n, n))
         Au = -(R @ R.T + k * np.eye(n))
