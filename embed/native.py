@@ -16,7 +16,7 @@ import uuid
 
 import numpy as np
 
-from . import ldlt
+from . import ldlt, reduction
 from .errors import CompilationError
 from .program import arity
 
@@ -48,8 +48,10 @@ def _llvm():
             llvm.set_option("", "-fast-isel")
             llvm.set_option("", "-enable-misched=false")
             libm = ctypes.CDLL(ctypes.util.find_library("m"))
-            for name in _LIBM:
-                llvm.add_symbol(name, ctypes.cast(getattr(libm, name), ctypes.c_void_p).value)
+            libc = ctypes.CDLL(ctypes.util.find_library("c"))
+            for lib, names in ((libm, _LIBM), (libc, ("memcpy", "memcmp"))):
+                for name in names:
+                    llvm.add_symbol(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
             target = llvm.Target.from_default_triple()
             tms = {o: target.create_target_machine(opt=o, jit=True, **_host(llvm))
                    for o in (OPT_FAST, OPT_RUN)}
@@ -57,6 +59,8 @@ def _llvm():
             for exact, name in ((False, ldlt.NAME), (True, ldlt.EXACT)):   # ``Program.ldl_solve``
                 llvm.add_symbol(name, _optimized(llvm, tms[OPT_RUN], engine,
                                                  ldlt.module(exact), name))
+            llvm.add_symbol(reduction.NAME, _optimized(llvm, tms[OPT_RUN], engine,
+                                                       reduction.module(), reduction.NAME))
             _STATE.update(llvm=llvm, tm=tms, engine=engine)
     return _STATE
 
@@ -88,7 +92,11 @@ def _host(llvm):
 _DECL = {"pow": "declare double @pow(double, double)",
          "atan2": "declare double @atan2(double, double)",
          "ldlt": f"declare void @{ldlt.NAME}(ptr, ptr, ptr, i64, i64)\n"
-                 f"declare void @{ldlt.EXACT}(ptr, ptr, ptr, i64, i64)"}
+                 f"declare void @{ldlt.EXACT}(ptr, ptr, ptr, i64, i64)",
+         "reduce": f"declare void @{reduction.NAME}({', '.join(['ptr'] * 8)}, i64, i64)"}
+_DECL.update(memcpy="declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
+             memcmp="declare i32 @memcmp(ptr, ptr, i64)")
+COPY_MIN = 4          # a run of call outputs this long is stored by one memcpy (``_stores``)
 _BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 
 
@@ -121,69 +129,118 @@ def _ir(prog, outs, name):
     return "\n".join(decls + text + [""])
 
 
-def _memo_lookup(d, args, val, memo):
-    """IR of a remembered call (``Program.call`` with ``memo``): the arguments the memo's
-    program reads compared, bit for bit, with both remembered evaluations; where one holds
-    them its values go to the call's outputs and the call is skipped (a branch to the label
-    ``{d}J``, which the rest of the function follows).  ``{d}w`` is the evaluation that
-    ``remember`` then replaces: the one not found."""
+def _spans(positions):
+    """[(first, length)] of the maximal runs of consecutive integers in ``positions``."""
+    spans = []
+    for p in positions:
+        if spans and spans[-1][0] + spans[-1][1] == p:
+            spans[-1][1] += 1
+        else:
+            spans.append([p, 1])
+    return spans
+
+
+def _memo_lookup(d, memo):
+    """IR of a remembered call (``Program.call`` with ``memo``), its arguments stored in
+    ``{d}in``: the ones the memo's program reads compared, bit for bit (memcmp, run by run),
+    with both remembered evaluations; where one holds them its values are copied to the
+    call's outputs and the call is skipped (a branch to the label ``{d}J``, which the rest
+    of the function follows).  ``{d}w`` is the evaluation that ``remember`` then replaces:
+    the one not found."""
     g, mm = memo
-    keys = [args[i] for i in mm.reads]
-    lines = [f"  {d}k{j} = bitcast double {val[r]} to i64" for j, r in enumerate(keys)]
+    lines, key = [], 0
     for s in (0, 1):
         base = s * mm.slot
         lines.append(f"  {d}v{s}p = getelementptr inbounds i64, ptr {g}, i64 {base}\n"
                      f"  {d}v{s} = load i64, ptr {d}v{s}p\n"
                      f"  {d}h{s}_0 = icmp eq i64 {d}v{s}, 1")
-        for j in range(len(keys)):
-            lines.append(f"  {d}m{s}_{j}p = getelementptr inbounds i64, ptr {g}, i64 {base + 1 + j}\n"
-                         f"  {d}m{s}_{j} = load i64, ptr {d}m{s}_{j}p\n"
-                         f"  {d}e{s}_{j} = icmp eq i64 {d}m{s}_{j}, {d}k{j}\n"
+        key = 0
+        for j, (first, size) in enumerate(_spans(mm.reads)):
+            lines.append(f"  {d}m{s}_{j}p = getelementptr inbounds i64, ptr {g}, "
+                         f"i64 {base + 1 + key}\n"
+                         f"  {d}m{s}_{j}a = getelementptr inbounds double, ptr {d}in, i64 {first}\n"
+                         f"  {d}m{s}_{j} = call i32 @memcmp(ptr {d}m{s}_{j}a, ptr {d}m{s}_{j}p, "
+                         f"i64 {8 * size})\n"
+                         f"  {d}e{s}_{j} = icmp eq i32 {d}m{s}_{j}, 0\n"
                          f"  {d}h{s}_{j + 1} = and i1 {d}h{s}_{j}, {d}e{s}_{j}")
-    h0, h1 = f"{d}h0_{len(keys)}", f"{d}h1_{len(keys)}"
+            key += size
+    last = len(_spans(mm.reads))
+    h0, h1 = f"{d}h0_{last}", f"{d}h1_{last}"
     lab = d[1:]
     lines.append(f"  {d}hit = or i1 {h0}, {h1}\n"
                  f"  {d}w = zext i1 {h0} to i64\n"
-                 f"  {d}at = select i1 {h0}, i64 {1 + len(keys)}, i64 {mm.slot + 1 + len(keys)}\n"
-                 f"  br i1 {d}hit, label %{lab}H, label %{lab}M\n{lab}H:")
-    lines += [f"  {d}f{j}i = add i64 {d}at, {j}\n"
-              f"  {d}f{j}p = getelementptr inbounds i64, ptr {g}, i64 {d}f{j}i\n"
-              f"  {d}f{j} = load i64, ptr {d}f{j}p\n"
-              f"  {d}o{j} = getelementptr inbounds double, ptr {d}out, i64 {j}\n"
-              f"  store i64 {d}f{j}, ptr {d}o{j}" for j in range(mm.size)]
-    lines.append(f"  br label %{lab}J\n{lab}M:")
+                 f"  {d}at = select i1 {h0}, i64 {1 + key}, i64 {mm.slot + 1 + key}\n"
+                 f"  br i1 {d}hit, label %{lab}H, label %{lab}M\n{lab}H:\n"
+                 f"  {d}f = getelementptr inbounds i64, ptr {g}, i64 {d}at\n"
+                 f"  call void @llvm.memcpy.p0.p0.i64(ptr {d}out, ptr {d}f, i64 {8 * mm.size}, "
+                 f"i1 false)\n"
+                 f"  br label %{lab}J\n{lab}M:")
     return lines
 
 
-def _memo_store(d, regs, val, memo, slot_reg):
+def _memo_store(prog, d, regs, val, memo, slot_reg, used):
     """IR of ``Program.remember``: the valid flag, the arguments the memo's program reads and
     the values (``regs``: arguments, then values), as bits, into the evaluation ``slot_reg``
     (an i64 register: the one this function's lookup did not find; 0 where it has none)."""
     g, mm = memo
     n_args = len(regs) - mm.size
-    words = ["1"] + [f"{d}k{j}" for j in range(len(mm.reads))] + \
-        [f"{d}y{j}" for j in range(mm.size)]
-    lines = [f"  {d}k{j} = bitcast double {val[regs[i]]} to i64" for j, i in enumerate(mm.reads)]
-    lines += [f"  {d}y{j} = bitcast double {val[r]} to i64"
-              for j, r in enumerate(regs[n_args:])]
-    lines.append(f"  {d}b = mul i64 {slot_reg}, {mm.slot}")
-    lines += [f"  {d}i{j} = add i64 {d}b, {j}\n"
-              f"  {d}p{j} = getelementptr inbounds i64, ptr {g}, i64 {d}i{j}\n"
-              f"  store i64 {w}, ptr {d}p{j}" for j, w in enumerate(words)]
+    words = [regs[i] for i in mm.reads] + list(regs[n_args:])
+    lines = [f"  {d}b = mul i64 {slot_reg}, {mm.slot}\n"
+             f"  {d}s = getelementptr inbounds i64, ptr {g}, i64 {d}b\n"
+             f"  store i64 1, ptr {d}s"]
+    return lines + _stores(prog, f"{d}k", f"{d}s", [(1 + j, r) for j, r in enumerate(words)],
+                           val, used)
+
+
+def _stores(prog, tag, ptr, items, val, used):
+    """IR storing registers into the buffer ``ptr``: ``items`` = [(position, register)];
+    ``COPY_MIN`` or more consecutive arguments of the function, or outputs of one call,
+    going to consecutive positions (the parameters and the partition passed on to each
+    stage, a row of A_u into the activation system) are one memcpy from where they are,
+    whose loads are then never emitted.  ``tag`` names the IR values (unique to the caller)."""
+    def source(r):
+        if r < prog.n_in:
+            return "%in", r
+        op = prog.ops[r - prog.n_in]
+        return (f"%r{op[1]}out", op[2]) if op[0] == "result" else None
+
+    lines, k = [], 0
+    while k < len(items):
+        j0, s0 = items[k][0], source(items[k][1])
+        e = k + 1
+        while s0 is not None and e < len(items) and items[e][0] == j0 + e - k \
+                and source(items[e][1]) == (s0[0], s0[1] + e - k):
+            e += 1
+        if e - k >= COPY_MIN:
+            used.add("memcpy")
+            lines.append(f"  {tag}m{j0} = getelementptr inbounds double, ptr {ptr}, i64 {j0}\n"
+                         f"  {tag}n{j0} = getelementptr inbounds double, ptr {s0[0]}, "
+                         f"i64 {s0[1]}\n  call void @llvm.memcpy.p0.p0.i64(ptr {tag}m{j0}, "
+                         f"ptr {tag}n{j0}, i64 {8 * (e - k)}, i1 false)")
+        else:
+            e = k + 1
+            lines.append(f"  {tag}{j0} = getelementptr inbounds double, ptr {ptr}, i64 {j0}\n"
+                         f"  store double {val[items[k][1]]}, ptr {tag}{j0}")
+        k = e
     return lines
+
+
+def _run(prog, regs):
+    """(call register, first output) where the registers ``regs`` are consecutive outputs
+    of one call (the unconstrained terms b, A_u), read where they are; else None."""
+    ops = [prog.ops[r - prog.n_in] if r >= prog.n_in else ("",) for r in regs]
+    if ops and all(op[0] == "result" for op in ops) and len({op[1] for op in ops}) == 1 \
+            and [op[2] for op in ops] == list(range(ops[0][2], ops[0][2] + len(ops))):
+        return ops[0][1:]
+    return None
 
 
 def _result_runs(prog):
     """{array: (call register, first output)} for the gathered arrays that are consecutive
     outputs of one call (a permuted mass matrix, say): gathered from the call's outputs,
     not stored again."""
-    runs = {}
-    for aid, regs in enumerate(prog.arrays):
-        ops = [prog.ops[r - prog.n_in] if r >= prog.n_in else ("",) for r in regs]
-        if all(op[0] == "result" for op in ops) and len({op[1] for op in ops}) == 1 \
-                and [op[2] for op in ops] == list(range(ops[0][2], ops[0][2] + len(ops))):
-            runs[aid] = ops[0][1:]
-    return runs
+    runs = {aid: _run(prog, regs) for aid, regs in enumerate(prog.arrays)}
+    return {aid: r for aid, r in runs.items() if r is not None}
 
 
 def _function(prog, outs, name, internal, sub_names, used, memo):
@@ -218,9 +275,8 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
         elif op == "gather":          # the array is stored at its first gather
             if a not in stored:
                 stored.add(a)
-                lines += [f"  %a{a}e{j} = getelementptr inbounds [{len(prog.arrays[a])} x double], "
-                          f"ptr %a{a}, i64 0, i64 {j}\n  store double {val[e]}, ptr %a{a}e{j}"
-                          for j, e in enumerate(prog.arrays[a])]
+                lines += _stores(prog, f"%a{a}e", f"%a{a}", list(enumerate(prog.arrays[a])),
+                                 val, used)
             lines.append(f"  {d}i = fptosi double {val[c]} to i64\n"
                          f"  {d}p = getelementptr inbounds [{len(prog.arrays[a])} x double], "
                          f"ptr %a{a}, i64 0, i64 {d}i\n"
@@ -228,31 +284,55 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
         elif op in ("call", "mcall"):  # arguments stored, the function called
             allocas.append(f"  {d}in = alloca [{len(c)} x double]\n"
                            f"  {d}out = alloca [{arity(prog.subs[a])[1]} x double]")
+            lines += _stores(prog, f"{d}a", f"{d}in", list(enumerate(c)), val, used)
             if op == "mcall":
-                lines += _memo_lookup(d, c, val, memo)
+                used.update(("memcmp", "memcpy"))
+                lines += _memo_lookup(d, memo)
                 slot = f"{d}w"
-            lines += [f"  {d}a{j} = getelementptr inbounds [{len(c)} x double], ptr {d}in, "
-                      f"i64 0, i64 {j}\n  store double {val[e]}, ptr {d}a{j}"
-                      for j, e in enumerate(c)]
             lines.append(f"  call void @{sub_names[a]}(ptr {d}in, ptr {d}out)")
             if op == "mcall":
                 lines.append(f"  br label %{d[1:]}J\n{d[1:]}J:")
         elif op == "remember":
-            lines += _memo_store(d, c, val, memo, slot)
+            lines += _memo_store(prog, d, c, val, memo, slot, used)
         elif op == "ldlt":             # A's lower triangle and the right-hand sides stored
             k, nrhs, exact = a         # (by rows), ``ldlt.NAME`` (or ``EXACT``) called
             used.add(op)
             allocas.append(f"  {d}A = alloca [{k * k} x double]\n"
                            f"  {d}out = alloca [{k * nrhs} x double]\n"
                            f"  {d}w = alloca [{k} x double]")
-            at = [(d + "A", i * k + j) for i in range(k) for j in range(i + 1)] + \
-                [(d + "out", i) for i in range(k * nrhs)]
-            lines += [f"  {d}p{j} = getelementptr inbounds double, ptr {arr}, i64 {i}\n"
-                      f"  store double {val[e]}, ptr {d}p{j}"
-                      for j, ((arr, i), e) in enumerate(zip(at, c))]
+            tri = k * (k + 1) // 2
+            lines += _stores(prog, f"{d}p", f"{d}A", list(zip(
+                [i * k + j for i in range(k) for j in range(i + 1)], c[:tri])), val, used)
+            lines += _stores(prog, f"{d}q", f"{d}out", list(enumerate(c[tri:])), val, used)
             lines.append(f"  call void @{ldlt.EXACT if exact else ldlt.NAME}(ptr {d}A, "
                          f"ptr {d}out, ptr {d}w, i64 {k}, "
                          f"i64 {nrhs})")
+        elif op == "reduce":           # ``Program.reduced``: ``reduction.NAME``, then the
+            n, m, exact = a            # looped LDL^T on the reduced system it formed
+            n_i, nv = n - m, n + n * n
+            used.update((op, "ldlt"))
+            allocas.append(f"  {d}A = alloca [{n_i * n_i} x double]\n"
+                           f"  {d}out = alloca [{n_i + m * n_i + m} x double]\n"
+                           f"  {d}w = alloca [{n_i} x double]\n"
+                           f"  {d}in = alloca [{len(c)} x double]")
+            run = _run(prog, c[:nv])
+            vp = f"{d}in"
+            if run is not None:        # b, A_u read in the terms call's outputs
+                vp = f"{d}v"
+                lines.append(f"  {vp} = getelementptr inbounds double, ptr %r{run[0]}out, "
+                             f"i64 {run[1]}")
+            lines += _stores(prog, f"{d}a", f"{d}in", [(j, e) for j, e in enumerate(c)
+                                                      if run is None or j >= nv], val, used)
+            ptrs = [f"{d}{x}" for x in ("P", "D", "g", "y", "z")]
+            lines += [f"  {x} = getelementptr inbounds double, ptr {d}{arr}, i64 {i}"
+                      for x, (arr, i) in zip(ptrs, [("in", nv), ("in", nv + n),
+                                                    ("in", nv + n + m * n_i), ("out", n_i),
+                                                    ("out", n_i + m * n_i)])]
+            lines.append(f"  call void @{reduction.NAME}(ptr {vp}, ptr {ptrs[0]}, "
+                         f"ptr {ptrs[1]}, ptr {ptrs[2]}, ptr {d}A, ptr {d}out, ptr {ptrs[3]}, "
+                         f"ptr {ptrs[4]}, i64 {n}, i64 {m})\n"
+                         f"  call void @{ldlt.EXACT if exact else ldlt.NAME}(ptr {d}A, "
+                         f"ptr {d}out, ptr {d}w, i64 {n_i}, i64 1)")
         elif op == "result":
             lines.append(f"  {d}p = getelementptr inbounds double, ptr %r{a}out, i64 {c}\n"
                          f"  {d} = load double, ptr {d}p")
@@ -284,9 +364,7 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
             fn = _INTRINSIC.get(op, op)
             used.add(op)
             lines.append(f"  {d} = call double @{fn}(double {val[a]})")
-    for i, r in enumerate(outs):
-        lines.append(f"  %o{i} = getelementptr inbounds double, ptr %out, i64 {i}\n"
-                     f"  store double {val[r]}, ptr %o{i}")
+    lines += _stores(prog, "%o", "%out", list(enumerate(outs)), val, used)
     head = f"define void @{name}(ptr noalias %in, ptr noalias %out){' noinline' * internal} {{"
     return "\n".join([head, "entry:"] + allocas + lines + ["  ret void", "}"])
 

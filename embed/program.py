@@ -47,7 +47,8 @@ class Memo:
         return 1 + len(self.reads) + self.size
 
 
-_UNSHARED = ("const", "call", "mcall", "remember", "ldlt")   # by value (``const``), or events
+_UNSHARED = ("const", "call", "mcall", "remember", "ldlt", "reduce")  # by value, or events
+_CALLS = ("call", "mcall", "remember", "ldlt", "reduce")   # read the registers b
 
 
 class Program:
@@ -61,7 +62,8 @@ class Program:
     nonzero, else b[1]: the choices of a pivot search, ``argmax``) and "ldlt" (a = (k,
     nrhs, exact): the k x k system of the registers b = A's lower triangle by rows, then the
     right-hand sides, solved by a looped LDL^T, ``embed.ldlt``: in the unrolled order if
-    exact).
+    exact) and "reduce" (a = (n, m, exact): the reduced system of the registers b and its
+    solution, ``reduced``).
     Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing; an operation of the
     same registers is computed once (``_op``).
 
@@ -155,7 +157,7 @@ class Program:
                 live[n_in + k] = True
             if not live[n_in + k] or op == "const":
                 continue
-            if op in ("call", "mcall", "ldlt", "remember"):
+            if op in _CALLS:
                 for r in b:
                     live[r] = True
             elif op == "result":
@@ -365,6 +367,20 @@ class Program:
                                 self.dot([L[k][i] for k in range(i + 1, n)], x[i + 1:]))
             out.append(x)
         return out
+
+    def reduced(self, v, perm, D, g):
+        """(udot_ind, the dependent rows of A_p T, those of r0) of the reduced system
+        (T^T A_u T) udot_ind = -T^T (b + A_u g), eq 13-16, by a call of the looped
+        ``embed.reduction`` (the straight-line code's results) and of the looped LDL^T
+        solve (``ldl_solve``'s beyond ``ldlt.UNROLL_MAX``).  Registers: v = [b..., A_u by
+        rows...], perm = [ind..., dep...] (holding integers), D (m rows), g (m)."""
+        n, m = len(perm), len(g)
+        n_i = n - m
+        token = self._op("reduce", (n, m, n_i <= ldlt.EXACT_MAX),
+                         tuple(v) + tuple(perm) + tuple(r for row in D for r in row) + tuple(g))
+        out = [self._op("result", token, i) for i in range(n_i + m * n_i + m)]
+        return out[:n_i], [out[n_i + k * n_i:n_i + (k + 1) * n_i] for k in range(m)], \
+            out[n_i + m * n_i:]
 
     def solve_small(self, A, b):
         """x with A x = b for a general k x k system, k <= 3, by Cramer's rule (no pivot)."""

@@ -33,6 +33,7 @@ from .native import Buffer, compile_program
 from .numeric import lam_symbol
 from .program import Program
 from .projection import PHI_TOL
+from . import reduction
 
 MAX_M = 3
 PARTITIONS_AHEAD = 1000   # a program's partition copies made ahead up to this many (3 KB each)
@@ -83,7 +84,7 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
         pr = list(range(1 + nx, 1 + nx + npar))
         perm = list(range(1 + nx + npar, 1 + nx + npar + n))
         iperm = list(range(1 + nx + npar + n, 1 + nx + npar + 2 * n))
-        one, zero, fn = prog.const(1.0), prog.const(0.0), prog.const(float(n))
+        one, zero = prog.const(1.0), prog.const(0.0)
         rows = [_splice(prog, bc, [t] + q + pr) for bc, _ in ctemps]
         B = [r[:n] for r in rows]
         C = [r[n] for r in rows]
@@ -101,20 +102,10 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
         gam = [_splice(prog, gt, [t] + q + u + pr)[0] for _, gt in ctemps]
         g = [prog.unary("neg", prog.dot(inv[k], gam)) for k in range(m)]
         v = prog.call(terms, [t] + q + u + pr)
-        b, Au, qdot = v[:n], v[n:n + n * n], v[n + n * n:]
-        bp = [prog.gather(b, perm[i]) for i in range(n)]
-        rowidx = [prog.mul(perm[i], fn) for i in range(n)]
-        Ap = [[prog.gather(Au, prog.add(rowidx[i], perm[j])) for j in range(n)] for i in range(n)]
-        MT = [[prog.dot([Ap[r][n_i + k] for k in range(m)], [D[k][j] for k in range(m)], Ap[r][j])
-               for j in range(n_i)] for r in range(n)]       # A_u T
-        A = [[prog.dot([D[k][i] for k in range(m)], [MT[n_i + k][j] for k in range(m)], MT[i][j])
-              if j <= i else None for j in range(n_i)] for i in range(n_i)]   # T^T A_u T
-        r0 = [prog.dot([Ap[r][n_i + k] for k in range(m)], g, bp[r]) for r in range(n)]
-        rhs = [prog.unary("neg", prog.dot([D[k][i] for k in range(m)],
-                                          [r0[n_i + k] for k in range(m)], r0[i]))
-               for i in range(n_i)]
-        udi, = prog.ldl_solve(A, [rhs])                      # eq 15-16
-        return dict(B=B, C=C, phi=phi, inv=inv, u=u, MT=MT, r0=r0, udi=udi, qdot=qdot, pr=pr)
+        udi, MTd, r0d = reduced(prog, v[:n + n * n], perm, D, g)     # eq 13-16
+        qdot = v[n + n * n:]
+        return dict(B=B, C=C, phi=phi, inv=inv, u=u, MTd=MTd, r0d=r0d, udi=udi, qdot=qdot,
+                    pr=pr)
 
     n_args = 1 + nx + npar + 2 * n + 1          # ..., iperm, the correction's flag
     stage = Program(n_args)
@@ -124,7 +115,7 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
     # and of r0 (the final stage calls the stage: it is compiled once)
     extras = ([r for row in e["B"] for r in row] + e["C"] + e["phi"]
               + [r for row in e["inv"] for r in row] + e["u"]
-              + [r for k in range(m) for r in e["MT"][n_i + k]] + e["r0"][n_i:])
+              + [r for row in e["MTd"] for r in row] + e["r0d"])
     stage = (stage, e["qdot"] + e["udi"] + extras)
     prog = Program(n_args)
     v = prog.call(stage, list(range(n_args)))
@@ -168,6 +159,34 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
         prog.subs.append(entry_program(model, npar, cset, templates, final))
         prog.exports["enter"] = len(prog.subs) - 1
     return (prog, outs), stage
+
+
+def reduced(prog, v, perm, D, g):
+    """(udot_ind, the dependent rows of A_p T and of r0) from the unconstrained terms
+    v = [b..., A_u by rows...] (registers) in the partition's order perm = [ind..., dep...]:
+    A_p T = A_p[:, ind] + sum_k A_p[:, dep_k] D_k (T = [I; D]), r0 = b_p + A_p [0; g], and
+    (T^T A_p T) udot_ind = -T^T r0 (eq 13-16), by LDL^T (``Program.ldl_solve``).  Straight-line
+    up to ``reduction.LOOP_MIN`` independent speeds; from there a call of the looped
+    ``embed_reduce``, the same operations in the same order (``Program.reduced``)."""
+    n, m = len(perm), len(g)
+    n_i = n - m
+    if n_i >= reduction.LOOP_MIN:
+        return prog.reduced(v, perm, D, g)
+    b, Au = v[:n], v[n:]
+    fn = prog.const(float(n))
+    bp = [prog.gather(b, perm[i]) for i in range(n)]
+    rowidx = [prog.mul(perm[i], fn) for i in range(n)]
+    Ap = [[prog.gather(Au, prog.add(rowidx[i], perm[j])) for j in range(n)] for i in range(n)]
+    MT = [[prog.dot([Ap[r][n_i + k] for k in range(m)], [D[k][j] for k in range(m)], Ap[r][j])
+           for j in range(n_i)] for r in range(n)]           # A_p T
+    A = [[prog.dot([D[k][i] for k in range(m)], [MT[n_i + k][j] for k in range(m)], MT[i][j])
+          if j <= i else None for j in range(n_i)] for i in range(n_i)]   # T^T A_p T
+    r0 = [prog.dot([Ap[r][n_i + k] for k in range(m)], g, bp[r]) for r in range(n)]
+    rhs = [prog.unary("neg", prog.dot([D[k][i] for k in range(m)],
+                                      [r0[n_i + k] for k in range(m)], r0[i]))
+           for i in range(n_i)]
+    udi, = prog.ldl_solve(A, [rhs])
+    return udi, MT[n_i:], r0[n_i:]
 
 
 def entry_program(model, npar, cset, templates, final):

@@ -279,6 +279,43 @@ def test_looped_ldlt_gives_the_unrolled_solve_bit_for_bit(k, monkeypatch):
     assert not np.isfinite(outs[False](args)).all()
 
 
+@pytest.mark.parametrize("n, m", [(5, 2), (12, 2), (20, 3), (30, 1)])
+def test_the_looped_reduced_system_gives_the_straight_line_bit_for_bit(n, m, monkeypatch):
+    """The reduced system (T^T A_u T) udot_ind = -T^T (b + A_u g) of eq 13-16 formed by the
+    looped ``embed_reduce`` (b and A_u read in place, where a call returned them) gives the
+    straight-line code's udot_ind, dependent rows of A_p T and of r0 bit for bit (the same
+    operations in the same order), for any partition; and they are those of numpy."""
+    import embed.reduction as reduction
+    from embed.terms_program import reduced
+    n_i, nv = n - m, n + n * n
+    rng = np.random.default_rng(n)
+    outs = {}
+    for looped in (False, True):
+        monkeypatch.setattr(reduction, "LOOP_MIN", 0 if looped else 10 ** 6)
+        P = Program(nv + n + m * n_i + m)
+        ident = Program(nv)
+        v = P.call((ident, list(range(nv))), list(range(nv)))    # outputs of a call
+        perm = list(range(nv, nv + n))
+        D = [list(range(nv + n + k * n_i, nv + n + (k + 1) * n_i)) for k in range(m)]
+        udi, MTd, r0d = reduced(P, v, perm, D, list(range(nv + n + m * n_i, P.n_in)))
+        assert any(op[0] == "reduce" for op in P.ops) == looped
+        outs[looped] = compile_program(P, udi + [r for row in MTd for r in row] + r0d, "reduce")
+    for _ in range(3):
+        R = rng.normal(size=(n, n))
+        Au = -(R @ R.T + n * np.eye(n))                        # A_u = -M
+        b, p = rng.normal(size=n), rng.permutation(n)
+        Dm, g = rng.normal(size=(m, n_i)), rng.normal(size=m)
+        args = np.concatenate((b, Au.ravel(), p.astype(float), Dm.ravel(), g))
+        x, y = outs[False](args), outs[True](args)
+        assert x.tobytes() == y.tobytes()
+        Ap, T = Au[np.ix_(p, p)], np.vstack((np.eye(n_i), Dm))
+        r0 = b[p] + Ap[:, n_i:] @ g
+        want = np.linalg.solve(T.T @ Ap @ T, -T.T @ r0)
+        assert y[:n_i] == pytest.approx(want, rel=1e-9, abs=1e-12)
+        assert y[n_i:n_i + m * n_i] == pytest.approx((Ap @ T)[n_i:].ravel(), rel=1e-12)
+        assert y[n_i + m * n_i:] == pytest.approx(r0[n_i:], rel=1e-12)
+
+
 @pytest.mark.parametrize("N", [6, 12, 24])  # the jump's system unrolled, then looped
 def test_entering_the_pin_in_one_call(N):
     """``TermsProgramMode.enter`` (the jump of mueller eq 7, the partition of eq 11 and the
