@@ -16,7 +16,7 @@ import uuid
 
 import numpy as np
 
-from . import ldlt, reduction
+from . import ldlt, pivoting, reduction
 from .errors import CompilationError
 from .program import arity
 
@@ -59,8 +59,9 @@ def _llvm():
             for exact, name in ((False, ldlt.NAME), (True, ldlt.EXACT)):   # ``Program.ldl_solve``
                 llvm.add_symbol(name, _optimized(llvm, tms[OPT_RUN], engine,
                                                  ldlt.module(exact), name))
-            llvm.add_symbol(reduction.NAME, _optimized(llvm, tms[OPT_RUN], engine,
-                                                       reduction.module(), reduction.NAME))
+            for mod in (reduction, pivoting):        # ``Program.reduced``, ``pivoted``
+                llvm.add_symbol(mod.NAME, _optimized(llvm, tms[OPT_RUN], engine, mod.module(),
+                                                     mod.NAME))
             _STATE.update(llvm=llvm, tm=tms, engine=engine)
     return _STATE
 
@@ -93,7 +94,8 @@ _DECL = {"pow": "declare double @pow(double, double)",
          "atan2": "declare double @atan2(double, double)",
          "ldlt": f"declare void @{ldlt.NAME}(ptr, ptr, ptr, i64, i64)\n"
                  f"declare void @{ldlt.EXACT}(ptr, ptr, ptr, i64, i64)",
-         "reduce": f"declare void @{reduction.NAME}({', '.join(['ptr'] * 8)}, i64, i64)"}
+         "reduce": f"declare void @{reduction.NAME}({', '.join(['ptr'] * 8)}, i64, i64)",
+         "partition": f"declare void @{pivoting.NAME}(ptr, ptr, i64, i64, double)"}
 _DECL.update(memcpy="declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
              memcmp="declare i32 @memcmp(ptr, ptr, i64)")
 COPY_MIN = 4          # a run of call outputs this long is stored by one memcpy (``_stores``)
@@ -333,6 +335,14 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
                          f"ptr {ptrs[4]}, i64 {n}, i64 {m})\n"
                          f"  call void @{ldlt.EXACT if exact else ldlt.NAME}(ptr {d}A, "
                          f"ptr {d}out, ptr {d}w, i64 {n_i}, i64 1)")
+        elif op == "partition":        # ``Program.pivoted``: B stored, ``pivoting.NAME`` called
+            m, n, keep = a
+            used.add(op)
+            allocas.append(f"  {d}B = alloca [{m * n} x double]\n"
+                           f"  {d}out = alloca [{2 * m + 2 * n} x double]")
+            lines += _stores(prog, f"{d}b", f"{d}B", list(enumerate(c)), val, used)
+            lines.append(f"  call void @{pivoting.NAME}(ptr {d}B, ptr {d}out, i64 {m}, i64 {n}, "
+                         f"double 0x{np.float64(keep).tobytes()[::-1].hex().upper()})")
         elif op == "result":
             lines.append(f"  {d}p = getelementptr inbounds double, ptr %r{a}out, i64 {c}\n"
                          f"  {d} = load double, ptr {d}p")

@@ -47,8 +47,8 @@ class Memo:
         return 1 + len(self.reads) + self.size
 
 
-_UNSHARED = ("const", "call", "mcall", "remember", "ldlt", "reduce")  # by value, or events
-_CALLS = ("call", "mcall", "remember", "ldlt", "reduce")   # read the registers b
+_CALLS = ("call", "mcall", "remember", "ldlt", "reduce", "partition")  # read the registers b
+_UNSHARED = ("const",) + _CALLS           # by value (``const``), or a call each
 
 
 class Program:
@@ -62,8 +62,8 @@ class Program:
     nonzero, else b[1]: the choices of a pivot search, ``argmax``) and "ldlt" (a = (k,
     nrhs, exact): the k x k system of the registers b = A's lower triangle by rows, then the
     right-hand sides, solved by a looped LDL^T, ``embed.ldlt``: in the unrolled order if
-    exact) and "reduce" (a = (n, m, exact): the reduced system of the registers b and its
-    solution, ``reduced``).
+    exact), "reduce" (a = (n, m, exact): the reduced system of the registers b and its
+    solution, ``reduced``) and "partition" (a = (m, n, 1 - tie): ``pivoted``).
     Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing; an operation of the
     same registers is computed once (``_op``).
 
@@ -381,6 +381,15 @@ class Program:
         out = [self._op("result", token, i) for i in range(n_i + m * n_i + m)]
         return out[:n_i], [out[n_i + k * n_i:n_i + (k + 1) * n_i] for k in range(m)], \
             out[n_i + m * n_i:]
+
+    def pivoted(self, B, n, tie):
+        """(|diag R|, dep ascending, perm = [ind..., dep...], iperm) of the partition of the
+        speeds (eq 11) by pivoted Gram-Schmidt on the registers B (m rows of n), later speeds
+        first, ties within ``tie`` to the first: a call of the looped ``embed.pivoting``."""
+        m = len(B)
+        token = self._op("partition", (m, n, 1.0 - tie), tuple(r for row in B for r in row))
+        out = [self._op("result", token, i) for i in range(2 * m + 2 * n)]
+        return out[:m], out[m:2 * m], out[2 * m:2 * m + n], out[2 * m + n:]
 
     def solve_small(self, A, b):
         """x with A x = b for a general k x k system, k <= 3, by Cramer's rule (no pivot)."""

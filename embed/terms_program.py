@@ -235,7 +235,27 @@ def entry_program(model, npar, cset, templates, final):
     jumped = prog.mul(allow, prog.compare("gt", big, prog.mul(tol, umax)))
     u_new = [prog.select(jumped, prog.add(u[j], z[j]), u[j]) for j in range(n)]
     impulses = z[n:]
-    # the partition (eq 11): pivoted Gram-Schmidt on B's columns, last speed first
+    diag, dep, perm, iperm = partitioned(prog, B, n)         # eq 11
+    x = q + [prog.gather(u_new, perm[k]) for k in range(n_i)]
+    args = [t] + x + pr + perm + iperm + [zero]
+    mon = prog.call(final, args)
+    prog.remember(args, mon[-len(x):])   # the first stage of the steps that start here
+    outs = diag + dep + impulses + x + mon[:-len(x)]
+    total = _sum(prog, [jumped] + outs)      # s - s is nan where any output is not finite
+    return prog, [prog.add(phi, prog.sub(total, total)), jumped] + outs
+
+
+def partitioned(prog, B, n):
+    """(|diag R|, dep ascending, perm = [ind..., dep...], iperm) of the partition of the
+    speeds (eq 11) for the registers B (m rows of n speeds): modified Gram-Schmidt with column
+    pivoting on B's columns, later speeds first, ties within ``TIE`` to the first
+    (``embedding.partition``'s choice).  Straight-line below ``reduction.LOOP_MIN`` speeds;
+    from there a call of the looped ``embed_partition``, the same operations in the same
+    order (``Program.pivoted``)."""
+    m, n_i = len(B), n - len(B)
+    if n >= reduction.LOOP_MIN:
+        return prog.pivoted(B, n, TIE)
+    zero, one = prog.const(0.0), prog.const(1.0)
     cols = [[B[k][n - 1 - j] for k in range(m)] for j in range(n)]
     chosen, diag, piv = [zero] * n, [], []
     for _ in range(m):
@@ -266,13 +286,7 @@ def entry_program(model, npar, cset, templates, final):
         rank = prog.dot(at_dep, [prog.const(n_i + r) for r in range(m)])
         iperm.append(prog.select(_sum(prog, at_dep), rank,
                                  prog.sub(rj, _sum(prog, below))))
-    x = q + [prog.gather(u_new, perm[k]) for k in range(n_i)]
-    args = [t] + x + pr + perm + iperm + [zero]
-    mon = prog.call(final, args)
-    prog.remember(args, mon[-len(x):])   # the first stage of the steps that start here
-    outs = diag + dep + impulses + x + mon[:-len(x)]
-    total = _sum(prog, [jumped] + outs)      # s - s is nan where any output is not finite
-    return prog, [prog.add(phi, prog.sub(total, total)), jumped] + outs
+    return diag, dep, perm, iperm
 
 
 def _sum(prog, regs):

@@ -316,6 +316,41 @@ def test_the_looped_reduced_system_gives_the_straight_line_bit_for_bit(n, m, mon
         assert y[n_i + m * n_i:] == pytest.approx(r0[n_i:], rel=1e-12)
 
 
+@pytest.mark.parametrize("m, n", [(1, 9), (2, 12), (3, 20), (2, 40), (0, 10)])
+def test_the_looped_partition_gives_the_straight_line_bit_for_bit(m, n, monkeypatch):
+    """The partition of the speeds (eq 11) by the looped ``embed_partition`` gives the
+    straight-line pivoted Gram-Schmidt's |diag R|, dep, perm and iperm bit for bit, on
+    general B, on columns that tie (equal, or within ``TIE``: the first, a later speed,
+    wins) and on a zero B; the choice is ``embedding.partition``'s."""
+    import embed.reduction as reduction
+    from embed.embedding import RANK_TOL, TIE, partition
+    from embed.terms_program import partitioned
+    rng = np.random.default_rng(n)
+    outs = {}
+    for looped in (False, True):
+        monkeypatch.setattr(reduction, "LOOP_MIN", 0 if looped else 10 ** 6)
+        P = Program(m * n)
+        diag, dep, perm, iperm = partitioned(P, [list(range(k * n, (k + 1) * n))
+                                                 for k in range(m)], n)
+        assert any(op[0] == "partition" for op in P.ops) == looped
+        outs[looped] = compile_program(P, diag + dep + perm + iperm, "partition")
+    Bs = [rng.normal(size=(m, n)) for _ in range(3)]
+    tied = rng.normal(size=(m, n))
+    tied[:, 1:5] = tied[:, [0]]                      # equal norms
+    tied[:, 6] = tied[:, 7] * (1.0 - TIE / 4)        # within TIE of column 7
+    for B in Bs + [tied, np.zeros((m, n))]:
+        x, y = outs[False](B.ravel()), outs[True](B.ravel())
+        assert x.tobytes() == y.tobytes()
+        if m and not B.any():         # rank deficient: declined (``TermsProgramMode.enter``)
+            assert not y[m - 1] > RANK_TOL * max(y[0], 1.0)
+            continue
+        if m:
+            assert tuple(y[m:2 * m].astype(int)) == partition(B)
+        p = y[2 * m:2 * m + n].astype(int)
+        assert sorted(p) == list(range(n)) and list(p[n - m:]) == sorted(p[n - m:])
+        assert list(y[2 * m + n:].astype(int)[p]) == list(range(n))     # iperm[perm] = id
+
+
 @pytest.mark.parametrize("N", [6, 12, 24])  # the jump's system unrolled, then looped
 def test_entering_the_pin_in_one_call(N):
     """``TermsProgramMode.enter`` (the jump of mueller eq 7, the partition of eq 11 and the
