@@ -36,7 +36,7 @@ def module():
     fzero, fone = ir.Constant(dbl, 0.0), ir.Constant(dbl, 1.0)
     cols = b.alloca(dbl, b.mul(n, m))        # column j of B reversed (speed n - 1 - j), by columns
     chosen, norms, e = b.alloca(dbl, n), b.alloca(dbl, n), b.alloca(dbl, m)
-    best = b.alloca(dbl)              # (value, index) of the first norm >= thr, else the last
+    best = b.alloca(dbl)              # the first norm >= thr, else the last (its index: ``pick``)
     ni = b.sub(n, m)
     last = b.sub(n, one)
 

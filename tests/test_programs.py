@@ -100,6 +100,27 @@ def test_expressions_gathers_calls_and_nan():
     assert np.isnan(f2(np.array([np.nan, 1.0]))).all()
 
 
+def test_a_compile_leaves_the_cyclic_collector_nothing_to_free():
+    """Compiling a program that calls another leaves no reference cycle: its IR text
+    (megabytes for the 20-link chain) is freed where it was made, not by a collection in a
+    later step (0.4-0.6 ms of a step on the symbolic path, where the compiles run beside
+    the stepping)."""
+    import gc
+    P = Program(3)
+    sub = (P, [P.mul(P.add(0, 1), 2)])
+    Q = Program(3)
+    r = Q.call(sub, [0, 1, 2])
+    compile_program(P, sub[1], "the process's first")   # (llvmlite's set-up has cycles)
+    gc.collect()
+    gc.disable()
+    try:
+        f = compile_program(Q, r, "a call")
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+    assert f(np.array([1.0, 2.0, 4.0])).tolist() == [12.0]
+
+
 def test_compiled_programs_pickle_as_object_code():
     """The background worker's answers: object code, loaded without compiling again."""
     P = Program(1)
