@@ -107,6 +107,7 @@ def test_a_compile_leaves_the_cyclic_collector_nothing_to_free():
     beside the stepping).  What the collector finds is kept (``DEBUG_SAVEALL``) and none of
     it is the compiler's (other threads' garbage is not this test's)."""
     import gc
+    import types
     P = Program(3)
     sub = (P, [P.mul(P.add(0, 1), 2)])
     Q = Program(3)
@@ -117,7 +118,8 @@ def test_a_compile_leaves_the_cyclic_collector_nothing_to_free():
     try:
         f = compile_program(Q, r, "a call")
         gc.collect()
-        ours = [o for o in gc.garbage if getattr(o, "__module__", None) == "embed.native"]
+        ours = [o for o in gc.garbage if isinstance(o, types.FunctionType)
+                and o.__module__ == "embed.native"]
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
