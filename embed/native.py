@@ -98,7 +98,7 @@ _DECL = {"pow": "declare double @pow(double, double)",
          "partition": f"declare void @{pivoting.NAME}(ptr, ptr, i64, i64, double)"}
 _DECL.update(memcpy="declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
              memcmp="declare i32 @memcmp(ptr, ptr, i64)")
-COPY_MIN = 4          # a run of call outputs this long is stored by one memcpy (``_stores``)
+COPY_MIN = 4          # a run of arguments or call outputs this long is one memcpy (``_stores``)
 _BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 
 
@@ -155,24 +155,23 @@ def _memo_lookup(d, memo):
     of the function follows).  ``{d}w`` is the evaluation that ``remember`` then replaces:
     the one not found."""
     g, mm = memo
-    lines, key = [], 0
+    lines, spans, key = [], _spans(mm.reads), len(mm.reads)
     for s in (0, 1):
         base = s * mm.slot
         lines.append(f"  {d}v{s}p = getelementptr inbounds i64, ptr {g}, i64 {base}\n"
                      f"  {d}v{s} = load i64, ptr {d}v{s}p\n"
                      f"  {d}h{s}_0 = icmp eq i64 {d}v{s}, 1")
-        key = 0
-        for j, (first, size) in enumerate(_spans(mm.reads)):
+        at = 0
+        for j, (first, size) in enumerate(spans):
             lines.append(f"  {d}m{s}_{j}p = getelementptr inbounds i64, ptr {g}, "
-                         f"i64 {base + 1 + key}\n"
+                         f"i64 {base + 1 + at}\n"
                          f"  {d}m{s}_{j}a = getelementptr inbounds double, ptr {d}in, i64 {first}\n"
                          f"  {d}m{s}_{j} = call i32 @memcmp(ptr {d}m{s}_{j}a, ptr {d}m{s}_{j}p, "
                          f"i64 {8 * size})\n"
                          f"  {d}e{s}_{j} = icmp eq i32 {d}m{s}_{j}, 0\n"
                          f"  {d}h{s}_{j + 1} = and i1 {d}h{s}_{j}, {d}e{s}_{j}")
-            key += size
-    last = len(_spans(mm.reads))
-    h0, h1 = f"{d}h0_{last}", f"{d}h1_{last}"
+            at += size
+    h0, h1 = f"{d}h0_{len(spans)}", f"{d}h1_{len(spans)}"
     lab = d[1:]
     lines.append(f"  {d}hit = or i1 {h0}, {h1}\n"
                  f"  {d}w = zext i1 {h0} to i64\n"
