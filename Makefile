@@ -16,7 +16,7 @@ fmus: $(VENV)/.installed
 	$(PY) build_fmu.py --all --out $(OUT)
 
 demo: fmus
-	$(PY) -m fmu_src.demo $(OUT)/disk_ramp.fmu --png $(OUT)/disk_ramp_fig7.png
+	$(PY) -m fmu_src.host.demo $(OUT)/disk_ramp.fmu --png $(OUT)/disk_ramp_fig7.png
 
 test: $(VENV)/.installed
 	$(PY) -m pytest

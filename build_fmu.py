@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))     # this copy's packages first
 
-from fmu_src.build import EXPERIMENTS, OTHERS, build  # noqa: E402,F401  (benchmarks call build)
-from fmu_src.cli import main as _cli  # noqa: E402
+from fmu_src.builder.build import EXPERIMENTS, OTHERS, build  # noqa: E402,F401  (benchmarks call build)
+from fmu_src.host.cli import main as _cli  # noqa: E402
 
 
 def main(argv=None) -> int:

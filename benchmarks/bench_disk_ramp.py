@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 def fmi_step_times(fmu, n_steps, dt=1e-3):
     """Wall time of setReal + doStep + getReal for each step; flags steps in which the mode changed."""
-    from fmu_src.master import FmuRunner
+    from fmu_src.host.master import FmuRunner
     r = FmuRunner(fmu)
     fmu2 = r.fmu
     vin = [r.vr("F_ext"), r.vr("T_ext")]

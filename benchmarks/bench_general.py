@@ -131,7 +131,7 @@ def chain_peer(N, reps, point=False):
 
 def ours_symbolic(sc, mode_id, active, dep, reps):
     sim = sc.simulator()
-    from embed.compile import compile_parts
+    from embed.modes.compile import compile_parts
     emb, comp = [], []
     for _ in range(reps):
         sim.library.embeddings.clear()

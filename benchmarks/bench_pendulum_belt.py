@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def step_times(fmu, t_end=1.2, dt=1e-3):
-    from fmu_src.master import FmuRunner
+    from fmu_src.host.master import FmuRunner
     r = FmuRunner(fmu)
     f = r.fmu
     vin = [r.vr("F_tip_x"), r.vr("F_tip_y")]

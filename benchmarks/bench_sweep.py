@@ -44,7 +44,7 @@ def study_spec(n: int, stop: float, runner: str) -> dict:
 def measure(workers: int, chunk, args, tmp: Path) -> dict:
     from distributed import Client, LocalCluster
 
-    from fmu_src.study import Study
+    from fmu_src.host.study import Study
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \

@@ -44,7 +44,7 @@ def main(argv=None):
         import build_fmu
         build_fmu.build("disk_fence", Path(a.fmu).parent)
 
-    from fmu_src.master import FmuRunner
+    from fmu_src.host.master import FmuRunner
     r = FmuRunner(a.fmu, strings={"embedding": "background"})
     if a.curve:
         r.fmu.setString([r.vr("fence_curve")], [a.curve])

@@ -4,18 +4,18 @@ Data flow (docs/design.md): model -> constraints -> embedding -> compile -> inte
 events -> automaton/simulator.  Nothing here knows about FMI.
 """
 
-from .automaton import Automaton, Guard, Jump, Mode, Output
-from .context import Context
-from .constraints import Constraint, ConstraintSet, holonomic, motion
-from .embedding import ModeEquations, embed, partition
-from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
+from .model.automaton import Automaton, Guard, Jump, Mode, Output
+from .model.context import Context
+from .model.constraints import Constraint, ConstraintSet, holonomic, motion
+from .embedding.embedding import ModeEquations, embed, partition
+from .base.errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
                      ImpactError, InputError, IntegrationError, ModelDefinitionError,
                      StateError, StepBudgetError, ZenoError)
-from .formulations import Formulation
-from .library import ModeLibrary
-from .model import Model
-from .scenario import Scenario, Start, Var, engine_outputs
-from .simulator import Simulator
+from .modes.formulations import Formulation
+from .modes.library import ModeLibrary
+from .model.model import Model
+from .interface.scenario import Scenario, Start, Var, engine_outputs
+from .hybrid.simulator import Simulator
 
 __all__ = [
     "Automaton", "Guard", "Jump", "Mode", "Output", "Context", "Constraint", "ConstraintSet",

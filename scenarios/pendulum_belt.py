@@ -36,7 +36,7 @@ from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymb
 
 from embed import (Automaton, Guard, Jump, Mode, Model, Output, Scenario, Start, Var,
                    holonomic)
-from embed.impact import resolve
+from embed.hybrid.impact import resolve
 
 FREE, SLIDING, STUCK = 1, 2, 3
 

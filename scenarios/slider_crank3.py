@@ -53,7 +53,7 @@ import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
 from embed import Automaton, Mode, Model, Output, Scenario, Start, Var, holonomic
-from embed.errors import InputError
+from embed.base.errors import InputError
 
 MOVING = 1
 

@@ -28,7 +28,7 @@ from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymb
 
 from embed import (Automaton, Guard, Jump, Mode, ModeLibrary, Model, Scenario, Simulator, Var,
                    engine_outputs, holonomic)
-from embed.impact import resolve
+from embed.hybrid.impact import resolve
 
 FREE, WALL = 1, 2
 

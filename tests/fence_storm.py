@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fmu_src.master import FmuRunner  # noqa: E402
+from fmu_src.host.master import FmuRunner  # noqa: E402
 
 G = 9.81
 PHI_SLOW = -math.radians(0.01)     # a nearly level ramp: the disk creeps to the fence

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from embed.background import BackgroundCompiler
+from embed.background.client import BackgroundCompiler
 from scenarios import pendulum_chain
 
 
@@ -89,7 +89,7 @@ def test_numeric_first_then_the_workers_symbolic_embedding():
 def test_background_without_its_worker_is_refused():
     """The background path needs the worker that embeds symbolically: without one, a clear
     error at construction (it used to fail at the first re-selection)."""
-    from embed.errors import InputError
+    from embed.base.errors import InputError
 
     with pytest.raises(InputError, match="needs its worker"):
         pendulum_chain.build(3).simulator(embedding="background")

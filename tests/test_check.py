@@ -26,8 +26,8 @@ from fmpy.logging import addLoggerProxy
 
 import floor_model
 from embed import ModelDefinitionError
-from embed.check import Finding, check_scenario
-from fmu_src.master import FmuRunner
+from embed.check.check import Finding, check_scenario
+from fmu_src.host.master import FmuRunner
 
 ROOT = Path(__file__).resolve().parents[1]
 G, H0, E = 9.81, 1.0, 0.5          # floor_model's defaults: g, y_start, e
@@ -165,7 +165,7 @@ def test_an_initial_jump_to_an_undefined_mode_is_a_model_definition_error():
 def _build_floor(out: Path, mistake: str) -> str:
     """floor_model built into an FMU from its own file, as a user's model (fmu_src.build,
     build option ``mistake``; the builder does not run the checker: ``embed-fmu build`` does)."""
-    from fmu_src.build import build
+    from fmu_src.builder.build import build
     return str(build(str(ROOT / "tests" / "floor_model.py"), out, {"mistake": mistake}))
 
 

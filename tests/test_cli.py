@@ -92,7 +92,7 @@ def test_the_console_script_is_installed_and_every_command_has_help(work):
         assert text.startswith(f"usage: embed-fmu {cmd}")
     assert "--stop-time" in embed_fmu("simulate", "--help", cwd=work).stdout
     # the module runs the same command line
-    proc = subprocess.run([sys.executable, "-m", "fmu_src.cli", "list", "--help"], cwd=work,
+    proc = subprocess.run([sys.executable, "-m", "fmu_src.host.cli", "list", "--help"], cwd=work,
                           capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("usage: embed-fmu list")
 
@@ -129,12 +129,13 @@ def test_user_model_fmu_validates_and_carries_that_model_only(user_fmu):
     md = read_model_description(str(user_fmu))
     assert md.coSimulation.modelIdentifier == "cart_wall"
     assert md.description == USER_DESCRIPTION
-    from fmu_src.simulate import mode_names          # the plot's names of an FMU's modes
+    from fmu_src.host.simulate import mode_names          # the plot's names of an FMU's modes
     assert mode_names(md) == {1: "free", 2: "on the wall"}
     res = resources(user_fmu)
     assert res["scenarios"] == {"__init__.py", "cart_wall.py"}
-    assert res["fmu_src"] == {"__init__.py", "slave.py", "fmi2.py", "status.py", "fmu_state.py"}
-    assert "engine" not in res and "embed" in res and "worker.py" in res["embed"]
+    assert res["fmu_src"] == {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runtime/fmi2.py",
+                              "runtime/status.py", "runtime/fmu_state.py"}
+    assert "engine" not in res and "embed" in res and "background/worker.py" in res["embed"]
     with zipfile.ZipFile(user_fmu) as z:
         names = z.namelist()
     for other in scenarios.NAMES:
@@ -205,7 +206,8 @@ print(int(simulate_fmu(str(fmu), stop_time=0.6)["event_count"][-1]))
 def test_bundled_fmu_carries_its_own_scenario_only(disk_ramp_fmu):
     res = resources(disk_ramp_fmu)
     assert res["scenarios"] == {"__init__.py", "disk_ramp.py"}
-    assert res["fmu_src"] == {"__init__.py", "slave.py", "fmi2.py", "status.py", "fmu_state.py"}
+    assert res["fmu_src"] == {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runtime/fmi2.py",
+                              "runtime/status.py", "runtime/fmu_state.py"}
 
 
 def test_user_fmu_stepped_by_fmpy_meets_the_analytic_strike_and_keeps_energy(user_fmu):

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fmu_src.fence import FenceGeometry
-from fmu_src.master import FmuRunner
+from fmu_src.runtime.fence import FenceGeometry
+from fmu_src.host.master import FmuRunner
 from scenarios import disk_fence
 from scenarios.disk_fence import announce, family, jet_mode, jobs, modes
 from scenarios.disk_fence.profile import FenceProfile
@@ -150,9 +150,9 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
     import symengine as se
 
     from embed import ConstraintSet, holonomic
-    from embed.compile import lambdify
-    from embed.model import TIME
-    from embed.numeric import ConstraintTerms, EntryTerms, lam_symbol
+    from embed.modes.compile import lambdify
+    from embed.model.model import TIME
+    from embed.modes.numeric import ConstraintTerms, EntryTerms, lam_symbol
     sim = SC.simulator(embedding="numeric")
     m, prof = sim.model, FenceProfile.from_text(text)
     uid = modes.next_uid()
@@ -372,7 +372,7 @@ def answered(bc, timeout=60):
 def test_checks_that_run_too_long_are_stopped_by_the_worker(monkeypatch):
     """The fast worker stops a call after its time limit: an announcement whose checks do not
     finish in time is rejected with GEOMETRY_TIMEOUT, and the worker keeps serving."""
-    from embed.background import BackgroundCompiler
+    from embed.background.client import BackgroundCompiler
     from scenarios.disk_fence.profile import GEOMETRY_TIMEOUT
 
     pvec = np.array(SC.simulator().pvec)
@@ -456,7 +456,7 @@ def test_the_fast_worker_prepares_a_fence_numbered_by_the_stepping_process():
     """The fast worker answers a free-form fence with its jet ("terms") and the frames asking
     the slow worker for its own embedding ("embed"), under the number the stepping process
     gave it, whatever fences the worker formed itself (its warm-up's included)."""
-    from embed.background import BackgroundCompiler
+    from embed.background.client import BackgroundCompiler
 
     pvec = np.array(SC.simulator().pvec)
     bc = BackgroundCompiler("disk_fence", {})

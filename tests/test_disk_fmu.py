@@ -9,7 +9,7 @@ import pytest
 from fmpy.validation import validate_fmu
 
 from disk_analytic import DiskAnalytic
-from fmu_src.master import FmuRunner, run
+from fmu_src.host.master import FmuRunner, run
 from scenarios import disk_ramp
 
 DEFAULTS = disk_ramp.build().defaults()

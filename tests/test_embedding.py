@@ -86,7 +86,7 @@ def test_entry_terms_agree_with_the_constraints_own_terms(name):
     with LLVM) equal the same assembled from each constraint's terms and the unconstrained
     mass matrix, at random states, for every mode's constraint set."""
     import scenarios
-    from embed.numeric import EntryTerms
+    from embed.modes.numeric import EntryTerms
 
     sc = scenarios.load(name).build()
     sim = sc.simulator(embedding="numeric")
@@ -114,7 +114,7 @@ def test_small_partitions_choose_as_lapack_does():
     that LAPACK's pivoted QR (dgeqp3) chooses, ties included, and finds the same rank."""
     from scipy.linalg.lapack import dgeqp3
 
-    from embed.embedding import SMALL_M, _pivoted_gram_schmidt
+    from embed.embedding.embedding import SMALL_M, _pivoted_gram_schmidt
 
     rng = np.random.default_rng(11)
     cases = [rng.normal(size=(m, n)) for m in range(1, SMALL_M + 1) for n in range(m, 9)
@@ -135,7 +135,7 @@ def test_small_partitions_choose_as_lapack_does():
 def test_text_never_becomes_an_expression():
     """Every conversion to symengine refuses text (and other non-expressions) before sympify."""
     from embed import ModelDefinitionError
-    from embed.model import to_symengine
+    from embed.model.model import to_symengine
 
     assert to_symengine(2) == 2 and to_symengine(sp.Symbol("x")) == se.Symbol("x")
     assert to_symengine(np.float64(0.5)) == 0.5 and to_symengine(np.int64(3)) == 3
@@ -151,7 +151,7 @@ def test_a_tape_computes_what_the_compiled_function_computes():
     operation (log of a negative number, pow of one) gives nan, as LLVM does."""
     import pickle
 
-    from embed.compile import Tape
+    from embed.modes.compile import Tape
     s, t = se.symbols("s t")
     exprs = [se.sin(3 * s) * se.exp(-t / 10) + s ** 4 - 2 * s * t, se.sqrt(1 + s ** 2) / (2 + t),
              se.log(2 + s) - se.atan(t) ** 2 + se.tanh(s * t), se.Abs(s - t) * se.sign(s),
@@ -173,7 +173,7 @@ def test_a_tape_leaves_the_cyclic_collector_nothing_to_visit():
     import gc
     import pickle
 
-    from embed.compile import Tape
+    from embed.modes.compile import Tape
     s = se.Symbol("s")
     h = 0.002 * s ** 2
     for i in range(1, 6):
@@ -190,8 +190,8 @@ def _mode_systems(name, N=None):
     """(label, fast ModeEquations, direct ModeEquations) for every mode of scenario ``name``,
     each with a partition chosen at a random configuration."""
     import scenarios
-    from embed.forming import AutomatonForms
-    from embed.library import ModeLibrary
+    from embed.modes.forming import AutomatonForms
+    from embed.modes.library import ModeLibrary
 
     sc = scenarios.load(name).build(*(() if N is None else (N,)))
     aut = sc.automaton

@@ -26,7 +26,7 @@ from scipy.integrate import solve_ivp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
 from embed import Automaton, Guard, Jump, Mode, ModeLibrary, Model, Simulator, holonomic
-from embed.impact import resolve
+from embed.hybrid.impact import resolve
 
 sys.path.insert(0, str(Path(__file__).parent))
 import cart_wall  # noqa: E402

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from scenarios.disk_fence import checks
 from scenarios.disk_fence.checks import time_limit, validate
 from scenarios.disk_fence.profile import FenceProfile, GeometryError
-from fmu_src.master import FmuRunner
+from fmu_src.host.master import FmuRunner
 from test_fence_workers import workers
 
 LIMIT = 2.0                                   # s: the workers' CHECK_TIME_LIMIT

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fmu_src.master import FmuRunner
+from fmu_src.host.master import FmuRunner
 from test_fence_storm import on_its_own_fence
 
 PHI, L, R_DISK = -math.radians(5.0), 25.3, 0.5

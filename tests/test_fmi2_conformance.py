@@ -17,8 +17,8 @@ from fmpy.fmi1 import FMICallException
 from fmpy.fmi2 import (fmi2Discard, fmi2Error, fmi2LastSuccessfulTime, fmi2String,
                        fmi2ValueReference)
 
-from fmu_src.master import FmuRunner
-from fmu_src.status import STATUS
+from fmu_src.host.master import FmuRunner
+from fmu_src.runtime.status import STATUS
 
 ROOT = Path(__file__).resolve().parents[1]
 STATE_KEYS = ("q1", "q2", "u1", "u2", "mode", "event_count", "last_event_time")

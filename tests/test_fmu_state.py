@@ -2,7 +2,7 @@
 
 import pytest
 
-from fmu_src.master import FmuRunner
+from fmu_src.host.master import FmuRunner
 
 DT = 1e-3
 N_STEPS = 7000

@@ -6,7 +6,7 @@ import pytest
 from fmpy.validation import validate_fmu
 
 import scenarios
-from fmu_src.master import FmuRunner
+from fmu_src.host.master import FmuRunner
 
 # scenarios whose only forces are conservative: energy is a first integral
 CONSERVATIVE = {"pendulum_line", "top", "ball_bowl"}

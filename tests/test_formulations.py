@@ -225,7 +225,7 @@ def test_fmu_with_a_formulation(tmp_path):
     import build_fmu
     from fmpy.fmi1 import FMICallException
 
-    from fmu_src.master import FmuRunner
+    from fmu_src.host.master import FmuRunner
     build_fmu.main(["pendulum_line", "--out", str(tmp_path)])
     fmu = str(tmp_path / "pendulum_line.fmu")
     r = FmuRunner(fmu, params={"projection_tol": 1e-11}, strings={"formulation": "projection"})
@@ -269,7 +269,7 @@ def test_a_fence_announced_at_run_time_in_every_formulation():
     multiplier and projection formulations meet and leave it when the embedding does and hold
     it as tightly; soft constraints are refused with the reason (the model has a speed without
     inertia, which only a rigid constraint fixes)."""
-    from embed.errors import ModelDefinitionError
+    from embed.base.errors import ModelDefinitionError
     from scenarios.disk_fence import announce
     from scenarios.disk_fence.profile import FenceProfile
     from scenarios import disk_fence

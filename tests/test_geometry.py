@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from embed.errors import InputError
-from embed.expression import ExpressionError, parse_expression
+from embed.base.errors import InputError
+from embed.base.expression import ExpressionError, parse_expression
 from scenarios.disk_fence.checks import validate
 from scenarios.disk_fence.plane import disk_centre_on_fence, fence_frame, fence_point, ramp_frame
 from scenarios.disk_fence.profile import (GEOMETRY_BAD_PARAMETER, GEOMETRY_CURVATURE,
@@ -254,7 +254,7 @@ def test_malicious_and_malformed_text_is_rejected_and_nothing_runs():
     assert not accepted, accepted
     assert not os.path.exists(CANARY)
     for text, e in outcomes:
-        from fmu_src.status import status_of
+        from fmu_src.runtime.status import status_of
         assert isinstance(e, InputError) and status_of(e) == 9
         assert e.code in (GEOMETRY_SYNTAX, GEOMETRY_NOT_ALLOWED, GEOMETRY_NOT_FINITE), (text, e)
         assert str(e) and e.check

@@ -11,8 +11,8 @@ projector form (eq 7) for plastic impacts.
 import numpy as np
 import pytest
 
-from embed.errors import ImpactError
-from embed.impact import plastic, resolve
+from embed.base.errors import ImpactError
+from embed.hybrid.impact import plastic, resolve
 
 LAWS = ("newton", "smith")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fmu_src.master import run
+from fmu_src.host.master import run
 
 HERE = Path(__file__).parent
 

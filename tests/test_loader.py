@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fmpy import read_model_description
 
-from fmu_src.master import FmuRunner
+from fmu_src.host.master import FmuRunner
 
 OK, WARNING, DISCARD, ERROR = 0, 1, 2, 3
 LAST_SUCCESSFUL_TIME, TERMINATED = 2, 3      # fmi2StatusKind
@@ -22,7 +22,7 @@ def loader_of(runner):
 
 
 def test_wrong_guid_fails_with_a_message(disk_fmu, monkeypatch):
-    import fmu_src.master as master
+    import fmu_src.host.master as master
     md = read_model_description(disk_fmu)
     md.guid = "{not-this-fmu}"
     monkeypatch.setattr(master, "read_model_description", lambda path: md)

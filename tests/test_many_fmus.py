@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fmu_src.master import FmuRunner, run
+from fmu_src.host.master import FmuRunner, run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import masters
-from fmu_src.master import FmuRunner
+from fmu_src.host.master import FmuRunner
 
 pytestmark = pytest.mark.skipif(not masters.MASTERS.is_dir(),
                                 reason=f"the C/C++ masters are not at {masters.MASTERS}")

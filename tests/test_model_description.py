@@ -9,8 +9,8 @@ import pytest
 
 import build_fmu
 import scenarios
-from fmu_src.describe import base_units
-from fmu_src.status import STATUS
+from fmu_src.builder.describe import base_units
+from fmu_src.runtime.status import STATUS
 
 NAMES = list(scenarios.NAMES) + list(build_fmu.OTHERS)
 
@@ -51,12 +51,14 @@ def test_fmu_carries_its_own_model_only(fmu_dir, name):
     for parts in files:
         if len(parts) == 3 and "_" in parts[1]:
             tree.setdefault(parts[1].rsplit("_", 1)[0], set()).add(parts[2])
-    slave = {"__init__.py", "slave.py", "fmi2.py", "status.py", "fmu_state.py"}
+    slave = {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runtime/fmi2.py",
+             "runtime/status.py", "runtime/fmu_state.py"}
     if name in build_fmu.OTHERS:
-        assert tree["fmu_src"] == {"__init__.py", f"{build_fmu.OTHERS[name][0]}.py"}
+        assert tree["fmu_src"] == {"__init__.py", "runtime/__init__.py",
+                                   f"{build_fmu.OTHERS[name][0].replace('.', '/')}.py"}
         assert "scenarios" not in tree
         return
-    assert tree["fmu_src"] == slave | ({"fence.py"} if name == "disk_fence" else set())
+    assert tree["fmu_src"] == slave | ({"runtime/fence.py"} if name == "disk_fence" else set())
     own = {f for f in tree["scenarios"] if f != "__init__.py"}
     assert own and all(f == f"{name}.py" or f.startswith(f"{name}/") for f in own), own
-    assert "embed" in tree and "simulator.py" in tree["embed"]
+    assert "embed" in tree and "hybrid/simulator.py" in tree["embed"]

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import symengine as se
 
-from embed.errors import CompilationError
-from embed.native import OPT_FAST, OPT_RUN, compile_program
-from embed.program import Program
+from embed.base.errors import CompilationError
+from embed.codegen.native import OPT_FAST, OPT_RUN, compile_program
+from embed.codegen.program import Program
 from scenarios import pendulum_chain
 from test_pendulums import augmented, rows
 
@@ -44,7 +44,7 @@ def test_an_operation_of_the_same_registers_is_computed_once():
     """Value numbering (``Program._op``): two constraint templates spliced on the same q give
     one sin q and one q * q, not two; a constant's sign is kept (-0 is not +0), and each call
     is its own event, its results apart."""
-    from embed.compile import _splice, _template
+    from embed.modes.compile import _splice, _template
     q = se.Symbol("q")
     tmpl = _template([q], [se.sin(q) * q ** 2, se.cos(q)])
     P = Program(1)
@@ -119,7 +119,7 @@ def test_a_compile_leaves_the_cyclic_collector_nothing_to_free():
         f = compile_program(Q, r, "a call")
         gc.collect()
         ours = [o for o in gc.garbage if isinstance(o, types.FunctionType)
-                and o.__module__ == "embed.native"]
+                and o.__module__ == "embed.codegen.native"]
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
@@ -212,7 +212,7 @@ def test_the_step_ends_on_the_constraint_manifold(embedding):
 def test_compares_selects_and_the_pivot_search():
     """gt, eq and select against Python; ``argmax`` takes the first of the near-maxima (the
     tie rule of ``embedding._pivoted_gram_schmidt``)."""
-    from embed.embedding import TIE
+    from embed.embedding.embedding import TIE
 
     rng = np.random.default_rng(5)
     P = Program(6)
@@ -236,7 +236,7 @@ def test_ldlt_solves_quasi_definite_systems_unrolled_and_looped(k):
     unknowns, looped in the unrolled order up to ``EXACT_MAX`` and by the vectorized
     ``embed_ldlt`` beyond, against numpy; a zero leading pivot gives a non-finite solution
     (the caller's sign to decline)."""
-    from embed.ldlt import EXACT_MAX, UNROLL_MAX
+    from embed.codegen.ldlt import EXACT_MAX, UNROLL_MAX
     rng = np.random.default_rng(k)
     m = 2
     P = Program(k * k + 2 * k)
@@ -266,7 +266,7 @@ def test_looped_ldlt_gives_the_unrolled_solve_bit_for_bit(k, monkeypatch):
     nothing reassociated or fused), on quasi-definite systems with structural zeros and
     ones (the constraint rows of the activation jump), and a non-finite result where a
     leading pivot is zero."""
-    import embed.ldlt as ldlt
+    import embed.codegen.ldlt as ldlt
     rng = np.random.default_rng(k)
     m = min(2, k - 1)
     n = k - m
@@ -312,8 +312,8 @@ def test_the_looped_reduced_system_gives_the_straight_line_bit_for_bit(n, m, mon
     looped ``embed_reduce`` (b and A_u read in place, where a call returned them) gives the
     straight-line code's udot_ind, dependent rows of A_p T and of r0 bit for bit (the same
     operations in the same order), for any partition; and they are those of numpy."""
-    import embed.reduction as reduction
-    from embed.terms_program import reduced
+    import embed.codegen.reduction as reduction
+    from embed.modes.terms_program import reduced
     n_i, nv = n - m, n + n * n
     rng = np.random.default_rng(n)
     outs = {}
@@ -349,9 +349,9 @@ def test_the_looped_partition_gives_the_straight_line_bit_for_bit(m, n, monkeypa
     straight-line pivoted Gram-Schmidt's |diag R|, dep, perm and iperm bit for bit, on
     general B, on columns that tie (equal, or within ``TIE``: the first, a later speed,
     wins) and on a zero B; the choice is ``embedding.partition``'s."""
-    import embed.reduction as reduction
-    from embed.embedding import RANK_TOL, TIE, partition
-    from embed.terms_program import partitioned
+    import embed.codegen.reduction as reduction
+    from embed.embedding.embedding import RANK_TOL, TIE, partition
+    from embed.modes.terms_program import partitioned
     rng = np.random.default_rng(n)
     outs = {}
     for looped in (False, True):
@@ -386,8 +386,8 @@ def test_entering_the_pin_in_one_call(N):
     the partition is ``embedding.partition``'s (every column of this B has the same norm: a
     tie at every state), the monitors are the mode's own; it declines (None) off the
     manifold and where B loses rank, and the general path then says which constraints."""
-    from embed.embedding import partition
-    from embed.errors import ConstraintRankError
+    from embed.embedding.embedding import partition
+    from embed.base.errors import ConstraintRankError
     from test_pendulums import lagrange
 
     sc, P, q, _, (xt, yt) = _pinned(N)
@@ -433,7 +433,7 @@ def test_the_one_call_entry_changes_nothing_but_roundoff():
     the one-call entry: the same events and partitions, outputs within 1e-9; and the latch's
     impulses (the activation jump, mueller eq 7) within 1e-9."""
     import reference_runs
-    from embed.mode_compiler import ModeCompiler
+    from embed.modes.mode_compiler import ModeCompiler
 
     def latch():
         sim = pendulum_chain.build().simulator(embedding="numeric")
@@ -465,7 +465,7 @@ def test_copies_of_a_program_mode_keep_buffers_of_their_own():
     partitions of one compiled-terms program (copies sharing the function, each with its
     partition in its argument buffer) stepped in turn give what each gives alone; a pickled
     buffer is a new allocation with the same values."""
-    from embed.native import Buffer
+    from embed.codegen.native import Buffer
 
     N = 6
     sc, P, q, u, (xt, yt) = _pinned(N)
@@ -550,8 +550,8 @@ def test_prepare_rehearses_the_switch_and_changes_nothing():
     (``projection.on_manifold``, from any distance) and undoes it: the state, the event log,
     the impulses and the pending-input flags are as before, and the pinned set's mode was
     entered (its partition's copy is in the library).  Unreachable: no rehearsal, no error."""
-    from embed.projection import on_manifold
-    from embed.switching import entered
+    from embed.hybrid.projection import on_manifold
+    from embed.hybrid.switching import entered
     N = 5
     active = ("tip_x", "tip_y")
     sc, P, q, u, (xt, yt) = _pinned(N)

@@ -4,7 +4,7 @@ SSP file run by OMSimulator and by ecos, and scripted with fmpy: the three agree
 import pytest
 
 import masters
-from fmu_src.ssp import run_fmpy, write_ssp
+from fmu_src.host.ssp import run_fmpy, write_ssp
 
 pytestmark = pytest.mark.skipif(not masters.MASTERS.is_dir(),
                                 reason=f"the C/C++ masters are not at {masters.MASTERS}")

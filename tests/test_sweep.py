@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from disk_analytic import DiskAnalytic
-from fmu_src import study_spec
-from fmu_src.study import Study
+from fmu_src.host import study_spec
+from fmu_src.host.study import Study
 from scenarios import disk_ramp, pendulum_belt
 
 T_DISK = 3.0          # rolling from rest, then the end of the friction zone
@@ -130,7 +130,7 @@ def test_monte_carlo_is_bit_for_bit_the_same_on_one_and_two_workers(client, tmp_
         one = Study("pendulum_belt", BELT, out=tmp_path / "one")
         df1 = one.run(client=one_client, chunk=4, progress=False)
     assert (df2["status"] == 0).all(), df2["error"].tolist()
-    models = client.run(lambda: [k[1] for k in __import__("fmu_src.case_run").case_run._CACHE])
+    models = client.run(lambda: [k[1] for k in __import__("fmu_src.host.case_run").host.case_run._CACHE])
     assert len(models) == 2 and all("pendulum_belt" in m for m in models.values())  # both ran
     pd.testing.assert_frame_equal(comparable(df1), comparable(df2), check_exact=True)
     pd.testing.assert_frame_equal(one.series(), two.series(), check_exact=True)
@@ -220,7 +220,7 @@ def test_the_command_line_runs_a_study_file_resumes_and_plots(tmp_path):
     study = tmp_path / "mu.toml"
     study.write_text('stop_time = 1.0\nsummaries = ["final_mode", "first_entry:rolling"]\n'
                      '[parameters]\nmu = [0.1, 0.4]\n')
-    cmd = [sys.executable, "-m", "fmu_src.cli", "sweep", "disk_ramp", "--study", str(study),
+    cmd = [sys.executable, "-m", "fmu_src.host.cli", "sweep", "disk_ramp", "--study", str(study),
            "--vary", "mu=0.1,0.4,-2", "--workers", "1", "--out", str(tmp_path / "r"),
            "--plot", str(tmp_path / "mu.png")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

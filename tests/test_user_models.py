@@ -260,7 +260,7 @@ def test_a_guard_without_reset_map_is_named_when_it_fires():
                   [Var("T", 0.0), Var("release", 0)], start=[Start("w", 6.0)])
     assert [v.name for v in sc.parameters][-2:] == ["th_start", "w_start"]
     assert [v.name for v in sc.outputs][:2] == ["th", "constraint_residual"]
-    from embed.check import check_scenario
+    from embed.check.check import check_scenario
     found = [f for f in check_scenario(sc) if f.level == "error"]
     assert found and all("'strike'" in f.item and "mode 1 'free'" in f.item for f in found), found
     assert any("has no reset map" in f.message for f in found), found
@@ -357,7 +357,7 @@ def test_api_reference_is_up_to_date():
 @pytest.fixture(scope="module")
 def user_fmus(tmp_path_factory):
     """Both user models built from their own folders with the command line (embed-fmu build)."""
-    from fmu_src.cli import main as embed_fmu
+    from fmu_src.host.cli import main as embed_fmu
     out = tmp_path_factory.mktemp("user_fmus")
     for name in ("latch", "gripper"):
         assert embed_fmu(["build", str(MODELS / name / "model.py"), "--out", str(out)]) == 0

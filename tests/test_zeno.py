@@ -15,7 +15,7 @@ import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
 from embed import Automaton, Guard, Jump, Mode, Model, Simulator, ZenoError, holonomic
-from embed.impact import resolve
+from embed.hybrid.impact import resolve
 
 FLIGHT, REST = 1, 2
 
@@ -83,7 +83,7 @@ def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
     monitors evaluated a step ahead, to warm the caches of a real-time loop) leaves the run
     bit for bit as it is without it; and it did run before the events."""
     import scenarios
-    from embed import events, switching
+    from embed.hybrid import events, switching
     from scenarios.disk_fence.announce import announce_arc
 
     sc = scenarios.load(name).build()

@@ -50,7 +50,7 @@ from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsym
 
 from embed import (Automaton, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic,
                    motion)
-from embed.targets import ExtensionReference
+from embed.base.targets import ExtensionReference
 
 from . import jobs
 from .modes import ARC, FENCE_BASE, FREE, POLY, POLY_C, RAMP, arc_family, normal_force, poly_family
@@ -103,7 +103,7 @@ FENCE_OUTPUTS = [
         "fence mode being ready", "s"),
     Var("geometry_version_active", 0, "the fence version in use", type="Integer"),
 ]
-FENCE_EXTENSION = ExtensionReference("fmu_src.fence", "FenceGeometry", FENCE_INPUTS,
+FENCE_EXTENSION = ExtensionReference("fmu_src.runtime.fence", "FenceGeometry", FENCE_INPUTS,
                                       FENCE_OUTPUTS)
 
 

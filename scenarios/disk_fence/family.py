@@ -14,11 +14,11 @@ import numpy as np
 import symengine as se
 
 from embed import Constraint, ConstraintSet, Guard, Mode, holonomic
-from embed.compile import Tape, lambdify
-from embed.embedding import EXPLICIT_OPS_OFFLINE
-from embed.errors import ModelDefinitionError
-from embed.model import TIME
-from embed.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
+from embed.modes.compile import Tape, lambdify
+from embed.embedding.embedding import EXPLICIT_OPS_OFFLINE
+from embed.base.errors import ModelDefinitionError
+from embed.model.model import TIME
+from embed.modes.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
 
 from .jet_mode import JET, LF_JET, JetMode
 from .modes import FENCE, FENCE_BASE, PROFILE_H, fence_mode

@@ -12,7 +12,7 @@ import numpy as np
 import sympy as sp
 
 from embed import holonomic
-from embed.worker_pipe import Relay
+from embed.background.worker_pipe import Relay
 
 from . import checks
 from .announce import check_length, profile_of

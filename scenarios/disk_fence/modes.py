@@ -14,8 +14,8 @@ import symengine as se
 import sympy as sp
 
 from embed import Guard, Mode
-from embed.errors import ModelDefinitionError
-from embed.model import to_symengine
+from embed.base.errors import ModelDefinitionError
+from embed.model.model import to_symengine
 
 from .profile import SIGMA, FenceProfile
 

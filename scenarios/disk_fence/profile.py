@@ -48,9 +48,9 @@ import numpy as np
 import symengine as se
 import sympy as sp
 
-from embed import expression
-from embed.expression import ExpressionError, parse_expression, symbol
-from embed.model import to_symengine
+from embed.base import expression
+from embed.base.expression import ExpressionError, parse_expression, symbol
+from embed.model.model import to_symengine
 
 # geometry_status codes (the FMU output); 0 = the geometry in use is good
 GEOMETRY_OK = 0

@@ -1,0 +1,1 @@
+"""The background embedding workers: the client, the worker process and the pipe between them."""

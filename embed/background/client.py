@@ -1,0 +1,415 @@
+"""Client of the background embedding workers (``embed.worker``), polled from the stepping loop.
+
+Two worker processes: a *fast* one runs a scenario's own jobs (a geometry announced at
+run time: parse, check, form its constraints; a few ms), a *slow* one embeds and compiles
+modes with LLVM (tens to hundreds of ms each).  A second announcement therefore never
+waits behind the compile of the first.
+
+The stepping process never blocks on a pipe, and a step's cost does not depend on the size
+of what a worker is sent:
+
+- its writes are non-blocking: a request goes into an outgoing queue, of which each poll
+  writes what the pipe takes, at most ``worker_pipe.WRITE_BUDGET`` bytes;
+- what the fast worker prepares for the slow one (the constraints, mode and mode request
+  of a new geometry, which may be large) goes from worker to worker through a pipe of
+  their own (``worker_pipe.Relay``): the stepping process is only told how many answers to expect;
+- each poll reads at most ``worker_pipe.READ_BUDGET`` bytes and decodes at most ``max_frames``
+  answers, and costs no system call at all while nothing is outstanding.
+
+One pair of workers serves every instance of a scenario in a process: each instance talks
+to it through a client of its own (``BackgroundCompiler.client``), whose requests carry its
+number and whose answers only it receives.  A worker that dies is replaced (both are
+started again: they share a pipe), every announcement is sent again and every request not
+answered yet re-sent; the clients are told through ``errors`` (the FMU logs them).  A
+request outstanding at two deaths is dropped with an error rather than sent a third time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import select
+import time
+import weakref
+from pathlib import Path
+
+from .worker_pipe import WorkerPipe, frame, python_executable, worker_command
+
+MAX_DEATHS = 2             # a request outstanding when the workers died this often is dropped
+
+
+class _Request:
+    __slots__ = ("rid", "client", "pipe", "data", "origin_done", "relayed", "relay_done",
+                 "parts", "skip", "deaths", "what")
+
+    def __init__(self, rid, client, pipe, data, what):
+        self.rid, self.client, self.pipe, self.data, self.what = rid, client, pipe, data, what
+        self.origin_done = False
+        self.relayed = self.relay_done = 0
+        self.parts = self.skip = self.deaths = 0
+
+    @property
+    def answered(self):
+        return self.origin_done and self.relay_done >= self.relayed
+
+
+class _Workers:
+    """The two worker processes of one scenario and options, shared by the clients of a
+    process: requests numbered, answers routed to the client that asked."""
+
+    def __init__(self, scenario, options, python, root, jobs=None, set_up=None):
+        # the folder holding embed/ and scenarios/: an FMU's resources (a master may delete
+        # the folder an earlier instance was imported from), else this package's parent
+        self.root = str(root or Path(__file__).resolve().parents[2])
+        self.roots = [self.root]  # of the clients, newest last: a restart uses one that exists
+        self.env = dict(os.environ)
+        self.cmd = worker_command(python or python_executable(), scenario, options, jobs, set_up)
+        self.clients = weakref.WeakValueDictionary()
+        self._client_ids = itertools.count(1)
+        self._rids = itertools.count(1)
+        self.history = []         # announcements (frames), sent again to new workers
+        self.pending = {}         # request number -> _Request not answered yet
+        self._partial = {}        # modes of which functions are still to come
+        self.restarts = 0
+        self.closed = False
+        self.instances = 0        # clients made by client() still alive
+        self._start()
+
+    def _start(self):
+        # the newest folder holding embed/ that still exists (a master may delete the one an
+        # earlier instance was extracted to), else this package's parent
+        here = str(Path(__file__).resolve().parents[2])
+        root = next((d for d in reversed(self.roots)
+                     if os.path.isdir(os.path.join(d, "embed"))), here)
+        env = dict(self.env)
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        r, w = os.pipe()          # fast -> slow, for what the fast worker prepares (Relay)
+        try:
+            self.fast = WorkerPipe("fast", self.cmd + ["--peer-out", str(w)], env, root,
+                              pass_fds=(w,))
+            self.slow = WorkerPipe("slow", self.cmd + ["--peer-in", str(r)], env, root,
+                              pass_fds=(r,))
+        finally:
+            os.close(r)
+            os.close(w)
+        self.pipes = (self.fast, self.slow)
+
+    # ----------------------------------------------------------------- clients
+    def register(self, client):
+        cid = next(self._client_ids)
+        self.clients[cid] = client
+        return cid
+
+    @property
+    def ready(self):
+        return self.fast.ready and self.slow.ready
+
+    def outstanding(self, cid):
+        return sum(1 for r in self.pending.values() if r.client == cid)
+
+    def request(self, cid, pipe, req, slot=None, what=None):
+        rid = next(self._rids)
+        data = frame((cid, rid, req, slot))
+        rec = self.pending[rid] = _Request(rid, cid, pipe, data, what)
+        getattr(self, pipe).send(data)
+        return rec
+
+    def announce(self, cid, req):
+        data = frame((cid, None, req, None))
+        self.history.append(data)
+        for p in self.pipes:
+            p.send(data)
+
+    # ----------------------------------------------------------------- polling
+    def poll(self, max_frames):
+        """Write what is queued, read what has arrived, decode at most ``max_frames`` answers
+        (control frames not counted) and route them; restart dead workers."""
+        if self.closed:
+            return
+        if not self.pending and self.ready and not (self.fast.busy or self.slow.busy):
+            return                # nothing outstanding: no system call
+        for p in self.pipes:
+            p.flush()
+            if not p.dead:
+                p.read()
+        n = 0
+        for p in self.pipes:
+            while n < max_frames:
+                msg = p.next_frame()
+                if msg is None:
+                    break
+                n += self._route(p, msg)
+        if self.fast.dead or self.slow.dead:
+            self._restart()
+
+    def _route(self, pipe, msg):
+        """Handle one answer; returns 1 if it was data (counted against max_frames)."""
+        cid, rid, body = msg
+        kind = body[0]
+        rec = self.pending.get(rid) if rid is not None else None
+        client = self.clients.get(cid) if cid is not None else None
+        if kind == "ready":
+            pipe.ready = True
+            return 0
+        if kind == "done":
+            if rec is not None:
+                if pipe.name == rec.pipe:
+                    rec.origin_done = True
+                else:
+                    rec.relay_done += 1
+                if rec.answered:
+                    del self.pending[rid]
+            return 0
+        if kind == "relayed":
+            if rec is not None:
+                rec.relayed += body[1]
+            return 0
+        if kind == "call" and rec is not None:
+            rec.parts += 1
+            if rec.skip:              # re-sent after a restart: delivered already
+                rec.skip -= 1
+                return 1
+        if kind in ("mode", "mode_fn"):
+            done = self._mode_part(body)
+            if done is not None and client is not None:
+                client._modes.append(done)
+        elif client is None:
+            pass                      # its instance is gone
+        elif kind in ("entry", "rhs"):
+            client._extras.append(body)
+        elif kind == "call":
+            client._calls.append(body[1:])
+        elif kind == "error":
+            client.errors.append(body[1:])
+        return 1
+
+    def _mode_part(self, msg):
+        """A mode arrives as its first function, then each other one (``embed.worker``)."""
+        if msg[0] == "mode":
+            _, key, meta, fns = msg
+            n = meta.get("n_fns", len(fns))
+            self._partial[key] = [meta, list(fns) + [None] * (n - len(fns)),
+                                  meta.get("frames", 1) - 1]
+        else:
+            _, key, i, fn = msg
+            if key not in self._partial:
+                return None
+            self._partial[key][1][i] = fn
+            self._partial[key][2] -= 1
+        meta, fns, to_come = self._partial[key]
+        if to_come == 0:
+            del self._partial[key]
+            return (key, tuple(fns), meta)
+        return None
+
+    def _restart(self):
+        """Both workers again (they share a pipe), every announcement and every request not
+        answered yet re-sent; each client is told."""
+        codes = {p.name: p.proc.poll() for p in self.pipes}
+        for p in self.pipes:
+            p.close(stop=False)
+        self.restarts += 1
+        self._partial.clear()
+        dropped = []
+        for rid, rec in list(self.pending.items()):
+            rec.deaths += 1
+            if rec.deaths >= MAX_DEATHS:
+                del self.pending[rid]
+                dropped.append(rec)
+        try:
+            self._start()
+        except Exception as exc:  # noqa: BLE001 - never into the step: say so, go on without
+            self.closed = True
+            for client in list(self.clients.values()):
+                client.errors.append(("background workers", f"could not start them again "
+                                      f"({type(exc).__name__}: {exc}); stepping on without "
+                                      "them", ""))
+            return
+        for data in self.history:
+            for p in self.pipes:
+                p.send(data)
+        for rid in sorted(self.pending):
+            rec = self.pending[rid]
+            rec.origin_done, rec.relayed, rec.relay_done = False, 0, 0
+            rec.skip, rec.parts = rec.parts, 0
+            getattr(self, rec.pipe).send(rec.data)
+        gone = ", ".join(f"the {k} worker (exit status {v})" for k, v in codes.items()
+                         if v is not None) or "a worker (its pipe closed)"
+        msg = (f"{gone} ended; started both workers again (restart {self.restarts}) and re-sent "
+               f"{len(self.pending)} outstanding requests")
+        for client in list(self.clients.values()):
+            client.errors.append(("background workers", msg, ""))
+        for rec in dropped:
+            client = self.clients.get(rec.client)
+            if client is not None:
+                client.errors.append((rec.what, "dropped: it was outstanding when the workers "
+                                      f"ended {rec.deaths} times", ""))
+
+    def instance_gone(self):
+        """A client made by ``client()`` was collected.  With none left and every folder the
+        workers were started from deleted (an FMU whose extraction is gone: a new instance
+        imports its packages anew, with workers of its own), these workers serve nobody any
+        more: stopped, without waiting (this may run in a garbage collection in a step)."""
+        self.instances -= 1
+        if self.instances > 0 or self.closed:
+            return
+        if any(os.path.isdir(os.path.join(d, "embed")) for d in self.roots):
+            return
+        self.closed = True
+        for p in self.pipes:
+            try:
+                p.proc.kill()
+                for f in (p.proc.stdin, p.proc.stdout):
+                    f.close()
+                p.proc.poll()         # reaped now or by a later subprocess call
+            except Exception:  # noqa: BLE001
+                pass
+
+    def wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while not self.ready and not self.closed and time.monotonic() < deadline:
+            fds = [p.fd_r for p in self.pipes if not p.ready]
+            select.select(fds, [], [], 0.05)
+            self.poll(max_frames=100)
+        return self.ready
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            for p in self.pipes:
+                p.close()
+
+
+class BackgroundCompiler:
+    """One client of a pair of background workers: its requests, and the answers to them.
+
+    ``BackgroundCompiler(scenario, options)`` starts a pair of workers; ``client()`` gives
+    another client of the same pair (one per FMU instance: its answers are its own).
+
+    Parameters
+    ----------
+    scenario : str
+        the module that builds the model ("package.module": ``build(**options)``), or a
+        scenario's name (transitional, ``model_module``).
+    options : dict, optional
+        the keyword arguments of ``build``.
+    python : str, optional
+        the workers' interpreter (``python_executable``).
+    root : str, optional
+        the folder holding embed/ (an FMU's resources).
+    jobs : sequence of str, optional
+        "module:function" of the jobs the fast worker may run (``call``); default: the
+        model module's WORKER_JOBS.
+    set_up : str, optional
+        "module:function" run once in each worker before its first request; default: the
+        model module's WORKER_SET_UP.
+    """
+
+    def __init__(self, scenario, options=None, python=None, root=None, *, jobs=None,
+                 set_up=None, _workers=None):
+        self._w = _workers if _workers is not None else _Workers(scenario, options, python,
+                                                                   root, jobs, set_up)
+        self.id = self._w.register(self)
+        self.errors = []
+        self._modes = []
+        self._calls = []
+        self._extras = []
+        self._rest = False
+        self._closed = False
+
+    def client(self, root=None):
+        """Another client of this pair of workers (an FMU instance of its own); ``root``: its
+        folder holding embed/ (an FMU's resources), used if the workers are started again."""
+        if root:
+            self._w.roots.append(str(root))
+        c = BackgroundCompiler(None, _workers=self._w)
+        self._w.instances += 1
+        weakref.finalize(c, self._w.instance_gone)
+        return c
+
+    @property
+    def ready(self):
+        return self._w.ready
+
+    @property
+    def outstanding(self):
+        """This client's requests not answered yet (and 1 while the workers start)."""
+        return self._w.outstanding(self.id) + (not self._w.ready)
+
+    @property
+    def restarts(self):
+        return self._w.restarts
+
+    def worker_pids(self):
+        return [p.proc.pid for p in self._w.pipes]
+
+    def alive(self):
+        """Usable: not closed (a worker that died is started again at the next poll)."""
+        return not self._w.closed
+
+    def wait_ready(self, timeout):
+        """Block until both workers have built their model (at most ``timeout`` s): called at
+        set-up, so that their start-up (imports, model: 1-3 s of CPU) is over before the
+        first real-time step.  Returns whether they are ready."""
+        return self._w.wait_ready(timeout)
+
+    def submit(self, key, rhs=False):
+        """Ask for mode ``key`` (mode id, active constraints, dependent speeds) compiled, with
+        the right-hand side alone too if ``rhs`` (the adaptive solver)."""
+        self._w.request(self.id, "slow", ("mode", key, {"rhs": rhs}), what=key)
+
+    def announce(self, constraint):
+        """A constraint defined at run time, for the modes submitted later (both workers)."""
+        self._w.announce(self.id, ("constraint", constraint))
+
+    def announce_mode(self, mode):
+        self._w.announce(self.id, ("modedef", mode))
+
+    def call(self, fname, *args, supersede=None):
+        """Run the job ``fname`` ("module:function", one of the fast worker's jobs: its command
+        line names them) in the fast worker; its results arrive, part by part, through
+        ``call_results``.  With ``supersede`` (a name), a call of this client with the same name made later and
+        waiting in the worker replaces this one, which then answers nothing (nor does the
+        slow worker's part of it)."""
+        self._w.request(self.id, "fast", ("call", fname, args), slot=supersede, what=fname)
+
+    def poll(self, max_frames=1):
+        """Decode at most ``max_frames`` finished answers in all, the fast worker's first:
+        loading a compiled function costs 0.1-0.4 ms in a step that finds the caches cold,
+        so a step decodes one (``rest`` skips the next poll: a step that installed one)."""
+        if self._rest:
+            self._rest = False
+            return
+        self._w.poll(max_frames)
+
+    def rest(self):
+        """Decode nothing at the next ``poll``: this step has done its share."""
+        self._rest = True
+
+    def results(self):
+        """Finished modes as (key, functions, meta); never blocks."""
+        self.poll()
+        out, self._modes = self._modes, []
+        return out
+
+    def extras(self):
+        """What followed the modes: ("entry", constraint names, EntryTerms) and ("rhs", key,
+        function); never blocks (``results`` polls)."""
+        out, self._extras = self._extras, []
+        return out
+
+    def call_results(self):
+        """Parts answered by ``call`` requests, as (fname, part); never blocks."""
+        out, self._calls = self._calls, []
+        return out
+
+    def close(self):
+        """This client leaves; the workers stop with the last one."""
+        if not self._closed:
+            self._closed = True
+            self._w.clients.pop(self.id, None)
+            if not self._w.clients:
+                self._w.close()
+
+    def stop_workers(self):
+        self._w.close()

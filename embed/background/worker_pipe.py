@@ -1,0 +1,202 @@
+"""Starting a background worker process (``embed.worker``) and talking to it: its command line,
+the frames it reads and writes (length-prefixed pickles), and ``WorkerPipe``, one worker's
+pipe that the stepping process never blocks on (non-blocking writes from a queue, reads
+within a budget).  ``embed.background`` routes requests and answers over two of them.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import json
+import os
+import pickle
+import select
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+WRITE_BUDGET = 1 << 16     # bytes a poll writes to a worker at most (one pipe buffer)
+READ_BUDGET = 1 << 18      # bytes a poll reads from a worker at most
+_HEAD = struct.Struct("<I")
+
+
+def python_executable():
+    """The Python to run the worker with: $EMBED_PYTHON, else this interpreter if it is a
+    Python (inside a C++ master sys.executable may be the host program), else python3."""
+    exe = os.environ.get("EMBED_PYTHON")
+    if exe:
+        return exe
+    if sys.executable and Path(sys.executable).name.lower().startswith("python"):
+        return sys.executable
+    return shutil.which("python3") or "python3"
+
+
+def model_module(scenario):
+    """The module that builds the workers' model: ``scenario`` itself if it names a module
+    ("package.module"); a bare scenario name is TRANSITIONAL (fmu_src/slave.py passes one):
+    the module of that name in the scenarios package that travels beside this engine (in an
+    FMU its packages are embed<tag> and scenarios<tag>), named, never imported here."""
+    if "." in scenario:
+        return scenario
+    tag = __name__.split(".")[0][len("embed"):]
+    return f"scenarios{tag}.{scenario}"
+
+
+def worker_jobs(module):
+    """The module's ``WORKER_JOBS`` ("module:function" names of its background jobs) and
+    ``WORKER_SET_UP`` (run once in each worker, or None), read from the module, which the
+    stepping process has imported already to build its scenario."""
+    mod = importlib.import_module(module)
+    return tuple(getattr(mod, "WORKER_JOBS", ())), getattr(mod, "WORKER_SET_UP", None)
+
+
+def worker_command(python, scenario, options, jobs=None, set_up=None):
+    """The worker's command line (``embed.worker``): the model's module and options, and the
+    jobs it may run and its set-up, each "module:function" (read from the model's module when
+    ``jobs`` is None).
+
+    Parameters
+    ----------
+    python : str
+        the interpreter.
+    scenario : str
+        the model's module ("package.module", whose ``build(**options)`` returns the
+        scenario), or a scenario name (``model_module``).
+    options : dict
+        the keyword arguments of ``build``.
+    jobs : sequence of str, optional
+    set_up : str, optional
+
+    Returns
+    -------
+    list of str
+    """
+    module = model_module(scenario)
+    if jobs is None:
+        jobs, set_up = worker_jobs(module)
+    cmd = [python, "-m", "embed.background.worker", module, json.dumps(options or {})]
+    for job in jobs:
+        cmd += ["--job", job]
+    if set_up:
+        cmd += ["--set-up", set_up]
+    return cmd
+
+
+def frame(obj):
+    """One request or answer: a length-prefixed pickle."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEAD.pack(len(data)) + data
+
+
+class Relay:
+    """A part a worker call yields for the *slow* worker: ``requests`` (("constraint", c),
+    ("modedef", mode), ("mode", key, options), ...) go to it directly, worker to worker, and
+    ``part`` (if not None) to the caller as an ordinary part."""
+
+    __slots__ = ("requests", "part")
+
+    def __init__(self, requests, part=None):
+        self.requests, self.part = list(requests), part
+
+
+class WorkerPipe:
+    """One worker process: its outgoing queue (non-blocking writes) and the bytes read from it."""
+
+    def __init__(self, name, cmd, env, cwd, pass_fds=()):
+        self.name = name
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     env=env, cwd=cwd, pass_fds=pass_fds)
+        self.fd_w = self.proc.stdin.fileno()
+        self.fd_r = self.proc.stdout.fileno()
+        os.set_blocking(self.fd_w, False)
+        self.out = collections.deque()
+        self.off = 0                  # bytes of out[0] written already
+        self.buf = bytearray()
+        self.pos = 0                  # bytes of buf decoded already
+        self.ready = False
+        self.dead = False
+
+    def send(self, data):
+        self.out.append(data)
+        self.flush()
+
+    def flush(self, budget=WRITE_BUDGET):
+        """Write what the pipe takes of the queue, at most ``budget`` bytes, never waiting."""
+        while self.out and budget > 0 and not self.dead:
+            head = self.out[0]
+            try:
+                n = os.write(self.fd_w, memoryview(head)[self.off:self.off + budget])
+            except BlockingIOError:
+                return
+            except OSError:           # EPIPE: the worker is gone
+                self.dead = True
+                return
+            budget -= n
+            self.off += n
+            if self.off >= len(head):
+                self.out.popleft()
+                self.off = 0
+
+    def read(self, budget=READ_BUDGET):
+        """What has arrived, at most ``budget`` bytes, never waiting."""
+        fd = self.fd_r
+        while budget > 0 and select.select([fd], [], [], 0)[0]:
+            try:
+                chunk = os.read(fd, min(budget, 1 << 16))
+            except OSError:
+                chunk = b""
+            if not chunk:             # EOF: the worker is gone
+                self.dead = True
+                return
+            self.buf += chunk
+            budget -= len(chunk)
+
+    def has_frame(self):
+        n = len(self.buf) - self.pos
+        return n >= 4 and n - 4 >= _HEAD.unpack_from(self.buf, self.pos)[0]
+
+    def next_frame(self):
+        """The next complete answer decoded, or None."""
+        if not self.has_frame():
+            return None
+        (size,) = _HEAD.unpack_from(self.buf, self.pos)
+        start = self.pos + 4
+        view = memoryview(self.buf)
+        part = view[start:start + size]
+        try:
+            msg = pickle.loads(part)
+        finally:
+            part.release()
+            view.release()
+        self.pos = start + size
+        if self.pos == len(self.buf):
+            self.buf.clear()
+            self.pos = 0
+        elif self.pos > (1 << 16):
+            del self.buf[:self.pos]
+            self.pos = 0
+        return msg
+
+    @property
+    def busy(self):
+        return bool(self.out) or len(self.buf) > self.pos
+
+    def close(self, stop=True):
+        if self.proc.poll() is None and stop:
+            try:
+                os.set_blocking(self.fd_w, True)
+                self.proc.stdin.close()      # EOF: the worker leaves after what it is doing
+                self.proc.wait(timeout=2)
+            except Exception:  # noqa: BLE001
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except Exception:  # noqa: BLE001
+                pass

@@ -1,0 +1,1 @@
+"""Shared leaves of the engine: the EmbedError tree, the whitelist expression parser, objects named ``module:name``."""

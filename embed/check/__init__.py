@@ -1,0 +1,1 @@
+"""The model checker run before a build, and its probes."""

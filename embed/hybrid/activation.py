@@ -1,0 +1,59 @@
+"""The momentum-consistent velocity jump when constraints become active (mueller eq 5-7).
+
+Solves [M B^T; B 0] [du; Lambda] = [0; -(B u + C)] over all constraints active after the
+event, persistent ones included: the form of eq 7 that needs no inverse of M, so it also
+holds when the unconstrained M is singular (Euler parameter speeds).  With the persistent
+constraints satisfied before the event this is eq 7 itself; for a new contact it is ANDY's
+plastic impact map (wang2019 eq 19).  See docs/design.md, "Where each paper fits".
+"""
+
+from __future__ import annotations
+
+from scipy.linalg.lapack import dgesv
+
+from ..base.errors import ConstraintRankError
+from .projection import max_abs
+
+
+ACTIVATION_TOL = 1e-12   # no jump when |B u + C| <= ACTIVATION_TOL max(1, |u|)
+
+
+def activation_jump(K, rhs, u, names, t, tol=ACTIVATION_TOL):
+    """The speeds just after constraints ``names`` become active, and their impulses.
+
+    Parameters
+    ----------
+    K : ndarray
+        [M B^T; B 0] at the event (``EntryTerms``), symmetric.
+    rhs : ndarray
+        [0; -(B u + C)].
+    u : ndarray
+        The full speeds before the event.
+    names : tuple of str
+        The constraints active after the event (the rows of B).
+    t : float
+        The event time (s), for the error.
+    tol : float
+        No jump when |B u + C| <= tol max(1, |u|).
+
+    Returns
+    -------
+    (ndarray, dict)
+        The new full speeds (``u`` itself when there is no jump) and the impulse of each
+        constraint by name.
+
+    Raises
+    ------
+    ConstraintRankError
+        K is singular (redundant constraints).
+    """
+    if max_abs(rhs) <= tol * max(1.0, max_abs(u)):
+        return u, {}
+    n = len(u)
+    _, _, z, info = dgesv(K.T, rhs)     # K is symmetric: its transpose is K, in the
+                                        # column order LAPACK takes without a copy
+    if info != 0:
+        raise ConstraintRankError(
+            f"constraints {list(names)} cannot be activated at t = {t:.9g} s: "
+            "[M B^T; B 0] is singular (redundant constraints)")
+    return u + z[:n], dict(zip(names, (-z[n:]).tolist()))

@@ -1,0 +1,143 @@
+"""The configuration projection: dependent coordinates held on Phi(q) = 0 with a held chart.
+
+haug_pavesic2023 eq 13-16: Newton iteration q <- q - U B Phi(q) along the chart's normal
+directions U = Phi_q^T, with the held inverse B = (Phi_q U)^-1 refreshed by eq 16; a new
+chart is taken when the iteration stops contracting or the held inverse drifts.  Only q
+changes: the dependent speeds follow from the embedding (gillespie2005 eq 12) at the new q.
+See docs/design.md, "Where each paper fits".
+
+The chart ``(U, B)`` is part of the running state (``embed.state``): it is replaced, never
+changed in place, so a checkpoint may keep a reference to it.  ``on_manifold`` reaches the
+manifold from any distance (a switch rehearsed at ``Simulator.prepare``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg.lapack import dgesv
+
+from ..base.errors import ConstraintRankError, IntegrationError
+
+PHI_TOL = 1e-12       # configuration constraints are held to this by Newton iteration
+MAX_ITERATIONS = 12
+
+
+def max_abs(a):
+    """max |a_i| of a short vector in plain floats (numpy's dispatch costs 20-50 us where an
+    event step finds the caches cold; the comparisons themselves are nothing)."""
+    return max(map(abs, a.tolist()), default=0.0)
+
+
+class Projection:
+    """Holds the active holonomic constraints on their manifold (haug_pavesic2023 eq 13-16).
+
+    One object per entered constraint set: it knows the constraints, not the chart, which is
+    running state (``embed.state.RunState.chart``), passed in and handed back.
+
+    Parameters
+    ----------
+    holonomic : list of ConstraintTerms
+        The active holonomic constraints' compiled terms ([Phi, Phi_q] by ``phi``).
+    """
+
+    __slots__ = ("holonomic",)
+
+    def __init__(self, holonomic=()):
+        self.holonomic = list(holonomic)
+
+    def phi(self, tq):
+        """(Phi, Phi_q) of the holonomic constraints at tq = [t, q..., p...]."""
+        v = np.array([ct.phi(tq) for ct in self.holonomic])
+        return v[:, 0], v[:, 1:]
+
+    def project(self, t, q, p, chart):
+        """Dependent coordinates from Phi(q) = 0 (haug_pavesic2023 eq 13-16).
+
+        Parameters
+        ----------
+        t : float
+            Time (s).
+        q : ndarray
+            Generalized coordinates (not changed).
+        p : ndarray
+            The parameter vector.
+        chart : tuple (U, B) or None
+            The held chart; None: taken when a correction first needs one.
+
+        Returns
+        -------
+        (q, chart, recharts)
+            ``q`` itself when |Phi| <= PHI_TOL already, else the projected coordinates; the
+            chart now held; how many new charts were taken.
+
+        Raises
+        ------
+        IntegrationError
+            Newton did not converge in MAX_ITERATIONS (the configuration left the manifold).
+        ConstraintRankError
+            Phi_q is singular where a new chart is needed.
+        """
+        tq = np.concatenate(([t], q, p))
+        r, G = self.phi(tq)
+        if max_abs(r) <= PHI_TOL:
+            return q, chart, 0
+        recharts = 0
+        if chart is None:
+            chart = self.rechart(G, t)
+            recharts += 1
+        n = len(q)
+        it = 0
+        while max_abs(r) > PHI_TOL:
+            if it == MAX_ITERATIONS:
+                raise IntegrationError(
+                    f"configuration constraints {[ct.name for ct in self.holonomic]} not "
+                    f"satisfied (|Phi| = {max_abs(r):.3g}) at t = {t:.9g} s; the configuration "
+                    "left the constraint manifold: reduce h_max")
+            U, Bh = chart
+            q = q - U @ (Bh @ r)
+            tq[1:1 + n] = q
+            r_new, G = self.phi(tq)
+            if it >= 2 and max_abs(r_new) > 0.1 * max_abs(r):
+                chart = self.rechart(G, t)
+                recharts += 1
+            r = r_new
+            it += 1
+        U, Bh = chart
+        GU = G @ U
+        Bh = 2 * Bh - Bh @ GU @ Bh                                   # eq 16
+        if max_abs((GU @ Bh - np.eye(len(r))).ravel()) > 0.25:
+            chart = self.rechart(G, t)
+            recharts += 1
+        else:
+            chart = (U, Bh)
+        return q, chart, recharts
+
+    def rechart(self, G, t):
+        """A new chart at Phi_q = G: (U, B) with U = G^T, B = (G U)^-1 (haug_pavesic2023 eq 14)."""
+        U = G.T.copy()
+        _, _, Bh, info = dgesv(G @ U, np.eye(len(G)))
+        if info != 0:
+            raise ConstraintRankError(
+                f"configuration constraints {[ct.name for ct in self.holonomic]} have a "
+                f"singular Jacobian at t = {t:.9g} s")
+        return (U, Bh)
+
+
+def on_manifold(projection, t, q, p, iterations=100, reach=0.5):
+    """A configuration with Phi(q) = 0 for the holonomic constraints of ``projection`` (a
+    ``Projection``), from q by minimum-norm Newton steps (Phi_q^+ Phi) of at most ``reach``
+    in any coordinate: from any distance, unlike the held chart's correction
+    (``Projection.project``); None if they do not get there."""
+    if not projection.holonomic:
+        return q
+    tq = np.concatenate(([t], q, p))
+    n = len(q)
+    for _ in range(iterations):
+        r, G = projection.phi(tq)
+        if not np.all(np.isfinite(r)):
+            return None
+        if max_abs(r) <= PHI_TOL:
+            return tq[1:1 + n].copy()
+        dq = np.linalg.lstsq(G, r, rcond=None)[0]
+        tq[1:1 + n] -= dq * min(1.0, reach / max(max_abs(dq), reach))
+    return None

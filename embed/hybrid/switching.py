@@ -1,0 +1,267 @@
+"""Switching (gillespie2005 Sec 4-5): reset maps applied, events handled, constraints held.
+
+Functions of a ``Simulator`` (its running state, forms and compiled modes): entering a mode
+through a reset map (eq 19-20) with the configuration projected (haug_pavesic2023 eq 13-16)
+and the momentum-consistent activation jump (mueller eq 7); handling a located switching
+condition (eq 18) with the Zeno watch (ANDY's multi-jump counter); rehearsing an event one
+step ahead; locating one in a step (``embed.events``); holding the configuration
+constraints and re-selecting the independent speeds as the dependent block of B degrades
+(Sec 5.4).  See docs/design.md, "Data flow".
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import events
+from .activation import ACTIVATION_TOL, activation_jump
+from ..model.automaton import Jump
+from ..check.check import reset_map
+from ..model.context import Context
+from ..embedding.embedding import partition
+from ..base.errors import ZenoError
+from .events import EVENT_TOL, LEVEL, PROBE
+from .projection import PHI_TOL, Projection, max_abs, on_manifold
+
+ZENO_LIMIT = 100      # events at one instant before the automaton is declared Zeno
+ZENO_IMPACTS = 5      # impacts in a row, each closer than zeno_dt to the last: accumulating
+IMPACT_LOG = 50       # impacts kept in Simulator.impacts (t, guard, q, u before, u after)
+RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows this much
+                      # (10 cost accuracy near singular configurations of the slider-crank)
+
+
+def activation(sim, names, q, u, tol=ACTIVATION_TOL, entry=None):
+    """Momentum-consistent velocity jump when the constraints ``names`` become active
+    (mueller eq 7, ``embed.activation``); ``entry``: ``ModeCompiler.entry``'s (K, B, rhs, Phi) at
+    (q, u), if known already.  Returns the new full speeds and each constraint's impulse."""
+    K, _, rhs, _ = entry if entry is not None else sim.mode_compiler.entry(
+        [sim.forms.constraint_terms(c) for c in names], sim.state.t, q, u, sim.pvec)
+    return activation_jump(K, rhs, u, names, sim.state.t, tol)
+
+def entered(sim, active):
+    """(rows, projection, watch) of the constraint set ``active``: each constraint's compiled
+    terms, the ``Projection`` of the holonomic ones (haug_pavesic2023 eq 13) and whether
+    kappa(B1) is watched (B moves, Sec 5.4); made once a set (``ModeLibrary.sets``), so that
+    an event step does not make them again."""
+    got = sim.library.sets.get(active)
+    if got is None:
+        rows = [sim.forms.constraint_terms(c) for c in active]
+        got = sim.library.sets[active] = (rows, Projection([r for r in rows if r.holonomic]),
+                                          any(not r.constant_B for r in rows))
+    return got
+
+def target(sim, jump: Jump):
+    """(mode, active constraints, q, u) that ``jump`` enters with: q and u are views of x
+    and mon (never changed in place) unless the reset map gives new values."""
+    mode = sim.aut.modes[jump.mode]
+    active = tuple(sorted(mode.constraints if jump.constraints is None else jump.constraints))
+    q = sim.q if jump.q is None else np.array(jump.q, dtype=float)
+    u = sim.u if jump.u is None else np.array(jump.u, dtype=float)
+    return mode, active, q, u
+
+def apply(sim, jump: Jump):
+    """Enter jump.mode with the reset state, re-embedding (from the library) if needed."""
+    st = sim.state
+    before = st.active
+    mode, st.active, q, u = target(sim, jump)
+    if jump.discrete:
+        st.discrete = {**st.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
+        sim._sync_discrete()
+    st.mode = jump.mode
+    sim.last_impulse = {}
+    # the new constraints at the reset configuration, evaluated once for the projection
+    # (haug_pavesic2023 eq 13), the activation jump (mueller eq 7), the partition (eq 11)
+    # (kappa(B1) comes with the monitors): an event step evaluates them once
+    rows, st.projection, st.watch = entered(sim, st.active)
+    st.chart = None
+    jumps = jump.u is None and bool(set(st.active) - set(before))
+    # with a prepared compiled-terms program, the jump, the partition and the monitors are one
+    # call (``TermsProgramMode.enter``); else, or where it declines, step by step
+    fast = rows and sim.mode_compiler.enter(jump.mode, st.active, st.t, q, u, sim.pvec, jumps)
+    if fast:
+        st.dep, x, mon, impulses = fast
+        if impulses is not None:
+            sim.last_impulse = dict(zip(st.active, impulses))
+    elif rows:
+        entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
+        if st.projection.holonomic and max_abs(entry[3]) > PHI_TOL:
+            q = project_q(sim, q)
+            entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
+        if jumps:
+            u, sim.last_impulse = activation(sim, st.active, q, u, entry=entry)
+        st.dep = partition(entry[1], st.active)
+    else:
+        st.dep = ()
+    compiled = st.compiled_mode = sim.mode_compiler.compiled(jump.mode, st.dep, st.active)
+    if fast and sim.mode_compiler.runs_on(compiled, st.active):
+        st.x, st.mon = x, mon
+    else:
+        st.x = x if fast else np.concatenate((q, u[list(compiled.ind)]))
+        st.mon = compiled.monitors(st.t, st.x, st.pvec)
+    st.kappa0 = float(st.mon[compiled.i_kappa])
+    st.enabled = tuple(g.enabled is None or bool(g.enabled(st.discrete)) for g in mode.guards)
+    st.armed = events.arm(st.mon[compiled.sl_guards].tolist(), lambda: guards_later(sim))
+    sim._rehearsed = None
+    sim._dirty = sim._rearm = False
+
+def guards_later(sim):
+    """The switching conditions an instant (PROBE) after the current state (events.arm)."""
+    st, compiled = sim.state, sim.state.compiled_mode
+    tau = min(PROBE, sim.integrator.h_max / 100)
+    later = sim.integrator.partial(compiled, st.t, st.x, st.pvec, tau)
+    o = compiled.nx
+    return later[o + compiled.sl_guards.start:o + compiled.sl_guards.stop].tolist()
+
+def handle(sim, gi):
+    """Apply the reset map of switching condition gi; count events and watch for Zeno
+    behaviour (ANDY's multi-jump counter): too many events at one instant, or impacts
+    accumulating in time, hand over to the automaton's persistent mode (``zeno``)."""
+    st = sim.state
+    mode = sim.aut.modes[st.mode]
+    guard = mode.guards[gi]
+    before = st.mode
+    if st.events and st.t - st.last_event_time <= EVENT_TOL:
+        st.same_instant += 1
+    else:
+        st.same_instant = 0
+    ctx = Context(sim, guard.name)
+    jump = reset_map(sim.aut, "transition", ctx, guard.name)
+    if jump.impact:
+        st.impact_count += 1
+        sim.impacts.append((float(st.t), guard.name, np.array(ctx.q), np.array(ctx.u),
+                             None if jump.u is None else np.array(jump.u)))
+        del sim.impacts[:-IMPACT_LOG]
+        gap = st.t - st.last_impact if st.last_impact is not None else np.inf
+        # a new list, never changed in place: the step's checkpoint keeps a reference
+        st.impact_gaps = (st.impact_gaps + [gap])[-ZENO_IMPACTS:]
+        st.last_impact = st.t
+    zeno = (st.same_instant > ZENO_LIMIT or
+            (jump.impact and len(st.impact_gaps) == ZENO_IMPACTS
+             and max(st.impact_gaps) < sim.zeno_dt))
+    if zeno:
+        if sim.aut.zeno is None:
+            raise ZenoError(
+                f"Zeno behaviour at t = {st.t:.12g} s ({guard.name!r} in mode {mode.name!r}: "
+                f"{st.same_instant} events at one instant, impacts {ZENO_IMPACTS} in a row "
+                f"less than {sim.zeno_dt} s apart) and no persistent mode to switch to")
+        jump = reset_map(sim.aut, "zeno", ctx, guard.name)
+        st.impact_gaps = []
+        st.zeno_count += 1
+    apply(sim, jump)
+    record(sim, "zeno:" + guard.name if zeno else guard.name, before)
+
+def record(sim, label, before):
+    """Count the event just applied (from mode ``before``) and log it."""
+    st = sim.state
+    st.event_count += 1
+    st.last_event_time = st.t
+    st.events.append((float(st.t), label, before, st.mode))
+
+def rehearse(sim, gi):
+    """Evaluate what the event of switching condition gi will need (its reset map, the
+    entered constraint set's entry terms, the partition, the new mode's monitors) without
+    applying any of it: an event step finds the caches cold and costs 0.4-0.6 ms where it
+    costs 0.15-0.2 ms warm; rehearsed one step ahead, that cost is split over two steps.
+    Changes no state; a failure here is left for the event itself to report.  Returns
+    whether the rehearsal went through."""
+    st = sim.state
+    sim._rehearsed = (st.mode, gi)
+    try:
+        name = sim.aut.modes[st.mode].guards[gi].name
+        jump = sim.aut.transition(Context(sim, name), name)
+        _, active, q, u = target(sim, jump)
+        dep = ()
+        if active:              # the event's own entry call where it has one, else its parts
+            fast = sim.mode_compiler.enter(jump.mode, active, st.t, q, u, sim.pvec, False)
+            if fast:
+                return True
+            rows = [sim.forms.constraint_terms(c) for c in active]
+            entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
+            dep = partition(entry[1], active)
+        compiled = sim.library.mode((jump.mode, active, dep))
+        if compiled is not None:
+            compiled.monitors(st.t, np.concatenate((q, u[list(compiled.ind)])), st.pvec)
+    except Exception:  # noqa: BLE001 - the event reports its own errors
+        return False
+    return True
+
+def rehearse_entry(sim, active):
+    """Enter the constraint set ``active`` once on the current run and undo it, where the
+    event will run on a prepared compiled-terms program: at a configuration on the set
+    (``projection.on_manifold``; none found: no rehearsal), the event (``apply``: the jump, the
+    partition, the arming) and one step, then the state restored whole (``get_state``,
+    ``set_state``).  The first ``set_constraints`` of a run then finds its Python and its
+    compiled code called once already (first calls: 20-40 us of a 100-130 us switch step at
+    N = 2-10).  Changes no state; a failure is left for the event itself to report."""
+    st = sim.state
+    if (st.compiled_mode is None or sim.embedding == "symbolic"
+            or not sim.library.terms_programs.get((st.mode, active))):
+        return
+    q = on_manifold(entered(sim, active)[1], st.t, sim.q, st.pvec)
+    if q is None:
+        return
+    kept = sim.get_state(), sim.last_impulse, sim._rehearsed, sim._dirty, sim._rearm
+    try:
+        apply(sim, Jump(st.mode, constraints=active, q=q))
+        sim.advance(st.t + sim.integrator.h_max)
+    except Exception:  # noqa: BLE001 - the event reports its own errors
+        pass
+    finally:
+        sim.set_state(kept[0])
+        sim.last_impulse, sim._rehearsed, sim._dirty, sim._rearm = kept[1:]
+
+def locate(sim, gi, x0, p, h, gb):
+    """Earliest tau in (0, h] where guard gi falls to its firing level (``events.locate``
+    on the integrator's continuous extension from x0; gb = its value at h)."""
+    st, integ = sim.state, sim.integrator
+    compiled, t0 = st.compiled_mode, st.t
+    o = compiled.nx + compiled.sl_guards.start + gi
+    level = LEVEL[st.armed[gi]]
+    g = lambda tau: integ.partial(compiled, t0, x0, p, tau)[o] - level  # noqa: E731
+    return events.locate(g, st.mon[compiled.sl_guards][gi] - level, gb - level, h,
+                         sim.aut.modes[st.mode].guards[gi].name, t0)
+
+def project_q(sim, q):
+    """q projected on Phi(q) = 0 with the state's chart (``Projection.project``)."""
+    st = sim.state
+    q, st.chart, recharts = st.projection.project(st.t, q, st.pvec, st.chart)
+    st.recharts += recharts
+    return q
+
+def after_step(sim):
+    """Hold the configuration constraints and watch the dependent block of B (Sec 5.4)."""
+    st = sim.state
+    n, compiled = sim.model.n, st.compiled_mode
+    if st.projection.holonomic and st.mon[compiled.i_res] > PHI_TOL:   # the residual includes |Phi|
+        q = st.x[:n]
+        qp = project_q(sim, q)
+        if qp is not q:
+            st.x = np.concatenate((qp, st.x[n:]))
+            st.mon = compiled.monitors(st.t, st.x, st.pvec)
+    if st.watch and st.mon[compiled.i_kappa] > RESELECT * max(st.kappa0, 1.0):
+        reselect(sim)        # kappa(B1) is a monitor: watching it costs nothing
+
+def reselect(sim):
+    """New independent speeds by pivoting on B here; re-embed (library) without stopping."""
+    t0 = time.process_time()
+    st = sim.state
+    q, u = np.array(sim.q), np.array(sim.u)
+    mc = sim.mode_compiler
+    fast = mc.enter(st.mode, st.active, st.t, q, u, sim.pvec, False)   # one call, no jump
+    dep = fast[0] if fast else sim.forms.partition(st.active, st.t, q, sim.pvec)
+    if dep != st.dep:
+        st.dep = dep
+        n_emb, t_compile = len(mc.embed_times), time.process_time()
+        compiled = st.compiled_mode = mc.compiled(st.mode, dep, st.active, reselect=True)
+        if len(mc.embed_times) > n_emb:    # not in the library: embedded now
+            sim.reselect_compile_time += time.process_time() - t_compile
+        if fast and mc.runs_on(compiled, st.active):
+            st.x, st.mon = fast[1], fast[2]
+        else:
+            st.x = np.concatenate((q, u[list(compiled.ind)]))
+            st.mon = compiled.monitors(st.t, st.x, st.pvec)
+        st.reselections += 1
+    st.kappa0 = float(st.mon[st.compiled_mode.i_kappa])
+    sim.reselect_time += time.process_time() - t0

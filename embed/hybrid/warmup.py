@@ -1,0 +1,72 @@
+"""First-call costs paid at set-up, so that the first event of a real-time run does not pay them.
+
+Measured: 0.2-4 ms each for numpy's and LAPACK's first solve or QR, a constraint's compile on
+first use, the first unpickling of a symengine expression or an LLVM function.  See
+docs/design.md, "Facts measured on these machines".
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import symengine as se
+from scipy.linalg.lapack import dgesv
+
+from ..modes.compile import lambdify
+from ..embedding.embedding import kappa, partition
+from ..modes.numeric import EntryTerms
+
+_WARMED = []          # the process-wide part is done
+
+
+def warm_up(sim):
+    """Call, once, what event handling uses: every constraint's compiled terms, the
+    unconstrained terms, the linear algebra of an event at this model's sizes, every
+    compiled mode's functions; and, compiled with LLVM, the entry terms of every mode's
+    constraint set (``EntryTerms``, kept in the mode library).
+
+    Parameters
+    ----------
+    sim : Simulator
+        Started (its state is where the functions are called; nothing of it changes).
+    """
+    n = sim.model.n
+    library = sim.library
+    tq = np.concatenate(([sim.t], sim.q, sim.pvec))
+    tqu = np.concatenate(([sim.t], sim.q, sim.u, sim.pvec))
+    with np.errstate(all="ignore"):
+        for name in list(sim.aut.constraints):
+            terms = sim.forms.constraint_terms(name)
+            terms.BC(tq)
+            terms.gamma(tqu)
+            if terms.phi is not None:
+                terms.phi(tq)
+        for mode in list(sim.aut.modes.values()):
+            active = tuple(sorted(mode.constraints))
+            if active and active not in library.entry:
+                library.entry[active] = EntryTerms(sim.model, sim.forms.constraint_set(active),
+                                                   sim.psyms, "llvm")
+            if active:
+                sim.mode_compiler.entry([sim.forms.constraint_terms(c) for c in active], sim.t, sim.q, sim.u, sim.pvec)
+        sim.mode_compiler.numeric_terms().evaluate(sim.t, sim.q, sim.u, sim.pvec)
+        k = n + max([len(md.constraints) for md in sim.aut.modes.values()] + [1]) + 2
+        for size in range(1, k + 1):
+            a = np.eye(size) + 0.1
+            np.linalg.solve(a, np.ones(size))
+            np.linalg.inv(a)
+            dgesv(a, np.ones(size))
+            m = max(1, size // 2)
+            B = np.ones((m, size)) + np.eye(m, size)
+            partition(B)
+            kappa(B, tuple(range(m)))
+        if not _WARMED:          # once a process: each LLVM compile keeps its memory
+            x = se.Symbol("x")   # unpickling symengine expressions and LLVM functions
+            pickle.loads(pickle.dumps([se.sin(x) + 1,
+                                       lambdify([x], [se.sin(x)], "x", "llvm")]))
+            _WARMED.append(True)
+        for compiled in list(library.modes.values()) + list(library.numeric_modes.values()):
+            try:
+                compiled.output_at(sim.t, np.full(compiled.nx, 0.5), sim.pvec)
+            except Exception:  # noqa: BLE001 - a dummy state may be singular for a mode
+                pass

@@ -1,0 +1,1 @@
+"""A model's interface, declared once: ``Scenario``, ``Var``, ``Start``."""

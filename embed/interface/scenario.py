@@ -1,0 +1,314 @@
+"""What a scenario hands to its users (tests, benchmarks, the FMU): docs/design.md, Conventions.
+
+A scenario module's ``build()`` returns a ``Scenario``: the automaton over its
+model and constraints, default parameters, and the interface a co-simulation
+master sees (parameters, inputs, outputs with units and descriptions).  The
+engine knows nothing of FMI; ``fmu_src`` maps this description onto FMU
+variables.  Declarative parts (docs/guide.md): the outputs come from the
+automaton's ``Output`` declarations, the ``<coordinate>_start`` parameters and the
+initial state (eq 20's x_0) from the model's coordinates and speeds (``Start``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..model.automaton import SIM_ATTRIBUTES, Automaton
+from ..base.errors import ModelDefinitionError
+from ..modes.library import ModeLibrary
+from ..hybrid.simulator import Simulator
+
+
+@dataclass(frozen=True)
+class Var:
+    """A variable of the interface: a parameter, an input or an output.
+
+    Parameters
+    ----------
+    name : str
+    start : number or str
+        Default (parameters, inputs) or start value (outputs).
+    description, unit : str
+    type : str
+        Real, Integer, Boolean or String.
+    min, max : float, optional
+        The range a master may set (FMI min/max); None: unbounded.
+    """
+
+    name: str
+    start: object
+    description: str = ""
+    unit: str = ""
+    type: str = "Real"       # Real, Integer, Boolean, String
+    min: float | None = None   # the range a master may set (FMI min/max); None: unbounded
+    max: float | None = None
+
+
+@dataclass(frozen=True)
+class Start:
+    """The start value of a coordinate or speed: the parameter ``<name>_start``.
+
+    Parameters
+    ----------
+    name : str
+        A coordinate or speed of the model (``q1``, ``u1``).
+    value : float
+        Default of ``<name>_start``.
+    description, unit : str
+        Of the parameter (default description: "initial value of <name>").
+    """
+
+    name: str
+    value: float = 0.0
+    description: str = ""
+    unit: str = ""
+
+
+RESIDUAL = "largest residual of the active constraints"
+
+
+def engine_outputs(mode_start: int, mode_description: str, residual: str = RESIDUAL) -> list:
+    """The outputs every scenario's FMU has (see ``Scenario.source``).
+
+    Parameters
+    ----------
+    mode_start : int
+        Start value of ``mode``.
+    mode_description, residual : str
+        Descriptions of ``mode`` and ``constraint_residual``.
+
+    Returns
+    -------
+    list of Var
+        constraint_residual, mode, event_count and last_event_time.
+    """
+    return [Var("constraint_residual", 0.0, residual, ""),
+            Var("mode", mode_start, mode_description, type="Integer"),
+            Var("event_count", 0, "events handled so far", type="Integer"),
+            Var("last_event_time", 0.0, "located time of the latest event", "s")]
+
+
+class StartState:
+    """The initial state (eq 20's x_0) read from the ``<name>_start`` parameters."""
+
+    def __init__(self, q_names: Sequence[str], u_names: Sequence[str]):
+        self.q_names, self.u_names = list(q_names), list(u_names)
+
+    def __call__(self, p: dict):
+        return (np.array([p[f"{k}_start"] for k in self.q_names], dtype=float),
+                np.array([p[f"{k}_start"] for k in self.u_names], dtype=float))
+
+
+@dataclass
+class Scenario:
+    """A model, its automaton and its interface.
+
+    Each output is one of the automaton's outputs (an expression evaluated by the
+    compiled mode), ``constraint_residual``, a simulator attribute (``mode``,
+    ``event_count``, ``last_event_time``) or, through ``extra_outputs``, the
+    multiplier (constraint force) of a constraint, 0 while it is inactive, or a discrete
+    variable of the automaton.
+
+    Parameters
+    ----------
+    name : str
+    automaton : Automaton
+    parameters : list of Var
+        The model's parameters (and hand-written ``*_start`` values, if ``initial_state``
+        is given and ``start`` is not).
+    inputs : list of Var
+    outputs : list of Var, optional
+        None: the automaton's ``Output`` declarations (those with ``interface``), then
+        ``engine_outputs``.
+    initial_state : callable, optional
+        ``params -> (q0, u0)``; None: from the ``<name>_start`` parameters.
+    extra_outputs : dict
+        Output name -> ("lambda", constraint) or ("discrete", variable); the automaton's
+        multiplier and discrete ``Output`` declarations are added.
+    input_defaults : dict
+        Input name -> the parameter whose value it has until a master sets it.
+    embedding : str
+        Default embedding path of the FMU (symbolic, numeric, background).
+    precompile : bool
+        Compile every mode and partition at set-up (small automata).
+    extension : class, optional
+        FMU-side handling of extra inputs (see the field's comment).
+    positive, nonnegative : tuple of str
+        Parameters that must be > 0, >= 0.
+    start : sequence of Start
+        Start values, descriptions and units of coordinates and speeds.  With ``start``
+        or without ``initial_state``, a parameter ``<name>_start`` is generated for every
+        coordinate, then every speed, of the model, after ``parameters``.
+    mode_description : str
+        Of the ``mode`` output (generated outputs); default "active mode: 1 <name>, ...".
+    residual_description : str
+        Of ``constraint_residual`` (generated outputs).
+    """
+
+    name: str
+    automaton: Automaton
+    parameters: list = field(default_factory=list)   # [Var]: model parameters, *_start values
+    inputs: list = field(default_factory=list)       # [Var]
+    outputs: Optional[list] = None                   # [Var]; None: from the automaton
+    initial_state: Optional[Callable] = None          # params dict -> (q0, u0)
+    # name -> ("lambda", constraint name) or ("discrete", discrete variable name)
+    extra_outputs: dict = field(default_factory=dict)
+    input_defaults: dict = field(default_factory=dict)  # input -> parameter used until it is set
+    embedding: str = "symbolic"   # default embedding path of the scenario's FMU
+    precompile: bool = False      # compile every mode and partition at set-up (small automata)
+    # FMU-side handling of extra inputs (geometry announced at run time, say): a class
+    # taking (simulator, background compiler or None, log function), with ``inputs`` and
+    # ``outputs`` (Var lists), ``before_step(input values)``, ``get(name)``, ``state()`` and
+    # ``set_state(state)``
+    extension: object = None
+    positive: tuple = ()       # parameter names that must be > 0
+    nonnegative: tuple = ()    # parameter names that must be >= 0
+    start: Sequence[Start] = ()             # coordinates' and speeds' start declarations
+    mode_description: str = ""              # of the generated ``mode`` output
+    residual_description: str = RESIDUAL    # of the generated ``constraint_residual``
+
+    def __repr__(self):
+        # the generated repr would print the automaton, the model and the compiled modes,
+        # deep enough to overflow the C stack when a failing test shows its arguments
+        return f"Scenario({self.name!r})"
+
+    def __post_init__(self):
+        aut = self.automaton
+        q_names = [str(s) for s in aut.model.q]
+        u_names = [str(s) for s in aut.model.u]
+        if self.start or self.initial_state is None:
+            self.parameters = list(self.parameters) + [
+                v for v in start_parameters(q_names + u_names, self.start)
+                if not _declared(v, self.parameters, self.name)]
+        if self.initial_state is None:
+            self.initial_state = StartState(q_names, u_names)
+        declared = [o for o in aut.declared_outputs if o.source[0] in ("lambda", "discrete")]
+        self.extra_outputs = {**{o.name: o.source for o in declared}, **self.extra_outputs}
+        if self.outputs is None:
+            self.outputs = self._generated_outputs()
+
+    def _generated_outputs(self) -> list:
+        """The automaton's declared outputs shown outside, then ``engine_outputs``."""
+        aut = self.automaton
+        if not aut.declared_outputs:
+            raise ModelDefinitionError(
+                f"scenario {self.name!r}: no outputs; declare the automaton's outputs as "
+                "embed.Output (Automaton(outputs=[Output(...), ...])) or give Scenario outputs")
+        modes = list(aut.modes.values())
+        report = [m.id if m.report is None else m.report for m in modes]
+        description = self.mode_description or "active mode: " + ", ".join(
+            f"{r} {m.name}" for r, m in zip(report, modes))
+        out = [Var(o.name, int(o.start) if o.type == "Integer" else o.start, o.description,
+                   o.unit, o.type) for o in aut.declared_outputs if o.interface]
+        out += engine_outputs(report[0], description, self.residual_description)
+        names = [v.name for v in out]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ModelDefinitionError(f"scenario {self.name!r}: outputs {twice} are declared "
+                                       "twice (the engine's own outputs are added by Scenario)")
+        return out
+
+    def source(self, name):
+        """Where output ``name`` lives: ("mon", index into Simulator.mon) or ("attr", attribute)."""
+        aut = self.automaton
+        base = aut.model.n + len(aut.model.forces)
+        names = list(aut.outputs)
+        if name in names:
+            return "mon", base + names.index(name)
+        if name == "constraint_residual":
+            return "mon", base + len(names)
+        if name == "mode":
+            return "attr", "mode_number"
+        if name in SIM_ATTRIBUTES:
+            return "attr", name
+        if name in self.extra_outputs:
+            return self.extra_outputs[name]
+        raise KeyError(f"scenario {self.name!r}: output {name!r} is neither an automaton output, "
+                       f"constraint_residual nor one of {SIM_ATTRIBUTES}")
+
+    def observe(self, sim) -> dict:
+        """Values of every output at the simulator's current state."""
+        out = {}
+        for v in self.outputs:
+            kind, where = self.source(v.name)
+            if kind == "mon":
+                out[v.name] = float(sim.mon[where])
+            elif kind == "lambda":
+                out[v.name] = sim.constraint_forces().get(where, 0.0)
+            elif kind == "discrete":
+                out[v.name] = sim.discrete[where]
+            else:
+                out[v.name] = getattr(sim, where)
+        return out
+
+    def defaults(self) -> dict:
+        """Parameter name -> default value."""
+        return {v.name: v.start for v in self.parameters}
+
+    def simulator(self, params=None, *, solver="rk4", h_max=1e-3, rtol=1e-8, inputs=None,
+                  embedding="symbolic", compiler=None, t0=0.0, formulation="embedding",
+                  formulation_options=None):
+        """A simulator started at t = t0 from the *_start parameters (eq 20), in the
+        ``formulation`` asked for (``Simulator``); an input of ``input_defaults`` not given in
+        ``inputs`` has its parameter's value, as in the FMU.
+
+        Simulators of one scenario share its mode library per embedding path
+        (``ModeLibrary.of``)."""
+        p = {**self.defaults(), **(params or {})}
+        sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
+                        library=ModeLibrary.of(self.automaton, embedding), embedding=embedding,
+                        compiler=compiler,
+                        precompile=(self.precompile and embedding != "numeric"
+                                    and formulation == "embedding"),
+                        formulation=formulation, formulation_options=formulation_options)
+        start = {v.name: v.start for v in self.inputs}
+        for name, pname in self.input_defaults.items():   # follows its parameter until set
+            start[name] = p[pname]
+        sim.set_inputs({**start, **(inputs or {})})
+        q0, u0 = self.initial_state(p)
+        sim.start(t0, q0, u0)
+        return sim
+
+
+def start_parameters(names: Sequence[str], start: Sequence[Start] = ()) -> list:
+    """The ``<name>_start`` parameters of coordinates and speeds ``names``.
+
+    Parameters
+    ----------
+    names : sequence of str
+        The model's coordinates, then its speeds.
+    start : sequence of Start
+        Values, descriptions and units; a name without one starts at 0.
+
+    Returns
+    -------
+    list of Var
+    """
+    given = {s.name: s for s in start}
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise ModelDefinitionError(f"start values for {unknown}, which are neither coordinates "
+                                   f"nor speeds of the model ({names})")
+    if len(given) != len(start):
+        raise ModelDefinitionError("a coordinate or speed has more than one Start")
+    out = []
+    for k in names:
+        s = given.get(k, Start(k))
+        out.append(Var(f"{k}_start", s.value, s.description or f"initial value of {k}", s.unit))
+    return out
+
+
+def _declared(v: Var, parameters: list, scenario: str) -> bool:
+    """Whether ``v`` is in ``parameters`` already (as it is); a different one is an error."""
+    for p in parameters:
+        if p.name == v.name:
+            if p != v:
+                raise ModelDefinitionError(
+                    f"scenario {scenario!r}: parameter {v.name!r} is declared by hand and "
+                    "generated from the coordinates and speeds; drop it from parameters and "
+                    "give its value with Start")
+            return True
+    return False

@@ -1,0 +1,107 @@
+"""Constraints and constraint sets: B u + C = 0 (gillespie2005 eq 5-7).
+
+A configuration constraint Phi(q, t) = 0 is differentiated with the kinematical
+equations qdot = W u + X (eq 6): B = Phi_q W, C = Phi_q X + Phi_t.  A motion
+constraint is given directly as an expression linear in u; B and C are read off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import symengine as se
+
+from ..base.errors import ModelDefinitionError
+from .model import TIME, Model
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One scalar constraint with its B row and C entry (eq 7)."""
+
+    name: str
+    B: tuple          # row of symengine expressions in q, t, params
+    C: object         # symengine expression in q, t, params
+    phi: object = None  # configuration-level Phi(q, t) for holonomic constraints
+
+    @property
+    def holonomic(self) -> bool:
+        return self.phi is not None
+
+
+def holonomic(model: Model, name: str, phi) -> Constraint:
+    """Configuration constraint Phi(q, t) = 0, differentiated once (eq 6)."""
+    phi = model.sym(phi)
+    if any(phi.has(s) for s in model.u):
+        raise ModelDefinitionError(
+            f"configuration constraint {name!r} depends on speeds; give it as a motion constraint")
+    grad = [se.diff(phi, qi) for qi in model.q]
+    dphi = sum((g * qd for g, qd in zip(grad, model.qdot)), se.Integer(0)) + se.diff(phi, TIME)
+    return _from_motion(model, name, dphi, phi)
+
+
+def motion(model: Model, name: str, expr) -> Constraint:
+    """Motion constraint expr(q, u, t) = 0, linear in u (eq 7)."""
+    return _from_motion(model, name, model.sym(expr), None)
+
+
+def _from_motion(model, name, expr, phi):
+    B = tuple(se.diff(expr, ui) for ui in model.u)
+    for ui in model.u:
+        for b in B:
+            if b.has(ui):
+                raise ModelDefinitionError(
+                    f"constraint {name!r} is not linear in the speed {ui}; "
+                    "motion constraints must have the form B(q,t) u + C(q,t) = 0")
+    C = se.expand(expr.subs({ui: 0 for ui in model.u}))
+    if all(b == 0 for b in B):
+        raise ModelDefinitionError(f"constraint {name!r} involves no generalized speed")
+    return Constraint(name, B, C, phi)
+
+
+def moving_B(model: Model, constraints) -> bool:
+    """Whether B of any of ``constraints`` changes with q or t: then kappa(B1) can grow and
+    the partition may need re-selecting (gillespie2005 Sec 5.4)."""
+    moving = set(model.q) | {TIME}
+    return any(e.free_symbols & moving for c in constraints for e in c.B)
+
+
+def velocity(c: Constraint, u):
+    """B u + C of constraint ``c`` for speeds ``u`` (eq 7): zero when it is satisfied."""
+    return sum((b * ui for b, ui in zip(c.B, u)), c.C)
+
+
+def gamma(model: Model, c: Constraint):
+    """gamma = (B u + C)_q qdot + (B u + C)_t: the constraint at acceleration level is
+    B udot + gamma = 0 (the Bdot u + Cdot of gillespie2005 eq 12)."""
+    v = velocity(c, model.u)
+    return sum((se.diff(v, qi) * qd for qi, qd in zip(model.q, model.qdot)), se.diff(v, TIME))
+
+
+def phi_and_gradient(model: Model, c: Constraint):
+    """[Phi, dPhi/dq_1, ..., dPhi/dq_n] of a configuration constraint (the projection's terms,
+    haug_pavesic2023 eq 13)."""
+    return [c.phi] + [se.diff(c.phi, qi) for qi in model.q]
+
+
+class ConstraintSet:
+    """An ordered, hashable set of active constraints; its key names the mode's cache entry."""
+
+    def __init__(self, constraints=()):
+        self.items = tuple(sorted(constraints, key=lambda c: c.name))
+        names = [c.name for c in self.items]
+        if len(set(names)) != len(names):
+            raise ModelDefinitionError(f"constraint names repeat in {names}")
+
+    @property
+    def key(self) -> tuple:
+        return tuple(c.name for c in self.items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def B(self):
+        return se.DenseMatrix([list(c.B) for c in self.items]) if self.items else None
+
+    def C(self):
+        return se.DenseMatrix([[c.C] for c in self.items]) if self.items else None

@@ -1,0 +1,164 @@
+"""The unconstrained multibody model: Kane's terms F_r and F_r* formed once.
+
+gillespie2005 eq 1-4: generalized speeds u = Y qdot + Z, kinematical equations
+qdot = W u + X, dynamical equations F_r + F_r* = 0 (r = 1..n).  Auxiliary
+generalized speeds (gillespie2005 Sec 5.4, Kane's method) bring contact forces
+such as a normal force into evidence without adding degrees of freedom.
+
+Everything below the ``Model`` constructor is symengine: sympy is only used to
+read the user's sympy.physics.mechanics description.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+import symengine as se
+from sympy.physics.mechanics import KanesMethod, dynamicsymbols
+
+from ..base.errors import ModelDefinitionError
+
+TIME = se.Symbol("t")
+
+
+def to_symengine(e):
+    """A sympy/symengine expression or a number as symengine, never text: sympify parses
+    strings, and nothing from outside may be parsed that way (geometry text goes through
+    embed.expression's whitelist, which builds the sympy tree itself)."""
+    if isinstance(e, se.Basic):
+        return e
+    return se.sympify(_expression_object(e))
+
+
+def _expression_object(e):
+    """e itself if it is a number or a sympy/symengine expression; anything else (text
+    above all) is refused before any sympify sees it."""
+    if isinstance(e, (bool, int, float, np.integer, np.floating, np.bool_, sp.Basic, se.Basic)):
+        return e            # (a numpy array is refused: it may hold text)
+    raise ModelDefinitionError(f"{e!r} ({type(e).__name__}) where an expression was expected; "
+                               "build expressions with sympy/symengine, never from text")
+
+
+def plain_name(f) -> str:
+    """Name of a dynamicsymbol q1(t) -> 'q1'."""
+    return str(f.func) if isinstance(f, sp.Function) or hasattr(f, "func") else str(f)
+
+
+class Model:
+    """Unconstrained Kane equations of a multibody system.
+
+    Parameters are the sympy.physics.mechanics objects of the model: the Newtonian
+    ``frame``, coordinates ``q`` and speeds ``u`` (dynamicsymbols), the kinematical
+    differential equations ``kd_eqs``, ``bodies`` and ``loads``; ``u_aux`` lists
+    auxiliary speeds; ``forces`` lists the symbols of contact/constraint forces
+    that appear in the loads (they are unknowns solved per mode); ``params`` and
+    ``inputs`` are the symbols whose values are supplied at run time.
+    """
+
+    def __init__(self, frame, q, u, kd_eqs, bodies, loads, *, u_aux=(), forces=(),
+                 params=(), inputs=(), name="model"):
+        self.name = name
+        q, u, u_aux = list(q), list(u), list(u_aux)
+        if len(q) != len(u):
+            raise ModelDefinitionError(
+                f"model {name!r}: {len(q)} coordinates but {len(u)} speeds; "
+                "give one generalized speed per coordinate")
+        t = dynamicsymbols._t
+        km = KanesMethod(frame, q_ind=q, u_ind=u, kd_eqs=kd_eqs,
+                         u_auxiliary=u_aux or None)
+        fr, frstar = km.kanes_equations(bodies, loads)
+        n = len(q)
+        # Plain symbols for q, u, udot; the time symbol becomes t.
+        self.q = [se.Symbol(plain_name(x)) for x in q]
+        self.u = [se.Symbol(plain_name(x)) for x in u]
+        self.ud = [se.Symbol(plain_name(x) + "d") for x in u]
+        sub = {}
+        for qs, ss in zip(q, self.q):
+            sub[qs] = sp.Symbol(str(ss))
+        for us, ss, ds in zip(u, self.u, self.ud):
+            sub[us.diff(t)] = sp.Symbol(str(ds))
+            sub[us] = sp.Symbol(str(ss))
+        sub[t] = sp.Symbol("t")
+
+        def conv(e):
+            e = _expression_object(e)
+            e = e if isinstance(e, sp.Basic) else sp.sympify(e)   # a number or symengine object
+            return to_symengine(e.xreplace(_derivs_first(sub)).xreplace(sub))
+
+        self._to_plain = conv
+        self.Fr = [conv(fr[i]) for i in range(n)]            # F_r   (eq 3-4)
+        self.Frstar = [conv(frstar[i]) for i in range(n)]    # F_r*
+        self.aux = [conv(fr[i] + frstar[i]) for i in range(n, fr.shape[0])]
+        kdd = km.kindiffdict()
+        self.qdot = [conv(kdd[x.diff(t)]) for x in q]      # qdot = W u + X (eq 2)
+        self.forces = [se.Symbol(str(f)) for f in forces]
+        self.params = [se.Symbol(str(p)) for p in params]
+        self.inputs = [se.Symbol(str(p)) for p in inputs]
+        self.n = n
+        known = set(self.q) | set(self.u) | set(self.ud) | set(self.forces) \
+            | set(self.params) | set(self.inputs) | {TIME}
+        for i, e in enumerate(self.Fr + self.Frstar + self.aux + self.qdot):
+            unknown = e.free_symbols - known
+            if unknown:
+                raise ModelDefinitionError(
+                    f"model {name!r}: symbols {sorted(map(str, unknown))} appear in the "
+                    "equations but are neither coordinates, speeds, forces, params nor inputs; "
+                    "declare them")
+        for f in self.forces:
+            if not any(e.has(f) for e in self.Fr + self.aux):
+                raise ModelDefinitionError(
+                    f"model {name!r}: force symbol {f} appears in no load; remove it or apply it")
+
+    def linear_terms(self):
+        """The model's equations as ``LinearTerms`` (b + A_u udot + A_f f), read once and kept."""
+        terms = self.__dict__.get("_linear_terms")
+        if terms is None:
+            terms = self._linear_terms = LinearTerms(self)
+        return terms
+
+    def sym(self, expr):
+        """Convert a user's sympy expression in dynamicsymbols to the model's symbols (a
+        symengine expression is taken to be in them already)."""
+        if isinstance(expr, se.Basic):
+            return expr
+        return self._to_plain(expr)
+
+    def index_q(self, name: str) -> int:
+        return [str(s) for s in self.q].index(name)
+
+
+class LinearTerms:
+    """The dynamical equations F_r + F_r* = b + A_u udot + A_f f (gillespie2005 eq 3-4; A_u = -M,
+    the generalized mass matrix) and the auxiliary equations a = b_a + A_au udot + A_af f,
+    their coefficients read once per model.
+
+    Kane's equations are linear in the accelerations and the force symbols by construction;
+    that is checked here, once: ``nonlinear`` names a coefficient that still holds an
+    acceleration or a force (a load F**2, say), None if there is none.  An embedding forms its
+    linear system from these blocks (``embedding.ModeEquations``) instead of differentiating
+    the recombined equations (eq 13-15) for each mode; a model with ``nonlinear`` set goes the
+    differentiating way, which refuses it in any mode where that force is an unknown (one
+    given a law there may enter nonlinearly).  Rows are lists of symengine expressions.
+    """
+
+    def __init__(self, model):
+        unknown = list(model.ud) + list(model.forces)
+        zero = {x: 0 for x in unknown}
+        known = set(unknown)
+        self.nonlinear = None
+
+        def split(eqs):
+            b = [e.subs(zero) for e in eqs]
+            Au = [[se.diff(e, v) for v in model.ud] for e in eqs]
+            Af = [[se.diff(e, v) for v in model.forces] for e in eqs]
+            if self.nonlinear is None:
+                self.nonlinear = next((c for row in Au + Af for c in row
+                                       if c.free_symbols & known), None)
+            return b, Au, Af
+
+        self.b, self.Au, self.Af = split([fr + fs for fr, fs in zip(model.Fr, model.Frstar)])
+        self.ba, self.Aau, self.Aaf = split(list(model.aux))
+
+
+def _derivs_first(sub):
+    return {k: v for k, v in sub.items() if isinstance(k, sp.Derivative)}

@@ -1,0 +1,317 @@
+"""A simulator's compiled modes: from the shared library, or formed and compiled when entered.
+
+The compiled mode of a (mode, constraint set, partition) on the symbolic path (gillespie2005
+eq 11-16: ``embed.forming``, ``embed.compile``) or on the compiled-terms path
+(``embed.numeric``), the entry terms of a constraint set (mueller eq 7), the unconstrained
+terms compiled once (Sec 5.5), and the background worker's answers (Sec 6.2).  Everything
+compiled goes to the ``ModeLibrary`` the simulators of a scenario share.  See docs/design.md,
+"Data flow".
+"""
+
+from __future__ import annotations
+
+import time
+from itertools import combinations
+
+import numpy as np
+
+from .compile import make_mode
+from ..embedding.embedding import EXPLICIT_OPS_OFFLINE
+from ..base.errors import CompilationError, ConstraintRankError
+from .formulations import Formulation, FullStateMode
+from ..model.constraints import moving_B
+from ..codegen.native import OPT_RUN
+from .numeric import EntryTerms, NumericMode, NumericTerms
+from .terms_program import TermsProgramMode, make_terms_mode
+
+
+class ModeCompiler:
+    """The compiled modes of one simulator's automaton.
+
+    Parameters
+    ----------
+    forms : embed.forming.AutomatonForms
+        The simulator's view of its automaton, in symbols.
+    embedding : str
+        "symbolic", "numeric" or "background" (see ``Simulator``).
+    compiler : embed.background.BackgroundCompiler or None
+        The background workers' client ("background").
+    uses_rhs : bool
+        Whether the integrator needs the right-hand side alone (the adaptive solver).
+    formulation : embed.formulations.Formulation or None
+        A full-state formulation (multipliers, projection, soft) has its own compiled modes
+        (``FullStateMode``), whatever the embedding; None: the embedding.
+    """
+
+    def __init__(self, forms, embedding, compiler=None, uses_rhs=False, formulation=None):
+        self.forms, self.library = forms, forms.library
+        self.formulation = formulation or Formulation()
+        self.full_state_modes = {}       # key -> FullStateMode (formulation != embedding)
+        self.uncorrected = {}            # key -> a program mode without the step's correction
+        self.embedding, self.compiler, self.uses_rhs = embedding, compiler, uses_rhs
+        self.starting = False            # the initial mode is being entered (``compiled``)
+        self.embed_times = []            # wall seconds of each cold embedding + compile
+        self.background_latency = None   # seconds from asking the worker to its latest answer
+
+    # ------------------------------------------------------ run-time definitions
+    def add_constraint(self, c):
+        """Make a constraint known at run time (it is compiled on its own, Sec 5.5)."""
+        self.forms.add_constraint(c)
+        if self.compiler is not None:
+            self.compiler.announce(c)
+
+    def add_mode(self, mode):
+        """A mode defined at run time (a geometry announced by the master, say); its
+        constraints must be known (``add_constraint``)."""
+        self.forms.add_mode(mode)
+        if self.library.terms is not None:
+            outs, guards = self.forms.mode_exprs(mode.id)
+            self.library.terms.add_mode(mode.id, mode.laws, outs, guards, mode.constraints)
+        if self.compiler is not None:
+            self.compiler.announce_mode(mode)
+
+    # ------------------------------------------------------------------ terms
+    def numeric_terms(self):
+        """The unconstrained terms compiled once (Sec 5.5), built on first use."""
+        if self.library.terms is None:
+            forms, modes = self.forms, self.forms.automaton.modes
+            self.library.terms = NumericTerms(
+                forms.model, forms.psyms, {k: forms.mode_exprs(k)[0] for k in modes},
+                {k: forms.mode_exprs(k)[1] for k in modes},
+                {k: md.laws for k, md in modes.items()},
+                {k: md.constraints for k, md in modes.items()})
+        return self.library.terms
+
+    def entry(self, rows, t, q, u, pvec):
+        """(K, B, [0; -(B u + C)], Phi) of the constraints ``rows`` (ConstraintTerms) at
+        (t, q, u) (``EntryTerms``, mueller eq 7): one call where the set's entry terms were
+        compiled at set-up (``warm_up``) or by the worker, else assembled from each
+        constraint's own terms and the unconstrained mass matrix."""
+        entry = self.library.entry_terms(tuple(row.name for row in rows))
+        if entry is not None:
+            return entry(t, q, u, pvec)
+        n, m = self.forms.model.n, len(rows)
+        B, C = self.forms.constraint_rows(rows, t, q, pvec)
+        K = np.zeros((n + m, n + m))
+        K[:n, :n] = self.numeric_terms().mass(t, q, u, pvec)
+        K[:n, n:] = B.T
+        K[n:, :n] = B
+        tq = np.concatenate(([t], q, pvec))
+        phi = [row.phi(tq)[0] for row in rows if row.holonomic]
+        return K, B, np.concatenate((np.zeros(n), -(B @ u + C))), np.array(phi)
+
+    def enter(self, mode_id, active, t, q, u, pvec, allow):
+        """Entering the constraints ``active`` of mode ``mode_id`` in one compiled call where
+        its compiled-terms program is prepared (``TermsProgramMode.enter``: (dep, x,
+        monitors, impulses)), else None; ``monitors`` are the program's, for the mode
+        ``compiled`` then gives only if it is that program (``runs_on``)."""
+        if self.formulation.full_state:
+            return None
+        base = self.library.terms_programs.get((mode_id, active))
+        return None if base is None else base.enter(t, q, u, pvec, allow)
+
+    def runs_on(self, compiled, active):
+        """Whether ``compiled`` runs on the prepared compiled-terms program of ``active``."""
+        base = self.library.terms_programs.get((compiled.key[0], active))
+        return base is not None and getattr(compiled, "_step", None) is base._step
+
+    # ------------------------------------------------------------------ modes
+    def terms_mode(self, mode_id, active, dep, build=False, opt=None):
+        """The mode's compiled-terms program for the partition ``dep`` (``TermsProgramMode``:
+        one compiled call a step, any partition, ``embed.terms_program``), or None: not
+        prepared (``build``: compile it now, at codegen level ``opt``, ``embed.native``), or
+        the mode has none (forces, laws, more
+        than 3 constraints; the adaptive solver, which needs the right-hand side alone)."""
+        if self.uses_rhs:
+            return None
+        lib, pkey = self.library, (mode_id, tuple(active))
+        if pkey not in lib.terms_programs:
+            if not build:
+                return None
+            try:
+                lib.terms_programs[pkey] = make_terms_mode(self.forms, mode_id, pkey[1], dep, opt)
+            except CompilationError:
+                lib.terms_programs[pkey] = None
+            else:         # every partition's mode made now: none in an event step
+                lib.terms_programs[pkey].partitions()
+                for key in [k for k in lib.numeric_modes if k[:2] == pkey]:
+                    del lib.numeric_modes[key]      # the numpy path's, entered before: the
+                                                    # program runs the set from now on
+        base = lib.terms_programs[pkey]
+        return None if base is None else base.with_dep(dep)
+
+    def _wants_program(self, active):
+        """Whether a mode with the constraints ``active`` gets a compiled-terms program ahead:
+        on the numeric and background paths, on the symbolic path if B moves (``moving_B``:
+        its partition may need re-selecting); never
+        for stubs (constraints known by their compiled terms only, B unknown)."""
+        cons = [self.forms.automaton.constraints[c] for c in active]
+        if any(not c.B for c in cons):
+            return False
+        return self.embedding != "symbolic" or moving_B(self.forms.model, cons)
+
+    def prepare(self, mode_id=None, active=None):
+        """Compile ahead the compiled-terms programs that the stepping loop may need (any
+        partition, ``terms_mode``): of the mode ``mode_id`` with the constraints ``active``,
+        or (default) every mode's own, where ``_wants_program``: a mode entered or a partition
+        re-selected (Sec 5.4) then runs on it, with no embedding or compile in the step."""
+        todo = ([(mode_id, tuple(sorted(active)))] if mode_id is not None else
+                [(mid, tuple(sorted(md.constraints)))
+                 for mid, md in list(self.forms.automaton.modes.items())])
+        for mid, act in todo:
+            if self._wants_program(act):
+                mode = self.terms_mode(mid, act, tuple(range(len(act))), build=True,
+                                       opt=OPT_RUN)    # set-up: the faster code, whatever it takes
+                if mode is None:             # the general path's jump into it (mueller eq 7)
+                    if act not in self.library.entry:
+                        self.library.entry[act] = EntryTerms(
+                            self.forms.model, self.forms.constraint_set(act), self.forms.psyms,
+                            "llvm")
+                    continue
+                with np.errstate(all="ignore"):   # its machine code paged in: the switch (its
+                    half = np.full(mode.n, 0.5)   # own entry call) and its step find it warm
+                    p = np.full(len(self.forms.psyms), 0.5)      # (a dummy state)
+                    mode.enter(0.0, half, half, p, True)
+                    mode.rk4(0.0, 1e-3, np.full(mode.nx, 0.5), p)
+
+    def compiled(self, mode_id, dep, active=None, reselect=False):
+        """The mode's compiled functions (``_compiled``); without the step's Newton correction
+        (``ProgramMode.correct``) where the formulation turns the configuration projection
+        off (haug_pavesic2023's contribution measured, issue 15)."""
+        compiled = self._compiled(mode_id, dep, active, reselect)
+        if self.formulation.configuration_projection or not getattr(compiled, "correct", 0.0):
+            return compiled
+        plain = self.uncorrected.get(compiled.key)
+        if plain is None or plain._step is not compiled._step:
+            plain = self.uncorrected[compiled.key] = compiled.uncorrected()
+        return plain
+
+    def _compiled(self, mode_id, dep, active=None, reselect=False):
+        """The mode's compiled functions: symbolic (from the library, or embedded and compiled
+        now) or numeric.
+
+        Parameters
+        ----------
+        mode_id : int
+        dep : tuple of int
+            The dependent speeds.
+        active : tuple of str or None
+            The active constraints (default: the mode's own).
+        reselect : bool
+            A re-selection of the independent speeds (Sec 5.4): where the mode is not in the
+            library, the prepared compiled-terms program runs it (no embedding in the step).
+
+        Returns
+        -------
+        compiled mode (``embed.modes.CompiledModeProtocol``)
+        """
+        forms, library = self.forms, self.library
+        mode = forms.automaton.modes[mode_id]
+        active = tuple(sorted(mode.constraints if active is None else active))
+        key = (mode_id, active, tuple(dep))
+        if self.formulation.full_state:
+            return self.full_state(mode, active, key)
+        compiled = library.mode(key)
+        if compiled is None and (self.embedding != "symbolic" or reselect):
+            compiled = library.numeric_modes.get(key)     # entered before: nothing to make
+        if compiled is not None:
+            return compiled
+        prepared = self.terms_mode(mode_id, active, dep)
+        if prepared is not None and (reselect or self.embedding == "numeric" or (
+                self.embedding == "background" and not self.starting)):
+            library.numeric_modes[key] = prepared       # nothing embedded: no embed_times
+            return prepared
+        t0 = time.perf_counter()
+        # a constraint known only by its compiled terms (a stub, B empty: a geometry prepared
+        # elsewhere) has nothing to embed symbolically: its modes come ready-made (a family's
+        # embedding) or run on the numeric path
+        stub = any(not forms.automaton.constraints[c].B for c in active)
+        if self.embedding == "symbolic" and not stub:
+            compiled = library.install(key, make_mode(forms.mode_parts(key), key))
+            if self._wants_program(active):   # its re-selections: prepared now, not in a step
+                self.terms_mode(mode_id, active, dep, build=True)
+        elif self.starting and self.embedding == "background" and not stub:
+            # the first mode of a background simulator is compiled at set-up, with LLVM (a
+            # numeric simulator's stays numeric: the path asked for, on re-entry too)
+            compiled = library.install(key, make_mode(forms.mode_parts(key), key, backend="llvm"))
+        else:
+            compiled = library.numeric_modes.get(key) or prepared
+            if compiled is None:
+                cset = forms.constraint_set(active)
+                compiled = NumericMode(
+                    self.numeric_terms(), mode, cset, dep, len(forms.outputs), key,
+                    [forms.constraint_terms(c.name) for c in cset.items])
+            library.numeric_modes[key] = compiled
+            # the worker embeds what runs on numpy (NumericMode); a compiled-terms program is
+            # one compiled call a step already, as fast as the symbolic path's: asking for its
+            # partitions would only take the stepping process's core from it (a 1 kHz loop)
+            if (self.embedding == "background" and not stub
+                    and not isinstance(compiled, TermsProgramMode)
+                    and key not in library.submitted):
+                library.submitted[key] = time.perf_counter()
+                self.compiler.submit(key, rhs=self.uses_rhs)
+        self.embed_times.append(time.perf_counter() - t0)
+        return compiled
+
+    def full_state(self, mode, active, key):
+        """The mode of a full-state formulation (``embed.formulations``): from the compiled
+        terms, no symbolic work; one per (mode, active constraints), whatever ``dep``."""
+        compiled = self.full_state_modes.get(key[:2])
+        if compiled is None:
+            t0 = time.perf_counter()
+            cset = self.forms.constraint_set(active)
+            compiled = self.full_state_modes[key[:2]] = FullStateMode(
+                self.numeric_terms(), mode, cset, len(self.forms.outputs), key,
+                [self.forms.constraint_terms(c.name) for c in cset.items], self.formulation)
+            self.embed_times.append(time.perf_counter() - t0)
+        return compiled
+
+    def precompile(self, max_partitions=12):
+        """Embed and compile (LLVM) every mode of the automaton for every choice of dependent
+        speeds, at set-up: mode switches then cost no compile at all (small automata only)."""
+        n = self.forms.model.n
+        for mode_id, mode in list(self.forms.automaton.modes.items()):
+            active = tuple(sorted(mode.constraints))
+            deps = list(combinations(range(n), len(active)))
+            if len(deps) > max_partitions:
+                continue
+            for dep in deps:
+                key = (mode_id, active, dep)
+                if self.library.mode(key) is not None:
+                    continue
+                try:
+                    self.library.install(key, make_mode(
+                        self.forms.mode_parts(key, EXPLICIT_OPS_OFFLINE), key, backend="llvm"))
+                except ConstraintRankError:
+                    continue          # this choice is singular everywhere
+
+    def poll_background(self, current=None):
+        """Take the background worker's finished compiles into the library.
+
+        Parameters
+        ----------
+        current : compiled mode or None
+            The mode the simulator runs in.
+
+        Returns
+        -------
+        compiled mode or None
+            The symbolic path's compiled mode for ``current``'s key if it arrived now (the
+            simulator moves to it at once: x and the monitors do not change).
+        """
+        if self.compiler is None:
+            return None
+        library, arrived = self.library, None
+        for key, fns, meta in self.compiler.results():
+            compiled = library.install(key, make_mode(meta, key, fns))
+            t_sub = library.submitted.get(key)
+            if t_sub is not None:
+                self.background_latency = time.perf_counter() - t_sub
+            if current is not None and current.key == key:
+                arrived = compiled
+        for kind, key, obj in self.compiler.extras():
+            if kind == "entry":
+                library.entry.setdefault(key, obj)
+            elif key in library.modes:
+                library.modes[key].set_rhs(obj)
+        return arrived
