@@ -1,4 +1,4 @@
-"""Build FMUs: a thin alias of ``embed-fmu build`` (fmu_src/cli.py, fmu_src/build.py).
+"""Build FMUs: a thin alias of ``embed-fmu build`` (fmu_src/host/cli.py, fmu_src/builder/build.py).
 
     python build_fmu.py disk_ramp --out DIR                   # writes DIR/disk_ramp.fmu
     python build_fmu.py --all --out DIR                       # every scenario, and pi_controller

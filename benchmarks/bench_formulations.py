@@ -10,7 +10,7 @@ swinging free and latched at run time (its tip pinned where it is at t = 0.5 s, 
 benchmarks/bench_chain.py does it).  RK4 at 1 ms (ball_bowl: 10 ms), one ``advance`` per
 step, ``--t-end`` seconds (default 100; ``--quick``: 5).
 
-Rows, one per formulation (``embed.formulations``):
+Rows, one per formulation (``embed.modes.formulations``):
 - embedding/symbolic: the engine's default (compiled modes, configuration projection);
 - embedding/numeric: the same equations on the compiled-terms path (numpy per stage, like
   the other formulations here, so its cost is the fair comparator for them);

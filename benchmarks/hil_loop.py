@@ -25,7 +25,7 @@ def realtime_policy():
 
 
 def run(runner, seconds, out_real, out_int, actions):
-    """Step ``runner`` (fmu_src.master.FmuRunner, initialized) at 1 kHz for ``seconds``.
+    """Step ``runner`` (fmu_src.host.master.FmuRunner, initialized) at 1 kHz for ``seconds``.
 
     ``actions``: {cycle k: (integer input name, value)} set before that cycle's doStep.
     Returns a dict: step_us (doStep alone), cycle_us, wake_us (how late each cycle began),

@@ -10,7 +10,7 @@ the default run is -1.292, -1.258, -1.277, so the default part of material 2 is 
 the third impact finds, as in the paper's story.)  The automaton of Fig 13:
 
 - mode 1, free (2 dof): the tip reaching the belt surface (approaching only) is an
-  impact, resolved by ``embed.impact`` with the contact law of the material (Smith's
+  impact, resolved by ``embed.hybrid.impact`` with the contact law of the material (Smith's
   law by default, or Newton restitution with Coulomb friction) in the impulse-momentum
   balance of the free pendulum (gillespie2005 Sec 5.3).  With e > 0 it rebounds; with
   e = 0 the tip stays on the belt, sliding (mode 2) or stuck (mode 3).

@@ -6,7 +6,7 @@ bob is at (x + l sin th, -l cos th); the wall is the plane X = w, and the gap
 gap = w - x - l sin th >= 0 is a unilateral constraint.
 
 - mode 1, free (2 dof): the gap falling to zero is an impact, Newton restitution e on the
-  frictionless wall (``embed.impact.resolve``, gillespie2005 Sec 5.3); with a rebound
+  frictionless wall (``embed.hybrid.impact.resolve``, gillespie2005 Sec 5.3); with a rebound
   (Jn u+ > 0) the bob flies free again, else it stays on the wall.
 - mode 2, on the wall (1 dof): gap = 0 embedded; the wall's push N (along -X on the bob) is
   the constraint force; the bob leaves when N falls through zero.

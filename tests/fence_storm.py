@@ -2,7 +2,7 @@
 
 Run by the tests as a subprocess (``python tests/fence_storm.py FMU OPTIONS_JSON``) so that a
 step that never returns ends in the test's own timeout (the test fails, it does not hang):
-the master here is fmpy's FMU2Slave (``fmu_src.master.FmuRunner``), several instances of
+the master here is fmpy's FMU2Slave (``fmu_src.host.master.FmuRunner``), several instances of
 the FMU in this one process, each announcing fences of its own.  Prints one JSON line: per
 instance the largest step (wall s) and when it happened, the largest CPU time of a step and
 the longest time a step slept (blocked in a system call; from Linux's schedstat, which also

@@ -1,5 +1,5 @@
 """A particle dropped onto a floor: a user's model written with the public API only, and the
-mistakes a model author makes (``build(mistake=...)``), for ``embed.check`` and its tests.
+mistakes a model author makes (``build(mistake=...)``), for ``embed.check.check`` and its tests.
 
 A particle (mass m) moves in the vertical plane (x, y) under gravity g and a lifting input
 force F_lift; the floor is the line y = 0.

@@ -2,7 +2,7 @@
 
 A small correct model of a user's (``floor_model``: a particle bouncing on a floor, public API
 only) checks clean and moves as the analytic free fall and Newton's restitution say; each
-deliberate mistake a model author makes is caught by ``embed.check.check_scenario`` with a
+deliberate mistake a model author makes is caught by ``embed.check.check.check_scenario`` with a
 message naming the offending item; every bundled scenario checks with no error (the project's
 smoke test over its scenarios).  At run time a reset map's mistake is a ModelDefinitionError
 naming mode and guard, with the last good state kept; in a built FMU it is fmi2Error, logged
@@ -163,7 +163,7 @@ def test_an_initial_jump_to_an_undefined_mode_is_a_model_definition_error():
 
 # ------------------------------------------------------------------- the built FMUs
 def _build_floor(out: Path, mistake: str) -> str:
-    """floor_model built into an FMU from its own file, as a user's model (fmu_src.build,
+    """floor_model built into an FMU from its own file, as a user's model (fmu_src.builder.build,
     build option ``mistake``; the builder does not run the checker: ``embed-fmu build`` does)."""
     from fmu_src.builder.build import build
     return str(build(str(ROOT / "tests" / "floor_model.py"), out, {"mistake": mistake}))

@@ -191,8 +191,8 @@ def test_a_process_that_stepped_an_fmu_in_process_builds_whole_fmus(work, user_m
 from pathlib import Path
 from fmpy import simulate_fmu
 simulate_fmu({str(user_fmu)!r}, stop_time=0.1)
-from fmu_src.build import build
-from fmu_src.source import resolve
+from fmu_src.builder.build import build
+from fmu_src.builder.source import resolve
 fmu = build(resolve({str(user_model)!r}), Path({str(again)!r}))
 print(int(simulate_fmu(str(fmu), stop_time=0.6)["event_count"][-1]))
 """

@@ -486,7 +486,7 @@ def test_a_serialized_state_on_a_free_form_fence_restores_in_another_process(fmu
     code = f"""
 import json, sys
 sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
-from fmu_src.master import FmuRunner
+from fmu_src.host.master import FmuRunner
 a = FmuRunner({fmu!r}, strings={{"embedding": "symbolic"}}, instance="saver")
 for k in range(7800):
     if k == 7000:

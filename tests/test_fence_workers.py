@@ -68,7 +68,7 @@ def curve_miss(o, text):
 
 
 def workers(r=None):
-    """pids of the disk_fence workers this process started (children running embed.worker);
+    """pids of the disk_fence workers this process started (children running embed.background.worker);
     with a runner ``r``, those started from its FMU's folder if there are any (an FMU whose
     packages are renamed per build imports them anew for each extraction, with a pair of
     workers of their own: earlier pairs are not this instance's)."""
@@ -84,7 +84,7 @@ def workers(r=None):
             continue
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]
         ppid = int(ppid) if state != "Z" else None     # a zombie is gone, only not reaped
-        # the module is embed.worker, or embed_<build>.worker in an FMU whose packages are
+        # the module is embed.background.worker, or embed_<build>.worker in an FMU whose packages are
         # renamed per build
         worker = any(a.startswith(b"embed") and a.endswith(b".worker") for a in cmd)
         if ppid == os.getpid() and worker and any(b"disk_fence" in a for a in cmd):

@@ -1,4 +1,4 @@
-"""The formulations the papers set against embedding (embed.formulations), on the same models.
+"""The formulations the papers set against embedding (embed.modes.formulations), on the same models.
 
 References: the embedding itself at random consistent states (the same accelerations and
 constraint forces: it and the multiplier system are two solutions of one linear problem),

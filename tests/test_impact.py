@@ -1,4 +1,4 @@
-"""Impact resolver (embed/impact.py) against independent references.
+"""Impact resolver (embed/hybrid/impact.py) against independent references.
 
 References built here, not taken from the module: hand-derived formulas for a point mass hitting
 the ground or a belt; for the double pendulum of gillespie2005 Example 3 the mass matrix and tip

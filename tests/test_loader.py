@@ -1,4 +1,4 @@
-"""The FMU's C loader (fmu_src/loader/fmi2_loader.c) as a master sees it: the GUID check, the
+"""The FMU's C loader (fmu_src/runtime/loader/fmi2_loader.c) as a master sees it: the GUID check, the
 status override the Python slave uses, the status inquiries and fmi2CancelStep."""
 
 import ctypes

@@ -1,6 +1,6 @@
-"""Straight-line programs (embed.program), their LLVM compile (embed.native) and the modes built
+"""Straight-line programs (embed.codegen.program), their LLVM compile (embed.codegen.native) and the modes built
 on them: the symbolic path's one-call RK4 step (compile.linear_program) and the compiled-terms
-path with the partition as data (embed.terms_program), checked against numpy's solvers and
+path with the partition as data (embed.modes.terms_program), checked against numpy's solvers and
 against the augmented Lagrange multiplier system written out in tests/test_pendulums.py."""
 
 import itertools

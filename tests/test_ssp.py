@@ -1,4 +1,4 @@
-"""A real co-simulation: pi_controller.fmu drives disk_ramp.fmu's F_ext (fmu_src/ssp.py), as an
+"""A real co-simulation: pi_controller.fmu drives disk_ramp.fmu's F_ext (fmu_src/host/ssp.py), as an
 SSP file run by OMSimulator and by ecos, and scripted with fmpy: the three agree at t = 8 s."""
 
 import pytest

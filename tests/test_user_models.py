@@ -4,7 +4,7 @@ gripping a block on a compliant mount).  Their physics against independent refer
 flap's strike time from the energy integral, Newton's two-body impact, the harmonic motion
 between and after impacts, energy balances, and the constraint forces of the augmented
 Lagrange multiplier system written out here; and the guide's code is the latch's code.
-Both are built from their own folders with ``embed-fmu build`` (fmu_src.cli) and stepped by
+Both are built from their own folders with ``embed-fmu build`` (fmu_src.host.cli) and stepped by
 fmpy."""
 
 import functools

@@ -1,4 +1,4 @@
-"""Client of the background embedding workers (``embed.worker``), polled from the stepping loop.
+"""Client of the background embedding workers (``embed.background.worker``), polled from the stepping loop.
 
 Two worker processes: a *fast* one runs a scenario's own jobs (a geometry announced at
 run time: parse, check, form its constraints; a few ms), a *slow* one embeds and compiles
@@ -184,7 +184,7 @@ class _Workers:
         return 1
 
     def _mode_part(self, msg):
-        """A mode arrives as its first function, then each other one (``embed.worker``)."""
+        """A mode arrives as its first function, then each other one (``embed.background.worker``)."""
         if msg[0] == "mode":
             _, key, meta, fns = msg
             n = meta.get("n_fns", len(fns))

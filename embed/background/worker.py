@@ -1,4 +1,4 @@
-"""Background embedding worker: ``python -m embed.worker MODULE OPTIONS_JSON [--job MODULE:FUNCTION]...
+"""Background embedding worker: ``python -m embed.background.worker MODULE OPTIONS_JSON [--job MODULE:FUNCTION]...
 [--set-up MODULE:FUNCTION] [--peer-in FD | --peer-out FD]``.
 
 gillespie2005 Sec 6.2 (Fig 11): symbolic embedding runs in parallel with numerical
@@ -19,7 +19,7 @@ request, slot), the client being the instance that asked (its answers carry its 
 - ("call", "module:function", args): a scenario's own background work, one of the jobs
   named on the command line by --job (no other is run: the worker never imports a scenario
   by itself), called as function(forms, *args), ``forms`` being the worker's
-  ``embed.forming.AutomatonForms`` of the scenario (no simulator), and answered part by part, one frame each; a part that is a ``Relay`` goes to the slow worker
+  ``embed.modes.forming.AutomatonForms`` of the scenario (no simulator), and answered part by part, one frame each; a part that is a ``Relay`` goes to the slow worker
   directly (--peer-out), the stepping process being told only how many answers it will
   send (("relayed", n));
 - ("stop",): exit.
@@ -272,7 +272,7 @@ def main(argv=None):
                     write(cid, rid, ("mode_fn", key, i, fn))
             if isinstance(fns[0], NativeFunction) and fns[0].opt == OPT_FAST:
                 # a large program came first at codegen level 0 (compiled in a fraction of
-                # the time); the faster code follows and replaces it (embed.native)
+                # the time); the faster code follows and replaces it (embed.codegen.native)
                 write(cid, rid, ("mode", key, meta, (compile_program(
                     *linear_program(parts), f"the RK4 step of mode {key}", OPT_RUN),)))
             active = key[1]

@@ -1,7 +1,7 @@
-"""Starting a background worker process (``embed.worker``) and talking to it: its command line,
+"""Starting a background worker process (``embed.background.worker``) and talking to it: its command line,
 the frames it reads and writes (length-prefixed pickles), and ``WorkerPipe``, one worker's
 pipe that the stepping process never blocks on (non-blocking writes from a queue, reads
-within a budget).  ``embed.background`` routes requests and answers over two of them.
+within a budget).  ``embed.background.client`` routes requests and answers over two of them.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def python_executable():
 
 def model_module(scenario):
     """The module that builds the workers' model: ``scenario`` itself if it names a module
-    ("package.module"); a bare scenario name is TRANSITIONAL (fmu_src/slave.py passes one):
+    ("package.module"); a bare scenario name is TRANSITIONAL (fmu_src/runtime/slave.py passes one):
     the module of that name in the scenarios package that travels beside this engine (in an
     FMU its packages are embed<tag> and scenarios<tag>), named, never imported here."""
     if "." in scenario:
@@ -54,7 +54,7 @@ def worker_jobs(module):
 
 
 def worker_command(python, scenario, options, jobs=None, set_up=None):
-    """The worker's command line (``embed.worker``): the model's module and options, and the
+    """The worker's command line (``embed.background.worker``): the model's module and options, and the
     jobs it may run and its set-up, each "module:function" (read from the model's module when
     ``jobs`` is None).
 

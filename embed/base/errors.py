@@ -2,7 +2,7 @@
 
 Every message says what was wrong, names the offending item, and what to do.
 The FMU boundary translates these into FMI log messages, an FMI status and a
-status output code (fmu_src/status.py): the engine knows nothing of either.
+status output code (fmu_src/runtime/status.py): the engine knows nothing of either.
 """
 
 

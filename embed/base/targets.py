@@ -1,7 +1,7 @@
 """Objects named by module and attribute ("package.module:name"), imported only when used.
 
 A lower layer reaches code of an upper one only this way, never by an import: the background
-worker runs the job functions named on its command line (``embed.worker``), and a scenario
+worker runs the job functions named on its command line (``embed.background.worker``), and a scenario
 names the FMU-side extension of its interface (``ExtensionReference``), which the FMU layer
 instantiates.  See docs/design.md (layers).
 """
@@ -55,7 +55,7 @@ class ExtensionReference:
     Parameters
     ----------
     module : str
-        the module holding the class (e.g. "fmu_src.fence").
+        the module holding the class (e.g. "fmu_src.runtime.fence").
     name : str
         the class's name in it.
     inputs, outputs : list of embed.Var

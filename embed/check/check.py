@@ -365,7 +365,7 @@ def check_scenario(scenario, params=None) -> list[Finding]:
 
     The static checks read the automaton and the interface; if they find no error, a simulator
     is started from the defaults (``params`` override them) and every mode is entered,
-    compiled and probed (``embed.probe``).
+    compiled and probed (``embed.check.probe``).
 
     Parameters
     ----------

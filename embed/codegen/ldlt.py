@@ -20,7 +20,7 @@ every program in the process, so it is warm whichever mode is stepping:
   vectorizer turns into vector code, faster than the unrolled one from n = 30 on (3.1
   against 4.0 us at n = 38).
 
-Both are compiled once a process (``embed.native``) and called by name.
+Both are compiled once a process (``embed.codegen.native``) and called by name.
 """
 
 from __future__ import annotations

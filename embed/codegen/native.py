@@ -1,4 +1,4 @@
-"""A straight-line program (``embed.program``) compiled to machine code with llvmlite.
+"""A straight-line program (``embed.codegen.program``) compiled to machine code with llvmlite.
 
 One LLVM function ``void f(double *in, double *out)`` whose instructions are the program's
 operations, in order: no symbolic pass runs at compile time, so compiling costs time in

@@ -3,7 +3,7 @@
 A ``Program`` is built from symengine expressions (after common-subexpression elimination) and
 from linear algebra written out as operations (the unrolled LDL^T solve of the reduced mass
 matrix, eq 15-16), so that intermediate results stay shared and nothing is expanded: its length
-grows like the operations it performs, and so does the work to compile it (``embed.native``).
+grows like the operations it performs, and so does the work to compile it (``embed.codegen.native``).
 Registers 0 .. n_in - 1 hold the arguments; every operation writes one new register.
 """
 
@@ -32,7 +32,7 @@ def arity(sub):
 
 class Memo:
     """Two remembered evaluations of the program ``sub`` = (program, outputs), kept by the
-    compiled module (``embed.native``): each the arguments ``sub`` reads (``reads``: their
+    compiled module (``embed.codegen.native``): each the arguments ``sub`` reads (``reads``: their
     positions) and its first ``size`` outputs, bit for bit.  An RK4 step's first stage is
     then the last step's final one, where nothing changed in between (first same as last)."""
 
@@ -61,7 +61,7 @@ class Program:
     "gt" and "eq" (1.0 where a > b, a == b, else 0.0), "select" (register b[0] where a is
     nonzero, else b[1]: the choices of a pivot search, ``argmax``) and "ldlt" (a = (k,
     nrhs, exact): the k x k system of the registers b = A's lower triangle by rows, then the
-    right-hand sides, solved by a looped LDL^T, ``embed.ldlt``: in the unrolled order if
+    right-hand sides, solved by a looped LDL^T, ``embed.codegen.ldlt``: in the unrolled order if
     exact), "reduce" (a = (n, m, exact): the reduced system of the registers b and its
     solution, ``reduced``) and "partition" (a = (m, n, 1 - tie): ``pivoted``).
     Constants are folded and shared; x + 0, x * 1, x * 0 emit nothing; an operation of the
@@ -82,7 +82,7 @@ class Program:
         self.arrays = []      # register lists that ``gather`` indexes
         self._arrays = {}
         self.subs = []        # programs that ``call`` runs: (program, outputs)
-        self.exports = {}     # name -> index in subs: called on its own too (embed.native)
+        self.exports = {}     # name -> index in subs: called on its own too (embed.codegen.native)
         self.memo = None      # the module's ``Memo`` (a program that ``mcall`` and ``remember``)
 
     # ------------------------------------------------------------ operations
@@ -339,7 +339,7 @@ class Program:
         quasi-definite (its lower triangle read; registers), by LDL^T with no pivoting: the
         reduced mass matrix D^T M D of eq 15 is definite, so every pivot is nonzero.  Unrolled
         up to ``ldlt.UNROLL_MAX`` unknowns; beyond, a call of a looped one that every program
-        shares (``embed.ldlt``: a few kilobytes of code, where this one grows like n^3), up to
+        shares (``embed.codegen.ldlt``: a few kilobytes of code, where this one grows like n^3), up to
         ``ldlt.EXACT_MAX`` in this solve's order (the same results, bit for bit)."""
         n = len(A)
         if n > ldlt.UNROLL_MAX:
@@ -371,7 +371,7 @@ class Program:
     def reduced(self, v, perm, D, g):
         """(udot_ind, the dependent rows of A_p T, those of r0) of the reduced system
         (T^T A_u T) udot_ind = -T^T (b + A_u g), eq 13-16, by a call of the looped
-        ``embed.reduction`` (the straight-line code's results) and of the looped LDL^T
+        ``embed.codegen.reduction`` (the straight-line code's results) and of the looped LDL^T
         solve (``ldl_solve``'s beyond ``ldlt.UNROLL_MAX``).  Registers: v = [b..., A_u by
         rows...], perm = [ind..., dep...] (holding integers), D (m rows), g (m)."""
         n, m = len(perm), len(g)
@@ -385,7 +385,7 @@ class Program:
     def pivoted(self, B, n, tie):
         """(|diag R|, dep ascending, perm = [ind..., dep...], iperm) of the partition of the
         speeds (eq 11) by pivoted Gram-Schmidt on the registers B (m rows of n), later speeds
-        first, ties within ``tie`` to the first: a call of the looped ``embed.pivoting``."""
+        first, ties within ``tie`` to the first: a call of the looped ``embed.codegen.pivoting``."""
         m = len(B)
         token = self._op("partition", (m, n, 1.0 - tie), tuple(r for row in B for r in row))
         out = [self._op("result", token, i) for i in range(2 * m + 2 * n)]

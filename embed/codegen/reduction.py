@@ -17,7 +17,7 @@ each sum from its first term on), nothing reassociated or fused: the same result
 bit.  That code is O(n^2 m) operations: 11,000 of the 40-link chain's point pin stage, 130 KB
 of machine code that a step switching into the mode reads cold (a third of its cost); this one
 is a few kilobytes, shared by every program and warm whichever mode steps.  Compiled once a
-process (``embed.native``) and called by name.
+process (``embed.codegen.native``) and called by name.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ and accelerations, and ``ModeEquations`` forms eq 15 (the recombined terms, eq 1
 read from the model's coefficients F + F* = b + A_u udot + A_f f rather than
 differentiated), solves it for the independent accelerations (eq 16) and recovers
 the contact forces.  All symbolic work is
-symengine; ``embed.forming`` assembles a mode from these.  See docs/design.md, "Where each
+symengine; ``embed.modes.forming`` assembles a mode from these.  See docs/design.md, "Where each
 paper fits".
 """
 

@@ -1,7 +1,7 @@
 """Integrators for one mode: fixed-step RK4 and adaptive Dormand-Prince 5(4).
 
 Both return the compiled mode's output vector at the new state
-(``[x..., monitors..., finiteness check]``, see ``embed.modes``), and both offer
+(``[x..., monitors..., finiteness check]``, see ``embed.modes.modes``), and both offer
 ``partial(mode, t, x, p, tau)``: the same at the state a step of length tau from x would
 reach.  RK4 is the mode's own step (``rk4``: ``modes.rk4_scheme``, composed or stage by
 stage); Dormand-Prince evaluates the mode's ``rhs`` and asks it for ``output_at`` the new

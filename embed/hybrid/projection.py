@@ -6,7 +6,7 @@ chart is taken when the iteration stops contracting or the held inverse drifts. 
 changes: the dependent speeds follow from the embedding (gillespie2005 eq 12) at the new q.
 See docs/design.md, "Where each paper fits".
 
-The chart ``(U, B)`` is part of the running state (``embed.state``): it is replaced, never
+The chart ``(U, B)`` is part of the running state (``embed.hybrid.state``): it is replaced, never
 changed in place, so a checkpoint may keep a reference to it.  ``on_manifold`` reaches the
 manifold from any distance (a switch rehearsed at ``Simulator.prepare``).
 """
@@ -32,7 +32,7 @@ class Projection:
     """Holds the active holonomic constraints on their manifold (haug_pavesic2023 eq 13-16).
 
     One object per entered constraint set: it knows the constraints, not the chart, which is
-    running state (``embed.state.RunState.chart``), passed in and handed back.
+    running state (``embed.hybrid.state.RunState.chart``), passed in and handed back.
 
     Parameters
     ----------

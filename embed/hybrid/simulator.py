@@ -1,12 +1,12 @@
 """Hybrid simulator: forward dynamics solver + event locator + reset maps (gillespie2005 Sec 5).
 
 Integrates the embedded minimal ODE of the active mode, locates switching conditions inside
-each step on the integrator's continuous extension (``embed.events``), applies the reset
+each step on the integrator's continuous extension (``embed.hybrid.events``), applies the reset
 maps in time order (several per communication step if need be) and re-embeds on each mode
-change from the shared mode library (``embed.library``, ``embed.mode_compiler``).  Numeric only:
-the symbolic work is done by ``embed.forming`` and ``embed.compile`` the first time a mode is
-visited.  Configuration constraints are held by ``embed.projection`` (haug_pavesic2023 eq
-13-16).  Everything that decides the future is one ``embed.state.RunState``, which this class
+change from the shared mode library (``embed.modes.library``, ``embed.modes.mode_compiler``).  Numeric only:
+the symbolic work is done by ``embed.modes.forming`` and ``embed.modes.compile`` the first time a mode is
+visited.  Configuration constraints are held by ``embed.hybrid.projection`` (haug_pavesic2023 eq
+13-16).  Everything that decides the future is one ``embed.hybrid.state.RunState``, which this class
 extends: its fields are the simulator's own attributes (``sim.t``, ``sim.x``, ``sim.mon``, ...;
 no indirection in the stepping loop or for the FMU's reads).  See docs/design.md.
 """
@@ -66,9 +66,9 @@ class Simulator(RunState):
     formulation : str
         "embedding" (this engine: the minimal ODE of each mode), or one of the formulations
         it is measured against, on the same modes, events and reset maps: "multipliers",
-        "projection", "soft" (``embed.formulations``).
+        "projection", "soft" (``embed.modes.formulations``).
     formulation_options : dict or None
-        The formulation's parameters (``embed.formulations.Formulation``: Baumgarte's alpha
+        The formulation's parameters (``embed.modes.formulations.Formulation``: Baumgarte's alpha
         and beta, the projection's tolerances, the soft constraints' stiffness and damping,
         the embedding's configuration projection on or off).
     """
@@ -80,9 +80,9 @@ class Simulator(RunState):
             raise InputError(f"embedding {embedding!r} is unknown; use one of {EMBEDDINGS}")
         if embedding == "background" and compiler is None:
             raise InputError("embedding 'background' needs its worker: pass compiler="
-                             "BackgroundCompiler(scenario, options) (embed.background), or use "
+                             "BackgroundCompiler(scenario, options) (embed.background.client), or use "
                              "'numeric' for the compiled-terms path alone")
-        # the formulation (embed.formulations): its compiled modes and what follows a step
+        # the formulation (embed.modes.formulations): its compiled modes and what follows a step
         self.formulation = Formulation.of(formulation, formulation_options)
         self._after_step, self._after_every_step = after_step_for(self.formulation)
         self.embedding = embedding
@@ -115,7 +115,7 @@ class Simulator(RunState):
         # and mon holds u
         RunState.__init__(self, x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
                           discrete=dict(automaton.discrete), projection=Projection())
-        self.state = self         # the running state (``embed.state.RunState``): our own fields
+        self.state = self         # the running state (``embed.hybrid.state.RunState``): our own fields
         if embedding != "symbolic" or self.formulation.full_state:
             self.mode_compiler.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
@@ -224,7 +224,7 @@ class Simulator(RunState):
         switching.rehearse_entry(self, active)
 
     def warm_up(self):
-        """Pay first-call costs now (``embed.warmup.warm_up``)."""
+        """Pay first-call costs now (``embed.hybrid.warmup.warm_up``)."""
         warm_up(self)
 
     @property
@@ -505,7 +505,7 @@ class Simulator(RunState):
         Returns
         -------
         dict
-            Plain Python and numpy values (``embed.state.serialize``), for ``set_state``.
+            Plain Python and numpy values (``embed.hybrid.state.serialize``), for ``set_state``.
         """
         return state_mod.serialize(self.state, self.integrator)
 
@@ -524,7 +524,7 @@ class Simulator(RunState):
 
     def check_state(self, s):
         """StateError unless ``s`` is a whole, consistent state of this simulator
-        (``embed.state.check_state``).  Returns a copy of s and the compiled mode it runs in;
+        (``embed.hybrid.state.check_state``).  Returns a copy of s and the compiled mode it runs in;
         nothing of the simulator changes."""
         return state_mod.check_state(self, s)
 

@@ -1,7 +1,7 @@
 """The running state of a simulator: everything that decides the future, in one dataclass.
 
 ``RunState`` is to a ``Simulator`` what MuJoCo's MjData is to its MjModel: the compiled modes
-live in the mode library (``embed.library``), shared; this is what one run changes.  Its
+live in the mode library (``embed.modes.library``), shared; this is what one run changes.  Its
 fields are the one list: the checkpoint an ``advance`` rolls back to, the serialized state
 (``get_state``/``set_state``, the FMU state of docs/design.md, "The FMU boundary") and the
 whole-state check (``check_state``) all follow it, and so does the finiteness check of a new

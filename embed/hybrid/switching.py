@@ -4,7 +4,7 @@ Functions of a ``Simulator`` (its running state, forms and compiled modes): ente
 through a reset map (eq 19-20) with the configuration projected (haug_pavesic2023 eq 13-16)
 and the momentum-consistent activation jump (mueller eq 7); handling a located switching
 condition (eq 18) with the Zeno watch (ANDY's multi-jump counter); rehearsing an event one
-step ahead; locating one in a step (``embed.events``); holding the configuration
+step ahead; locating one in a step (``embed.hybrid.events``); holding the configuration
 constraints and re-selecting the independent speeds as the dependent block of B degrades
 (Sec 5.4).  See docs/design.md, "Data flow".
 """
@@ -34,7 +34,7 @@ RESELECT = 3.0        # re-select the independent speeds when kappa(B1) grows th
 
 def activation(sim, names, q, u, tol=ACTIVATION_TOL, entry=None):
     """Momentum-consistent velocity jump when the constraints ``names`` become active
-    (mueller eq 7, ``embed.activation``); ``entry``: ``ModeCompiler.entry``'s (K, B, rhs, Phi) at
+    (mueller eq 7, ``embed.hybrid.activation``); ``entry``: ``ModeCompiler.entry``'s (K, B, rhs, Phi) at
     (q, u), if known already.  Returns the new full speeds and each constraint's impulse."""
     K, _, rhs, _ = entry if entry is not None else sim.mode_compiler.entry(
         [sim.forms.constraint_terms(c) for c in names], sim.state.t, q, u, sim.pvec)

@@ -7,7 +7,7 @@ A reset map phi_{j,i}^{(k)} (eq 19) returns a ``Jump`` to the next mode from the
 located event: either attached to the ``Guard`` that triggers it (``reset``), or
 one ``transition(ctx, guard_name)`` for the whole automaton; ``initial`` is the
 special reset map of eq 20.  An ``Output`` is declared once and serves both the
-compiled modes and the FMU interface (``embed.scenario``).  See docs/design.md,
+compiled modes and the FMU interface (``embed.interface.scenario``).  See docs/design.md,
 "Data flow", and docs/guide.md.
 """
 
@@ -42,7 +42,7 @@ class Guard:
         ``enabled(discrete) -> bool``: whether f is watched for these discrete values.
     reset : callable, optional
         The reset map of this condition (eq 19), ``reset(ctx) -> Jump``, ``ctx`` an
-        ``embed.context.Context`` at the located event.  When every guard has one the
+        ``embed.model.context.Context`` at the located event.  When every guard has one the
         automaton needs no ``transition``.
     """
 

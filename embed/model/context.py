@@ -1,6 +1,6 @@
 """What a reset map sees at an event (gillespie2005 eq 19-20): the state, forces, outputs, probes.
 
-A scenario's ``transition``, ``initial`` and ``zeno`` callables (``embed.automaton``) are
+A scenario's ``transition``, ``initial`` and ``zeno`` callables (``embed.model.automaton``) are
 given a ``Context`` of the simulator at the located event; they return a ``Jump``.  See
 docs/design.md, "Data flow": the hybrid automaton layer.  ``forces_at`` (a mode's contact
 forces at a state other than the running one) serves ``Context.forces_in``.

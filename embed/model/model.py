@@ -24,7 +24,7 @@ TIME = se.Symbol("t")
 def to_symengine(e):
     """A sympy/symengine expression or a number as symengine, never text: sympify parses
     strings, and nothing from outside may be parsed that way (geometry text goes through
-    embed.expression's whitelist, which builds the sympy tree itself)."""
+    embed.base.expression's whitelist, which builds the sympy tree itself)."""
     if isinstance(e, se.Basic):
         return e
     return se.sympify(_expression_object(e))

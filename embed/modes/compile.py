@@ -9,7 +9,7 @@ constraint residual, kappa(B1), switching conditions, multipliers) at the new st
 to locate events.  The last entry is inf or nan exactly when the new state is not finite.
 The right-hand side alone (eq 2 and 16) is compiled on first use, for the adaptive
 solver.  The compiled modes themselves (``CompiledMode``, ``LinearMode``) and the RK4
-scheme live in ``embed.modes``; they are re-exported here.  See docs/design.md, "Data flow".
+scheme live in ``embed.modes.modes``; they are re-exported here.  See docs/design.md, "Data flow".
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def _min(x, y):
     return x if x != x or x < y else y
 
 
-# a program's operations (``embed.program``) as plain-float functions
+# a program's operations (``embed.codegen.program``) as plain-float functions
 _TAPE_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
              "div": operator.truediv, "pow": math.pow, "neg": operator.neg, "sqrt": math.sqrt,
              "fabs": abs, "sign": _sign, "max": _max, "min": _min, "atan2": math.atan2,
@@ -105,7 +105,7 @@ _TAPE_NUMBER = {op: o for o, op in enumerate(_TAPE_OPS)}
 
 class Tape:
     """A few expressions (symengine) of a few arguments as a straight-line program
-    (``embed.program``) run in plain floats: (function, i, j, k) sets register k to
+    (``embed.codegen.program``) run in plain floats: (function, i, j, k) sets register k to
     function(r[i], r[j]) (j < 0: one argument).  For small functions shipped to the stepping
     process at run time (a fence's jet): loading an LLVM function costs 0.3-0.45 ms in a step
     that finds the caches cold, whatever its size, and compiling it 1-3 ms in the worker; a
@@ -200,7 +200,7 @@ def compile_parts(parts, key, backend=None):
     "linear" mode is one straight-line program (``linear_program``) compiled by LLVM (codegen
     level 1 when entered on the symbolic path, which compiles in the step anyway, so that the
     steps after it are fast; for the worker, ``backend="llvm"``, by size: a large program
-    without cse at level 0 first, ``embed.worker`` sends level 1 after it), or, where the
+    without cse at level 0 first, ``embed.background.worker`` sends level 1 after it), or, where the
     program has an
     operation LLVM is not given, S and s for ``LinearMode``."""
     if parts["kind"] == "explicit":
@@ -229,7 +229,7 @@ def compile_parts(parts, key, backend=None):
 
 def make_mode(parts, key, fns=None, backend=None):
     """A compiled mode from its parts, or from the metadata and functions the background
-    worker compiled (``embed.worker``)."""
+    worker compiled (``embed.background.worker``)."""
     fns = fns if fns is not None else compile_parts(parts, key, backend)
     meta = dict(parts)
     meta.setdefault("nx", len(parts["x"]) if "x" in parts else None)
@@ -318,7 +318,7 @@ def newton_program(q, nx, params, n_rest, phi_rows):
     ends with the flag (1: correct, 0: not); ``phi_rows``: [Phi, Phi_q...] of each holonomic
     constraint (``constraints.phi_and_gradient``).  After an RK4 step |Phi| is about the
     step's local error: one step takes it to roundoff, so the Newton iteration of
-    ``embed.projection`` (eq 13-16, held chart) is left with nothing to do in most steps."""
+    ``embed.hybrid.projection`` (eq 13-16, held chart) is left with nothing to do in most steps."""
     n, mh = len(q), len(phi_rows)
     if mh > 3:
         raise CompilationError(f"{mh} configuration constraints: the step's correction holds 3")

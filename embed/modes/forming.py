@@ -6,7 +6,7 @@ equations (eq 13-16), the contact forces and multipliers (Sec 5.4) and the monit
 picklable symengine expressions (``compile.mode_parts``).  ``AutomatonForms`` holds an
 automaton's own view (constraints and modes added at run time), its parameter symbols and
 each constraint's compiled terms (Sec 5.5) over a ``ModeLibrary``: the stepping process's
-simulator keeps one, the background worker (``embed.worker``) another, without any
+simulator keeps one, the background worker (``embed.background.worker``) another, without any
 simulator.  See docs/design.md, "Data flow": symbolic work stops at the compile step.
 """
 
@@ -90,10 +90,10 @@ class AutomatonForms:
 
     Parameters
     ----------
-    automaton : embed.automaton.Automaton
+    automaton : embed.model.automaton.Automaton
         Copied shallowly: constraints and modes added at run time (``add_constraint``,
         ``add_mode``) stay in this view (the library's keys are unique names and ids).
-    library : embed.library.ModeLibrary
+    library : embed.modes.library.ModeLibrary
         Where embeddings, converted expressions and constraint terms are kept.
     """
 

@@ -2,7 +2,7 @@
 
 gillespie2005 (Sec 2.3) compares its Design IV with the augmented multiplier system; this
 module makes each alternative a first-class ``formulation`` of the same models, built on the
-same compiled terms (``embed.numeric``: NumericTerms, ConstraintTerms):
+same compiled terms (``embed.modes.numeric``: NumericTerms, ConstraintTerms):
 
 - ``multipliers``: [M B^T; B 0] [udot; lambda] = [f; -gamma] (gillespie2005 eq 9 with eq 8,
   wang2019 eq 10-12), with Baumgarte's stabilization B udot = -gamma - 2 alpha (B u + C)
@@ -18,7 +18,7 @@ same compiled terms (``embed.numeric``: NumericTerms, ConstraintTerms):
   haug_pavesic2023 (eq 13-16).
 
 The first three integrate the full state x = [q, u]: their compiled modes have ind = every
-speed and dep = () (nx = 2n), follow ``embed.modes.CompiledModeProtocol`` and report the
+speed and dep = () (nx = 2n), follow ``embed.modes.modes.CompiledModeProtocol`` and report the
 same monitor layout, so events, reset maps and impacts (applied on entry to a mode, whatever
 the formulation) work unchanged.  The simulator still chooses a partition on entry (the
 running state's ``dep``); these modes ignore it.
@@ -119,7 +119,7 @@ class Formulation:
 class FullStateMode(Layout):
     """One mode of a full-state formulation: x = [q, u], udot, forces and multipliers from one
     augmented linear system at each evaluation (``Formulation``; the same monitor layout as
-    ``embed.numeric.NumericMode``)."""
+    ``embed.modes.numeric.NumericMode``)."""
 
     def __init__(self, terms, mode, cset, n_out, key, rows, form: Formulation):
         """``rows``: the active constraints' ConstraintTerms, in the order of ``cset``."""

@@ -1,6 +1,6 @@
 """The mode library: what a scenario's simulators compiled, shared (MuJoCo's MjModel to MjData).
 
-Typed caches of the compiled model, apart from any run's state (``embed.state``):
+Typed caches of the compiled model, apart from any run's state (``embed.hybrid.state``):
 
 - ``modes``: compiled modes of the symbolic path by (mode id, active constraints, dep)
   (``CompiledMode``, ``LinearMode``, a scenario's own such as disk_fence's ``JetMode``);
@@ -49,7 +49,7 @@ class ModeLibrary:
 
         Parameters
         ----------
-        automaton : embed.automaton.Automaton
+        automaton : embed.model.automaton.Automaton
         embedding : str
             "symbolic", "numeric" or "background".
 

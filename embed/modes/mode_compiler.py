@@ -1,8 +1,8 @@
 """A simulator's compiled modes: from the shared library, or formed and compiled when entered.
 
 The compiled mode of a (mode, constraint set, partition) on the symbolic path (gillespie2005
-eq 11-16: ``embed.forming``, ``embed.compile``) or on the compiled-terms path
-(``embed.numeric``), the entry terms of a constraint set (mueller eq 7), the unconstrained
+eq 11-16: ``embed.modes.forming``, ``embed.modes.compile``) or on the compiled-terms path
+(``embed.modes.numeric``), the entry terms of a constraint set (mueller eq 7), the unconstrained
 terms compiled once (Sec 5.5), and the background worker's answers (Sec 6.2).  Everything
 compiled goes to the ``ModeLibrary`` the simulators of a scenario share.  See docs/design.md,
 "Data flow".
@@ -30,15 +30,15 @@ class ModeCompiler:
 
     Parameters
     ----------
-    forms : embed.forming.AutomatonForms
+    forms : embed.modes.forming.AutomatonForms
         The simulator's view of its automaton, in symbols.
     embedding : str
         "symbolic", "numeric" or "background" (see ``Simulator``).
-    compiler : embed.background.BackgroundCompiler or None
+    compiler : embed.background.client.BackgroundCompiler or None
         The background workers' client ("background").
     uses_rhs : bool
         Whether the integrator needs the right-hand side alone (the adaptive solver).
-    formulation : embed.formulations.Formulation or None
+    formulation : embed.modes.formulations.Formulation or None
         A full-state formulation (multipliers, projection, soft) has its own compiled modes
         (``FullStateMode``), whatever the embedding; None: the embedding.
     """
@@ -118,8 +118,8 @@ class ModeCompiler:
     # ------------------------------------------------------------------ modes
     def terms_mode(self, mode_id, active, dep, build=False, opt=None):
         """The mode's compiled-terms program for the partition ``dep`` (``TermsProgramMode``:
-        one compiled call a step, any partition, ``embed.terms_program``), or None: not
-        prepared (``build``: compile it now, at codegen level ``opt``, ``embed.native``), or
+        one compiled call a step, any partition, ``embed.modes.terms_program``), or None: not
+        prepared (``build``: compile it now, at codegen level ``opt``, ``embed.codegen.native``), or
         the mode has none (forces, laws, more
         than 3 constraints; the adaptive solver, which needs the right-hand side alone)."""
         if self.uses_rhs:
@@ -203,7 +203,7 @@ class ModeCompiler:
 
         Returns
         -------
-        compiled mode (``embed.modes.CompiledModeProtocol``)
+        compiled mode (``embed.modes.modes.CompiledModeProtocol``)
         """
         forms, library = self.forms, self.library
         mode = forms.automaton.modes[mode_id]
@@ -254,7 +254,7 @@ class ModeCompiler:
         return compiled
 
     def full_state(self, mode, active, key):
-        """The mode of a full-state formulation (``embed.formulations``): from the compiled
+        """The mode of a full-state formulation (``embed.modes.formulations``): from the compiled
         terms, no symbolic work; one per (mode, active constraints), whatever ``dep``."""
         compiled = self.full_state_modes.get(key[:2])
         if compiled is None:

@@ -14,7 +14,7 @@ numeric step, cached per constraint set and partition).  Every implementation fo
 
 Implementations: ``CompiledMode`` (eq 16 solved symbolically, the RK4 step composed into
 one compiled call), ``LinearMode`` (S z = s solved numerically at each stage), here;
-``NumericMode`` (the compiled-terms path, Sec 5.5) in ``embed.numeric``; a scenario's own
+``NumericMode`` (the compiled-terms path, Sec 5.5) in ``embed.modes.numeric``; a scenario's own
 (disk_fence's ``JetMode``) by subclassing ``Layout``.
 """
 
@@ -282,7 +282,7 @@ class LinearMode(_SymbolicMode):
 class ProgramMode(CompiledMode):
     """Symbolic path for larger modes: the whole RK4 step, with eq 15-16 solved at every
     stage by an unrolled LDL^T, and the monitors at its end, as one compiled straight-line
-    program (``compile.linear_program``, ``embed.native``): one call a step, like
+    program (``compile.linear_program``, ``embed.codegen.native``): one call a step, like
     ``CompiledMode``'s composed step."""
 
     correct = 1.0      # the step's Newton correction of Phi(q) (``compile.newton_program``)

@@ -9,7 +9,7 @@ T = [I; D], and the recombined equations T^T (F + F*) = 0 (eq 13-15) solved for 
 independent accelerations together with the contact forces.  No symbolic work at
 all happens when a constraint set is activated, so a never-seen combination steps
 at once; the symbolic path (``compile``) replaces it when its compile is done.
-``NumericMode`` follows the compiled-mode protocol of ``embed.modes``.  See docs/design.md,
+``NumericMode`` follows the compiled-mode protocol of ``embed.modes.modes``.  See docs/design.md,
 "Data flow".
 """
 

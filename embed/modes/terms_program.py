@@ -422,7 +422,7 @@ class TermsProgramMode(ProgramMode):
 
 
 def make_terms_mode(forms, mode_id, active, dep, opt=None):
-    """The ``TermsProgramMode`` of a mode of ``forms`` (``embed.forming.AutomatonForms``) with
+    """The ``TermsProgramMode`` of a mode of ``forms`` (``embed.modes.forming.AutomatonForms``) with
     the constraints ``active``, compiled (CompilationError where ``supported`` is not)."""
     model, lib = forms.model, forms.library
     cset = forms.constraint_set(active)

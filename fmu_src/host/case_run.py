@@ -2,7 +2,7 @@
 
 ``engine``: a Simulator of the model's Scenario (``Scenario.simulator``), stepped to each
 communication point with ``advance``; the events and their exact located times come from
-its event list.  ``fmu``: the FMU stepped by fmpy's FMU2Slave (``fmu_src.master.FmuRunner``),
+its event list.  ``fmu``: the FMU stepped by fmpy's FMU2Slave (``fmu_src.host.master.FmuRunner``),
 a fresh instance per case, the FMU extracted once per worker process, its ``embedding`` set
 to ``symbolic`` as the engine's (background embedding runs on the wall clock: not
 reproducible).  Either way a case is
@@ -11,7 +11,7 @@ deterministic: the same values give the same row wherever and whenever it runs. 
 communication points are the running sum t + step, as a master's are.
 
 A case that fails (a parameter the model refuses, an integration that fails) is a row with
-the ``status`` code the FMU would report (fmu_src/status.py), the error text and the time
+the ``status`` code the FMU would report (fmu_src/runtime/status.py), the error text and the time
 reached; its summaries are empty.  Nothing of it escapes: the study goes on.
 """
 
@@ -38,7 +38,7 @@ _CACHE = {}        # per worker process: a plan's model (Scenario, or extracted 
 
 @dataclass(frozen=True)
 class Plan:
-    """What every case of a study shares, checked on the client (``fmu_src.study.plan``):
+    """What every case of a study shares, checked on the client (``fmu_src.host.study.plan``):
     ``runner`` engine or fmu, ``model`` (a MODEL argument, or the FMU's path), ``build``
     (options of build()), ``kinds`` (varied name -> parameter or input), the run, the kept
     ``outputs``, the ``summaries`` and ``modes`` (first_entry's argument -> mode number)."""
@@ -112,7 +112,7 @@ def run_case(plan: Plan, number: int, values: dict):
 
 
 class Failure(EmbedError):
-    """A case that failed with a known status code (fmu_src/status.py) and message: what the
+    """A case that failed with a known status code (fmu_src/runtime/status.py) and message: what the
     FMU refused or reported, or a value the engine would refuse."""
 
     def __init__(self, status: int, message: str):
@@ -198,7 +198,7 @@ def _fmu_event_times(event_count, last_event_time) -> list:
 
 # ------------------------------------------------------------------------------ engine
 def scenario(plan: Plan):
-    """The plan's Scenario, built once per process (``fmu_src.source``)."""
+    """The plan's Scenario, built once per process (``fmu_src.builder.source``)."""
     key = ("engine", plan.model, plan.build)
     if key not in _CACHE:
         from fmu_src.builder.source import resolve
@@ -223,8 +223,8 @@ def _engine_readers(sc, names):
 
 
 def engine_problems(sc, params: dict, inputs: dict) -> list:
-    """What the FMU would refuse of these values (fmu_src.slave's rules): a parameter's
-    (embed.check.check_parameters) or an input's (finite, its Var's range)."""
+    """What the FMU would refuse of these values (fmu_src.runtime.slave's rules): a parameter's
+    (embed.check.check.check_parameters) or an input's (finite, its Var's range)."""
     from embed.check.check import check_parameters
 
     problems = [f.message for f in check_parameters(sc, params) if f.level == "error"]

@@ -59,7 +59,7 @@ def _model(src, raw: dict, others_allowed: bool = False) -> tuple:
 
 
 def run_check(sc, params=None, out=sys.stdout) -> bool:
-    """Run the model checker (``embed.check.check_scenario``) and print its findings;
+    """Run the model checker (``embed.check.check.check_scenario``) and print its findings;
     True when there is no error."""
     from embed.check.check import check_scenario
 
@@ -283,7 +283,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("build", help="check a model and build its FMU",
-                       description="Check MODEL (embed.check), refuse on errors, and build "
+                       description="Check MODEL (embed.check.check), refuse on errors, and build "
                                    "OUT/<model identifier>.fmu.")
     p.add_argument("model", nargs="?", metavar="MODEL", help=model_help)
     p.add_argument("--all", action="store_true", help="every bundled scenario and pi_controller")

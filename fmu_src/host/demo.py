@@ -1,6 +1,6 @@
 """Demo: step disk_ramp.fmu with fmpy, print the event table, plot gillespie2005 Fig 7.
 
-    python -m fmu_src.demo build/disk_ramp.fmu --png build/disk_ramp_fig7.png
+    python -m fmu_src.host.demo build/disk_ramp.fmu --png build/disk_ramp_fig7.png
 
 Like the paper's Fig 7: the mode k (1 sliding, 2 rolling), the slip u1 + u2 and
 q1 against time, for Example 1 with the Table I values, stepped at 1 ms.

@@ -40,7 +40,7 @@ class FmuRunner:
                  initialize=True, unzip_dir=None, md=None):
         """``initialize=False``: only instantiate (the caller goes on with the FMI calls).
         ``unzip_dir``, ``md``: the FMU extracted and its description read already (many
-        instances one after another, fmu_src.case_run); ``close`` then leaves the folder."""
+        instances one after another, fmu_src.host.case_run); ``close`` then leaves the folder."""
         self.md = md or read_model_description(fmu_path)
         self._own_dir = unzip_dir is None
         self.dir = extract(fmu_path) if unzip_dir is None else unzip_dir

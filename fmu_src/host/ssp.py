@@ -3,7 +3,7 @@ disk's speed u1 reaches the controller's set point.  ``write_ssp`` packs the two
 their connections as an SSP file (OMSimulator and ecos run it); ``run_fmpy`` is the same
 coupling scripted with fmpy.
 
-    python -m fmu_src.ssp DIR     # DIR holds disk_ramp.fmu and pi_controller.fmu: writes
+    python -m fmu_src.host.ssp DIR     # DIR holds disk_ramp.fmu and pi_controller.fmu: writes
                                   # DIR/speed_control.ssp and prints the fmpy run's last row
 """
 

@@ -1,6 +1,6 @@
 """Studies at scale (issue 16): a study's cases run on Dask distributed, results in Parquet.
 
-    from fmu_src.study import Study
+    from fmu_src.host.study import Study
     study = Study("disk_ramp", {"stop_time": 3.0, "parameters": {"mu": [0.1, 0.2, 0.4]},
                                 "summaries": ["final_mode", "first_entry:rolling"]},
                   out="runs/mu")
@@ -8,8 +8,8 @@
     df = study.run(scheduler="tcp://host:8786")     # an existing cluster
     study.series(case=2)             # the kept time series
 
-The cases (``fmu_src.study_spec``) go to the workers in chunks, one Dask task per chunk
-(``fmu_src.case_run.run_chunk``); each finished chunk is written at once as a part of the
+The cases (``fmu_src.host.study_spec``) go to the workers in chunks, one Dask task per chunk
+(``fmu_src.host.case_run.run_chunk``); each finished chunk is written at once as a part of the
 results folder (``cases/part-N.parquet``: one row per case with its values, summaries,
 status and error; ``series/part-N.parquet``: the kept outputs, one row per case and
 communication point), so a study that stops resumes where it was: a case already in the

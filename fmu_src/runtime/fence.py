@@ -1,6 +1,6 @@
 """The FMU side of disk_fence's run-time fence: the inputs fence_radius, fence_length,
 fence_version and fence_curve announce a fence, the outputs report it (``FenceGeometry``,
-the extension ``fmu_src/slave.py`` calls before every step and for the FMU state).
+the extension ``fmu_src/runtime/slave.py`` calls before every step and for the FMU state).
 
 What this class does with an announcement: an arc sets the compiled arc family's discrete
 variables at once (``scenarios.disk_fence.announce.announce_arc``); any other text goes to the fast
@@ -33,9 +33,9 @@ class FenceGeometry:
 
     Parameters
     ----------
-    sim : embed.simulator.Simulator
+    sim : embed.hybrid.simulator.Simulator
         the instance's simulator.
-    compiler : embed.background.BackgroundCompiler or None
+    compiler : embed.background.client.BackgroundCompiler or None
         the instance's client of the background workers; None: everything in this process
         (the ``symbolic`` and ``numeric`` embeddings).
     log : callable

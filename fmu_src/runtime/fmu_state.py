@@ -1,8 +1,8 @@
 """The FMU state of a slave (FMI 2.0 Sec 2.1.8): taken, checked whole, applied, serialized.
 
 A state is everything that decides an instance's future, as plain values: its FMI state
-(``fmu_src.fmi2.State``), communication time, variables, inputs, the simulator's state
-(``embed.state``) and the scenario extension's.  It names its FMU (the GUID compiled into
+(``fmu_src.runtime.fmi2.State``), communication time, variables, inputs, the simulator's state
+(``embed.hybrid.state``) and the scenario extension's.  It names its FMU (the GUID compiled into
 the loader) and its layout (``STATE_FORMAT``); one of another FMU or build is refused.  A
 state is checked whole before anything of it is applied, and applied all or nothing (the
 slave restores what it had if applying fails).

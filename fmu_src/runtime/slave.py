@@ -2,7 +2,7 @@
 
 The FMU variables come from the scenario's interface (parameters, inputs,
 outputs) plus the common ones: ``solver``, ``h_max``, ``rtol``, ``embedding`` and
-``status``.  Every FMI call answers as FMI 2.0 says (``fmu_src.fmi2``): a call that is
+``status``.  Every FMI call answers as FMI 2.0 says (``fmu_src.runtime.fmi2``): a call that is
 illegal in the instance's state or has a bad argument gets fmi2Error with nothing of it
 applied; a step the engine cannot complete gets fmi2Discard with the last good state
 kept (fmi2GetRealStatus gives fmi2LastSuccessfulTime); every refusal is logged through
@@ -40,7 +40,7 @@ COMMON = [("solver", "rk4", "integrator: 'rk4' (fixed step, real time) or 'adapt
            "(compiled terms, gillespie2005 Sec 5.5) or 'background' (numeric at once, symbolic "
            "from a worker process when ready)", "")]
 COMMON_RANGES = {"h_max": (1e-9, 1.0), "rtol": (1e-14, 0.5)}
-# the formulation and its parameters (embed.formulations), registered after every other
+# the formulation and its parameters (embed.modes.formulations), registered after every other
 # variable so that the value references of the others stay as they were
 _F = Formulation()
 FORMULATION = [

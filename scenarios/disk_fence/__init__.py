@@ -26,11 +26,11 @@ fence if one is known, else into free flight), back from the fence onto the ramp
 two contact constraints are the force on the disk centre, N its normal component.
 
 The package's modules (the scenario itself is this ``__init__``; the FMU side, inputs,
-outputs and state, is ``fmu_src/fence.py``):
+outputs and state, is ``fmu_src/runtime/fence.py``):
 
 | module | what |
 |---|---|
-| ``profile`` | a fence as a height profile h(s), parsed through ``embed.expression`` |
+| ``profile`` | a fence as a height profile h(s), parsed through ``embed.base.expression`` |
 | ``checks`` | the checks of a profile from outside, and their time limit |
 | ``plane`` | the fence as a plane curve (ramp frame, fence frame, disk centre) |
 | ``modes`` | a fence's constraints and mode; the compiled arc and polynomial families |
@@ -55,7 +55,7 @@ from embed.base.targets import ExtensionReference
 from . import jobs
 from .modes import ARC, FENCE_BASE, FREE, POLY, POLY_C, RAMP, arc_family, normal_force, poly_family
 
-# the fast worker's jobs (embed.worker: "module:function"), and what it runs once at start
+# the fast worker's jobs (embed.background.worker: "module:function"), and what it runs once at start
 WORKER_JOBS = (jobs.PREPARE_FENCE,)
 WORKER_SET_UP = jobs.SET_UP_WORKER
 
@@ -84,7 +84,7 @@ def build_model():
     return Model(frame, q, u, kd, [disk], loads, params=[m, J, r, phi, L, g], name="disk_fence")
 
 
-# the FMU inputs and outputs of the run-time fence, served by fmu_src/fence.py
+# the FMU inputs and outputs of the run-time fence, served by fmu_src/runtime/fence.py
 FENCE_INPUTS = [
     Var("fence_radius", 10.0, "radius R of the arc fence (used when fence_curve is empty)",
         "m"),

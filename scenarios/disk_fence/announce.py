@@ -19,7 +19,7 @@ def announce(sim, profile, L_f):
 
     Parameters
     ----------
-    sim : embed.simulator.Simulator
+    sim : embed.hybrid.simulator.Simulator
     profile : FenceProfile
         checked already (``checks.validate``).
     L_f : float
@@ -41,7 +41,7 @@ def activate(sim, mode_id, **discrete):
 
     Parameters
     ----------
-    sim : embed.simulator.Simulator
+    sim : embed.hybrid.simulator.Simulator
     mode_id : int
         ARC, POLY or FENCE_BASE + a fence's number.
     **discrete : float
@@ -71,7 +71,7 @@ def announce_arc(sim, R, L_f):
 
     Parameters
     ----------
-    sim : embed.simulator.Simulator
+    sim : embed.hybrid.simulator.Simulator
     R : float
         the arc's radius (fence_radius), larger than the disk's.
     L_f : float

@@ -37,7 +37,7 @@ def profile_family(sim, backend="llvm"):
 
     Parameters
     ----------
-    sim : embed.simulator.Simulator
+    sim : embed.hybrid.simulator.Simulator
         a simulator of disk_fence.
     backend : str
         symengine's Lambdify backend.
@@ -118,7 +118,7 @@ def jet_function(profile):
 
     Returns
     -------
-    embed.compile.Tape of one input (s) and four outputs.
+    embed.modes.compile.Tape of one input (s) and four outputs.
     """
     return Tape([se.Symbol(SIGMA.name)], profile.jet())
 
@@ -137,7 +137,7 @@ def profile_family_modes(sim):
 
     Parameters
     ----------
-    sim : embed.simulator.Simulator
+    sim : embed.hybrid.simulator.Simulator
         a simulator of disk_fence.
 
     Returns
@@ -186,12 +186,12 @@ def install_profile(sim, uid, L_f, jet):
 
     Parameters
     ----------
-    sim : embed.simulator.Simulator
+    sim : embed.hybrid.simulator.Simulator
     uid : int
         the fence's number (``modes.fence_uid``).
     L_f : float
         the fence's length.
-    jet : embed.compile.Tape
+    jet : embed.modes.compile.Tape
         s -> (h, h', h'', h^(3)) (``jet_function``).
 
     Returns

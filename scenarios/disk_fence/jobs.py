@@ -1,4 +1,4 @@
-"""The background jobs of the run-time fence, run in the fast worker (``embed.worker`` loads them
+"""The background jobs of the run-time fence, run in the fast worker (``embed.background.worker`` loads them
 by the names below, given on its command line): an announced fence checked, differentiated
 and prepared for the slow worker's embedding (gillespie2005 Sec 6.2, Fig 11).
 """
@@ -40,7 +40,7 @@ def prepare_fence(forms, version, spec, pvec, rhs=False, uid=None):
 
     Parameters
     ----------
-    forms : embed.forming.AutomatonForms
+    forms : embed.modes.forming.AutomatonForms
         the worker's symbolic forms of disk_fence's automaton.
     version : int
         the announcement's fence_version.
@@ -98,14 +98,14 @@ COMPOSE_OPS = 10 ** 6
 
 
 def set_up_worker(forms, pvec):
-    """Prepare a worker process for fence jobs (``embed.worker`` runs it once, before the
+    """Prepare a worker process for fence jobs (``embed.background.worker`` runs it once, before the
     first request): the checks' time limit ($EMBED_CHECK_TIME_LIMIT, 2 s), and the geometry
     path run once, since the first parse, checks and LLVM compile of a process cost several
     ms more than later ones.
 
     Parameters
     ----------
-    forms : embed.forming.AutomatonForms
+    forms : embed.modes.forming.AutomatonForms
         the worker's symbolic forms of disk_fence's automaton.
     pvec : numpy.ndarray
         the default parameter vector.

@@ -5,7 +5,7 @@ The master sends the fence either as an arc of radius R (fence_radius) or as fre
 (fence_curve); ``FenceProfile`` is one description of both, with its derivatives, its jet (h
 and three derivatives, what the fence of any profile needs) and compiled numerics for the
 checks (``scenarios/disk_fence/checks.py``).  The text goes through the engine's whitelist parser
-(``embed.expression``): nothing of it is ever executed.
+(``embed.base.expression``): nothing of it is ever executed.
 
 Conventions (all of them used by the tests):
 
@@ -84,7 +84,7 @@ def fail(code, check, value, message):
 
 
 def parse_profile(text) -> sp.Expr:
-    """h(s) parsed from ``text`` through the whitelist (``embed.expression.parse_expression``).
+    """h(s) parsed from ``text`` through the whitelist (``embed.base.expression.parse_expression``).
 
     Parameters
     ----------
