@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import traceback
+import zipfile
 from pathlib import Path
 
 from embed.errors import EmbedError, InputError, ModelDefinitionError
@@ -148,6 +149,8 @@ def _fmu_of(model: str, raw: dict, tmp: Path, check: bool):
     if model.endswith(".fmu"):
         if not Path(model).is_file():
             raise InputError(f"{model}: no such FMU")
+        if not zipfile.is_zipfile(model):
+            raise InputError(f"{model}: not an FMU (an FMU is a zip archive)")
         return Path(model), {}, raw
     if model in OTHERS:
         return build(model, tmp), {}, raw
