@@ -14,7 +14,7 @@ rehearsed and undone), and on the numeric path the free chain too (its own progr
 compiled call a step, like the pinned one's).
 
 Peers, in the same process and run:
-- MuJoCo (``pip install 'embed[bench]'``): the same chain as MJCF text (hinge joints, a point
+- MuJoCo (``pip install 'embed-fmu[bench]'``): the same chain as MJCF text (hinge joints, a point
   mass m at the end of each massless link of length l, gravity along -y), ``integrator="RK4"``,
   timestep 1 ms; the pin is an ``equality`` ``connect`` of the last body's end to the world,
   inactive at start (``active="false"``, ``model.eq_active0``) and switched on through
@@ -24,7 +24,7 @@ Peers, in the same process and run:
   tip and moving with it at the switch.  MuJoCo's soft constraint lets that tip drift more the
   lighter the carriage (N = 5: 0.16 m at 1e-6 kg, 0.07 m at 1e-3 kg, 0.014 m at 0.1 kg, where
   the carriage is no longer negligible); the table uses the negligible one.
-- PyDy (``pip install 'embed[bench]'``: pydy, cython and a C compiler): the same chain in
+- PyDy (``pip install 'embed-fmu[bench]'``: pydy, cython and a C compiler): the same chain in
   ``sympy.physics.mechanics.KanesMethod`` (absolute angles), the pin as velocity constraints
   on the tip (x and y; line: y) with the last two (one) speeds dependent, PyDy's fixed
   partition; the right-hand side from ``generate_ode_function(generator="cython")``, stepped
@@ -292,7 +292,7 @@ def main(argv=None):
         mj = f"MuJoCo {mujoco.__version__} RK4"
     except ImportError as e:
         mujoco, mj = None, None
-        print(f"MuJoCo not measured: {e} (pip install 'embed[bench]')")
+        print(f"MuJoCo not measured: {e} (pip install 'embed-fmu[bench]')")
     pydy = None
     if not a.no_pydy:
         try:
@@ -300,7 +300,7 @@ def main(argv=None):
             import pydy
             pydy = f"PyDy {pydy.__version__} Cython RK4"
         except ImportError as e:
-            print(f"PyDy not measured: {e} (pip install 'embed[bench]')")
+            print(f"PyDy not measured: {e} (pip install 'embed-fmu[bench]')")
 
     print(f"pendulum_chain, tip pinned to a {a.pin} at t = {a.t_pin:g} s, RK4 h = 1 ms, "
           f"{k_end - k_pin - 1} steps after the switch; times in us (median), errors in m; "

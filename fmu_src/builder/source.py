@@ -150,9 +150,10 @@ def parse_set(items) -> dict:
     return out
 
 
-def convert(name: str, text: str, like):
+def convert(name: str, text: str, like, default=None):
     """``text`` as a value of the type of ``like`` (bool, int, float or str; None: an int
-    if it reads as one, else a float, else the text).  Never evaluated."""
+    if it reads as one, else a float, else the text).  Never evaluated.  A refusal names
+    ``default`` (``like`` itself when not given) as the value ``name`` has otherwise."""
     try:
         if isinstance(like, bool):
             low = text.lower()
@@ -166,8 +167,9 @@ def convert(name: str, text: str, like):
         if isinstance(like, str):
             return text
     except ValueError:
+        shown = like if default is None else default
         raise InputError(f"--set {name}={text}: {name} takes {_KINDS[type(like)]} "
-                         f"(default {like!r})") from None
+                         f"(default {shown!r})") from None
     for kind in (int, float):
         try:
             return kind(text)

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import traceback
+import zipfile
 from pathlib import Path
 
 from embed.base.errors import EmbedError, InputError, ModelDefinitionError
@@ -148,6 +149,8 @@ def _fmu_of(model: str, raw: dict, tmp: Path, check: bool):
     if model.endswith(".fmu"):
         if not Path(model).is_file():
             raise InputError(f"{model}: no such FMU")
+        if not zipfile.is_zipfile(model):
+            raise InputError(f"{model}: not an FMU (an FMU is a zip archive)")
         return Path(model), {}, raw
     if model in OTHERS:
         return build(model, tmp), {}, raw
@@ -202,8 +205,8 @@ def cmd_simulate(a) -> int:
     if not all(math.isfinite(x) and x > 0 for x in (a.stop_time, a.step)):
         raise InputError(f"--stop-time {a.stop_time:g} --step {a.step:g}: both must be "
                          "positive and finite")
-    if a.plot and importlib.util.find_spec("matplotlib") is None:
-        raise InputError("--plot needs matplotlib: pip install 'embed[demo]'")
+    if a.plot:
+        need("matplotlib", "demo", "--plot")
     with tempfile.TemporaryDirectory(prefix="embed_simulate_") as tmp:
         fmu, mode_names, rest = _fmu_of(a.model, parse_set(a.set), Path(tmp), check=True)
         md = read_model_description(str(fmu))
@@ -220,18 +223,20 @@ def cmd_simulate(a) -> int:
     print(f"{PROG}: wrote {a.out} ({len(result)} rows)", file=sys.stderr)
     if a.plot:
         names = mode_names or simulate.mode_names(md)       # an FMU: from its description
-        simulate.plot(Path(a.plot), result, outputs, names, md.modelName)
+        simulate.plot(Path(a.plot), result, outputs, names, md.modelName, simulate.units(md))
         print(f"{PROG}: wrote {a.plot}", file=sys.stderr)
     return 0
 
 
 def cmd_sweep(a) -> int:
-    from fmu_src.host import study_spec
+    for module in ("dask", "distributed", "pandas", "pyarrow"):
+        need(module, "study", "sweep")
     from fmu_src.builder.source import parse_set
+    from fmu_src.host import study_spec
     from fmu_src.host.study import Study
 
-    if a.plot and importlib.util.find_spec("matplotlib") is None:
-        raise InputError("--plot needs matplotlib: pip install 'embed[demo]'")
+    if a.plot:
+        need("matplotlib", "demo", "--plot")
     d = study_spec.read_dict(a.study) if a.study else {}
     given = {"stop_time": a.stop_time, "step": a.step, "seed": a.seed, "samples": a.samples,
              "runner": a.runner, "solver": a.solver}
@@ -376,18 +381,39 @@ def parser() -> argparse.ArgumentParser:
 
 
 
+def need(module: str, extra: str, what: str) -> None:
+    """Refuse (InputError, exit 2) when the optional ``module`` is missing, naming the extra
+    of this distribution that brings it."""
+    if importlib.util.find_spec(module) is None:
+        raise InputError(f"{what} needs {module}, which is not installed: "
+                         f"pip install 'embed-fmu[{extra}]'")
+
+
 def main(argv=None) -> int:
-    """The ``embed-fmu`` console script; returns its exit status (0 ok, 1 the checker found
-    errors or the model's code failed, 2 bad input)."""
+    """The ``embed-fmu`` console script; returns its exit status: 0 ok, 1 the model is wrong
+    (the checker found errors, the model's code failed, a run stopped), 2 an argument is wrong
+    (a bad value, a missing file or optional package).  Never a traceback: an unexpected
+    exception is one line naming it (``EMBED_FMU_DEBUG=1`` shows the traceback)."""
+    import os
+
     a = parser().parse_args(argv)
     try:
         return a.func(a)
-    except ModelDefinitionError as exc:
-        _err(str(exc))
-        return 1
-    except (EmbedError, OSError) as exc:
+    except (InputError, OSError) as exc:
         _err(str(exc))
         return 2
+    except EmbedError as exc:
+        _err(str(exc))
+        return 1
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+    except Exception as exc:                      # a defect of embed-fmu itself
+        if os.environ.get("EMBED_FMU_DEBUG"):
+            traceback.print_exc()
+        _err(f"internal error: {type(exc).__name__}: {exc} (please report it; "
+             "EMBED_FMU_DEBUG=1 shows the traceback)")
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ q1 against time, for Example 1 with the Table I values, stepped at 1 ms.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -37,21 +38,33 @@ def main(argv=None):
     bad = [r for r in rows if r["status"] != 0]
     print(f"status: {'ok' if not bad else f'{len(bad)} steps with a nonzero status'}")
 
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        print("plot not written: it needs matplotlib (pip install 'embed-fmu[demo]')",
+              file=sys.stderr)
+        return 2
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     t = [r["time"] for r in rows]
+    events = [r["last_event_time"] for prev, r in zip(rows, rows[1:])
+              if r["event_count"] != prev["event_count"]]
     fig, ax = plt.subplots(3, 1, sharex=True, figsize=(6, 6))
     ax[0].step(t, [r["mode"] for r in rows], where="post")
     ax[0].set_ylabel("mode k")
-    ax[0].set_yticks([1, 2])
+    ax[0].set_yticks(list(names), [f"{k} {n}" for k, n in names.items()])
     ax[1].plot(t, [r["slip"] for r in rows])
-    ax[1].set_ylabel("u1 + u2 (m/s)")
-    ax[2].plot(t, [r["q1"] for r in rows])
-    ax[2].axhline(22.0, color="gray", lw=0.5, ls="--")
+    ax[1].set_ylabel("slip u1 + u2 (m/s)")
+    ax[2].plot(t, [r["q1"] for r in rows], label="q1, the disk's travel")
+    ax[2].axhline(22.0, color="gray", lw=0.8, ls=":", label="end of the ramp (22 m)")
     ax[2].set_ylabel("q1 (m)")
     ax[2].set_xlabel("time (s)")
-    fig.suptitle("Disk on a ramp (gillespie2005 Example 1, Fig 7)")
+    ax[2].legend(loc="lower left", fontsize=8)
+    for axis in ax:
+        for te in events:
+            axis.axvline(te, color="C3", lw=0.6, ls="--")
+    fig.suptitle(f"Disk on a ramp (gillespie2005 Example 1, Fig 7): "
+                 f"{len(events)} event{'s' * (len(events) != 1)} (dashed)", fontsize=10)
     fig.tight_layout()
     Path(a.png).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(a.png, dpi=120)

@@ -37,7 +37,8 @@ def start_values(md, raw: dict) -> dict:
             raise InputError(f"--set {name}: {what} {md.modelName}; it has the parameters and "
                              f"inputs {', '.join(settable)}")
         like = {"Real": 0.0, "Integer": 0, "Boolean": False, "String": ""}[v.type]
-        value = convert(name, text, like)
+        default = None if v.start is None else convert(name, v.start, like)
+        value = convert(name, text, like, default=default)
         if v.type == "Real" and not math.isfinite(value):
             raise InputError(f"--set {name}={text}: not a finite number")
         out[name] = value
@@ -146,13 +147,48 @@ def run(fmu: Path, stop_time: float, step: float, start: dict, inputs, outputs: 
     md = read_model_description(str(fmu))
     have = {v.name for v in md.modelVariables}
     record = list(dict.fromkeys(outputs + [m for m in MARKS if m in have]))
-    progress = Progress(stop_time)
+    from fmpy.fmi1 import FMICallException
+
+    progress, log = Progress(stop_time), FmuLog()
     try:
         return simulate_fmu(str(fmu), stop_time=stop_time, output_interval=step,
                             start_values=start, input=inputs, output=record,
-                            step_finished=progress)
+                            step_finished=progress, logger=log)
+    except FMICallException as exc:
+        raise log.refusal(exc, md.modelName) from None
     finally:
         progress.done()
+
+
+class FmuLog:
+    """fmpy's logger callback: the FMU's warnings and errors printed on stderr as one line
+    each, the last error kept so that a refused call becomes one message (FMI 2.0 reports a
+    refused value or a failed step as fmi2Error/fmi2Discard; the FMU logs why)."""
+
+    LABELS = ("ok", "warning", "discard", "error", "fatal", "pending")
+
+    def __init__(self):
+        self.last_error = ""
+
+    def __call__(self, component, instance, status, category, message):
+        text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
+        if status >= 2:                       # the last one ends the run's message
+            if self.last_error:
+                print(f"embed-fmu: FMU error: {self.last_error}", file=sys.stderr)
+            self.last_error = text
+        elif status == 1:
+            print(f"embed-fmu: FMU warning: {text}", file=sys.stderr)
+
+    def refusal(self, exc, model: str):
+        """The error for fmpy's FMICallException: a set or initialization call refused is
+        an argument's fault (InputError, exit 2); a failed step the model's
+        (ModelDefinitionError's sibling IntegrationError, exit 1)."""
+        from embed.base.errors import IntegrationError
+
+        why = self.last_error or f"{exc.function} returned status {exc.status}"
+        if exc.function.startswith("fmi2DoStep"):
+            return IntegrationError(f"{model}: the run stopped: {why}")
+        return InputError(f"{model}: {exc.function} refused: {why}")
 
 
 def write_csv(path: Path, result) -> None:
@@ -171,13 +207,25 @@ def events(result) -> list:
     return [float(at[i]) for i in range(1, len(result)) if count[i] != count[i - 1]]
 
 
-def plot(path: Path, result, outputs: list, mode_names: dict, title: str) -> None:
-    """The chosen outputs over time, one panel each, events marked by dashed lines, and the
-    mode (named by ``mode_names``: number -> name) in the last panel."""
+def units(md) -> dict:
+    """Each variable's unit as the model description declares it (its own or its type's)."""
+    out = {}
+    for v in md.modelVariables:
+        unit = getattr(v, "unit", None) or getattr(getattr(v, "declaredType", None), "unit", None)
+        if unit and unit != "1":
+            out[v.name] = unit
+    return out
+
+
+def plot(path: Path, result, outputs: list, mode_names: dict, title: str,
+         unit_of: dict | None = None) -> None:
+    """The chosen outputs over time, one panel each with its unit, events marked by dashed
+    lines, and the mode (named by ``mode_names``: number -> name) in the last panel."""
+    unit_of = unit_of or {}
     try:
         import matplotlib
     except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'embed[demo]'") from None
+        raise InputError("--plot needs matplotlib: pip install 'embed-fmu[demo]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -198,7 +246,7 @@ def plot(path: Path, result, outputs: list, mode_names: dict, title: str) -> Non
             ax.set_yticklabels([f"{k} {mode_names.get(k, '')}".strip() for k in numbers])
         else:
             ax.plot(t, result[name])
-        ax.set_ylabel(name)
+        ax.set_ylabel(f"{name} ({unit_of[name]})" if name in unit_of else name)
     axes[-1, 0].set_xlabel("time (s)")
     n = len(marks)
     fig.suptitle(f"{title}: events (dashed) in {n} step{'' if n == 1 else 's'}")

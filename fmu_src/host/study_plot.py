@@ -15,7 +15,7 @@ def plot(path: Path, df, axes: list, summaries: list, title: str) -> None:
     try:
         import matplotlib
     except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'embed[demo]'") from None
+        raise InputError("--plot needs matplotlib: pip install 'embed-fmu[demo]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
