@@ -112,6 +112,16 @@ class Jump:
         Active constraint names, if not the mode's own.
     impact : bool
         An impact (counted in ``impact_count``, watched for accumulation, wang2019).
+    impact_constraints : tuple of str, optional
+        The impact's own constraint set, apart from the entered mode's: the speeds after the
+        event are the plastic impact map over these constraints (wang2019 eq 19, mueller
+        eq 7: M (u+ - u-) = B^T Lambda, B u+ + C = 0), then the mode is entered with them.
+        It must hold every constraint of the entered mode (a passive walker's heel strike
+        keeps the trailing knee locked through the impact, which the next mode releases).
+        Not with ``u``.
+
+    A reset map may return a list of Jumps: they are applied in order at the event's
+    instant, each with its own impact (several impacts at one instant, resolved in order).
     """
 
     mode: int
@@ -120,6 +130,7 @@ class Jump:
     u: Optional[np.ndarray] = None
     constraints: Optional[tuple] = None
     impact: bool = False
+    impact_constraints: Optional[tuple] = None
 
 
 @dataclass(frozen=True)

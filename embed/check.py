@@ -80,6 +80,29 @@ def jump_problem(aut, jump) -> str | None:
         if unknown:
             return (f"activates constraints {unknown}, which do not exist; known: "
                     f"{sorted(aut.constraints)}")
+    if jump.impact_constraints is not None:
+        return _impact_problem(aut, jump)
+    return None
+
+
+def _impact_problem(aut, jump) -> str | None:
+    """What is wrong with ``jump.impact_constraints`` (an impact's own set), or None."""
+    if isinstance(jump.impact_constraints, str):
+        return (f"gives impact_constraints={jump.impact_constraints!r}, a string; give a tuple "
+                f"of constraint names: ({jump.impact_constraints!r},)")
+    unknown = [c for c in jump.impact_constraints if c not in aut.constraints]
+    if unknown:
+        return (f"impacts with constraints {unknown}, which do not exist; known: "
+                f"{sorted(aut.constraints)}")
+    if jump.u is not None:
+        return ("gives both u and impact_constraints: the impact map over impact_constraints "
+                "gives the speeds; drop one")
+    entered = aut.modes[jump.mode].constraints if jump.constraints is None else jump.constraints
+    missing = sorted(set(entered) - set(jump.impact_constraints))
+    if missing:
+        return (f"enters mode {jump.mode} whose constraints {missing} are not in "
+                f"impact_constraints {tuple(jump.impact_constraints)}: they would not hold after "
+                "the impact; add them to impact_constraints")
     return None
 
 
@@ -122,7 +145,12 @@ def reset_map(aut, kind: str, ctx: Context, guard: str | None = None) -> Jump:
             f"{_where(aut, ctx, kind, guard)} raised {type(exc).__name__}: {exc}; give it a "
             "branch for every guard of every mode (and read only declared discrete variables "
             "and parameters)") from exc
-    problem = jump_problem(aut, jump)
+    if isinstance(jump, (list, tuple)) and jump:     # several jumps at one instant, in order
+        problems = [jump_problem(aut, j) for j in jump]
+        problem = next((f"(jump {i + 1} of {len(jump)}) {p}" for i, p in enumerate(problems)
+                        if p is not None), None)
+    else:
+        problem = jump_problem(aut, jump)
     if problem is not None:
         raise ModelDefinitionError(f"{_where(aut, ctx, kind, guard)} {problem}")
     return jump
