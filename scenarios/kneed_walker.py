@@ -65,7 +65,7 @@ U_NAMES = ("ux", "uy", "wi1", "wi2", "wo1", "wo2")
 
 # the period-one gait at slope 0.0504 rad (benchmarks/walker_gait.py): just after a heel
 # strike, inner leg on the foot at the origin; stance angle, swing thigh, swing shank, rates
-FIXED_POINT = (0.1877, -0.2884, -0.2884, -1.1014, -0.0399, -0.0399)
+FIXED_POINT = (0.18818546025261035, -0.2889854602521767, -0.2889854602521767, -1.109587331164192, -0.05714810632594326, -0.05714810632594326)
 
 
 def leg_points(q, leg, lt=0.5, ls=0.5):
