@@ -191,3 +191,15 @@ def test_fmu_walks_in_fmpy(tmp_path):
         assert o["constraint_residual"] <= 1e-10
     finally:
         r.close()
+
+
+def test_knee_bend_visits_all_six_phases(sc):
+    """With An and Chen's knee bend early enough (bend_angle 0.05 rad) the stride runs
+    through all six phases of Fig 8 in order; releasing the stance knee is no impact, and the
+    energy still only falls at impacts."""
+    sim = sc.simulator({"bend_angle": 0.05})
+    sim.advance(1.2)
+    path = [(a, b) for _, _, a, b in sim.events]
+    assert path == [(1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 1)]
+    assert sim.impact_count == 4
+    assert [g for _, g, _, _ in sim.events].count("stance_knee_bend") == 2
