@@ -345,3 +345,24 @@ def _expressions(declared: Sequence[Output], aut: Automaton) -> dict:
             raise ModelDefinitionError(f"output {o.name!r}: discrete variable {o.discrete!r} is "
                                        f"not declared ({sorted(aut.discrete)})")
     return {o.name: o.expr for o in declared if o.expr is not None}
+
+
+def impact_problem(aut, jump) -> str | None:
+    """What is wrong with ``jump.impact_constraints`` (an impact's own set), or None."""
+    if isinstance(jump.impact_constraints, str):
+        return (f"gives impact_constraints={jump.impact_constraints!r}, a string; give a tuple "
+                f"of constraint names: ({jump.impact_constraints!r},)")
+    unknown = [c for c in jump.impact_constraints if c not in aut.constraints]
+    if unknown:
+        return (f"impacts with constraints {unknown}, which do not exist; known: "
+                f"{sorted(aut.constraints)}")
+    if jump.u is not None:
+        return ("gives both u and impact_constraints: the impact map over impact_constraints "
+                "gives the speeds; drop one")
+    entered = aut.modes[jump.mode].constraints if jump.constraints is None else jump.constraints
+    missing = sorted(set(entered) - set(jump.impact_constraints))
+    if missing:
+        return (f"enters mode {jump.mode} whose constraints {missing} are not in "
+                f"impact_constraints {tuple(jump.impact_constraints)}: they would not hold after "
+                "the impact; add them to impact_constraints")
+    return None
