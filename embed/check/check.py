@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import symengine as se
 
-from ..model.automaton import Jump
+from ..model.automaton import Jump, impact_problem
 from ..model.context import Context
 from ..base.errors import EmbedError, ModelDefinitionError
 
@@ -80,6 +80,8 @@ def jump_problem(aut, jump) -> str | None:
         if unknown:
             return (f"activates constraints {unknown}, which do not exist; known: "
                     f"{sorted(aut.constraints)}")
+    if jump.impact_constraints is not None:
+        return impact_problem(aut, jump)
     return None
 
 
@@ -122,7 +124,12 @@ def reset_map(aut, kind: str, ctx: Context, guard: str | None = None) -> Jump:
             f"{_where(aut, ctx, kind, guard)} raised {type(exc).__name__}: {exc}; give it a "
             "branch for every guard of every mode (and read only declared discrete variables "
             "and parameters)") from exc
-    problem = jump_problem(aut, jump)
+    if isinstance(jump, (list, tuple)) and jump:     # several jumps at one instant, in order
+        problems = [jump_problem(aut, j) for j in jump]
+        problem = next((f"(jump {i + 1} of {len(jump)}) {p}" for i, p in enumerate(problems)
+                        if p is not None), None)
+    else:
+        problem = jump_problem(aut, jump)
     if problem is not None:
         raise ModelDefinitionError(f"{_where(aut, ctx, kind, guard)} {problem}")
     return jump

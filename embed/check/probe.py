@@ -151,7 +151,8 @@ def _probe_guard(sim, mode, states, guard, zeno):
             if problem is not None and problem.level == "error":
                 return problem
             warnings += [problem] if problem else []
-            if jump is None or not jump.impact:
+            if jump is None or not any(j.impact for j in (
+                    jump if isinstance(jump, (list, tuple)) else [jump])):
                 break
     return warnings[0] if len(warnings) == len(states) else None
 

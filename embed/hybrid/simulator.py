@@ -202,7 +202,7 @@ class Simulator(RunState):
             self.mode_compiler.prepare()      # the compiled-terms programs: none in the step
         self.mode_compiler.starting = True
         try:
-            switching.apply(self, reset_map(self.aut, "initial", Context(self)))
+            switching.apply_all(self, reset_map(self.aut, "initial", Context(self)))
         finally:
             self.mode_compiler.starting = False
 

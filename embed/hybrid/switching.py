@@ -11,6 +11,7 @@ constraints and re-selecting the independent speeds as the dependent block of B 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -61,16 +62,37 @@ def target(sim, jump: Jump):
     u = sim.u if jump.u is None else np.array(jump.u, dtype=float)
     return mode, active, q, u
 
+def jumps_of(jump):
+    """The jumps a reset map returned, as a list: one Jump, or several to apply in order at
+    one instant (``Jump``)."""
+    return list(jump) if isinstance(jump, (list, tuple)) else [jump]
+
+def apply_all(sim, jump):
+    """Apply one Jump or, in order, each of a list of them (several impacts at one instant)."""
+    for j in jumps_of(jump):
+        apply(sim, j)
+
+def impact_speeds(sim, jump: Jump, q, u):
+    """The speeds after an impact over its own constraint set ``jump.impact_constraints``
+    (wang2019 eq 19, mueller eq 7 over that set, ``embed.activation``) and their impulses;
+    the discrete variables of the jump are set already (a foot pinned where it struck)."""
+    names = tuple(sorted(jump.impact_constraints))
+    return activation(sim, names, q, u)
+
 def apply(sim, jump: Jump):
     """Enter jump.mode with the reset state, re-embedding (from the library) if needed."""
     st = sim.state
     before = st.active
-    mode, st.active, q, u = target(sim, jump)
     if jump.discrete:
         st.discrete = {**st.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
         sim._sync_discrete()
+    impulses = {}
+    if jump.impact_constraints is not None:      # the impact's own set, then the mode's
+        u_plus, impulses = impact_speeds(sim, jump, target(sim, jump)[2], sim.u)
+        jump = dataclasses.replace(jump, u=u_plus, impact_constraints=None)
+    mode, st.active, q, u = target(sim, jump)
     st.mode = jump.mode
-    sim.last_impulse = {}
+    sim.last_impulse = impulses
     # the new constraints at the reset configuration, evaluated once for the projection
     # (haug_pavesic2023 eq 13), the activation jump (mueller eq 7), the partition (eq 11)
     # (kappa(B1) comes with the monitors): an event step evaluates them once
@@ -127,18 +149,16 @@ def handle(sim, gi):
     else:
         st.same_instant = 0
     ctx = Context(sim, guard.name)
-    jump = reset_map(sim.aut, "transition", ctx, guard.name)
-    if jump.impact:
-        st.impact_count += 1
-        sim.impacts.append((float(st.t), guard.name, np.array(ctx.q), np.array(ctx.u),
-                             None if jump.u is None else np.array(jump.u)))
-        del sim.impacts[:-IMPACT_LOG]
+    jumps = jumps_of(reset_map(sim.aut, "transition", ctx, guard.name))
+    impacts = [j for j in jumps if j.impact]
+    st.impact_count += len(impacts)
+    if impacts:     # several impacts at one instant (a list of jumps): one gap, not Zeno
         gap = st.t - st.last_impact if st.last_impact is not None else np.inf
         # a new list, never changed in place: the step's checkpoint keeps a reference
         st.impact_gaps = (st.impact_gaps + [gap])[-ZENO_IMPACTS:]
         st.last_impact = st.t
     zeno = (st.same_instant > ZENO_LIMIT or
-            (jump.impact and len(st.impact_gaps) == ZENO_IMPACTS
+            (bool(impacts) and len(st.impact_gaps) == ZENO_IMPACTS
              and max(st.impact_gaps) < sim.zeno_dt))
     if zeno:
         if sim.aut.zeno is None:
@@ -146,10 +166,15 @@ def handle(sim, gi):
                 f"Zeno behaviour at t = {st.t:.12g} s ({guard.name!r} in mode {mode.name!r}: "
                 f"{st.same_instant} events at one instant, impacts {ZENO_IMPACTS} in a row "
                 f"less than {sim.zeno_dt} s apart) and no persistent mode to switch to")
-        jump = reset_map(sim.aut, "zeno", ctx, guard.name)
+        jumps = jumps_of(reset_map(sim.aut, "zeno", ctx, guard.name))
         st.impact_gaps = []
         st.zeno_count += 1
-    apply(sim, jump)
+    for j in jumps:                  # in order, at this instant
+        q, u = np.array(sim.q), np.array(sim.u)
+        apply(sim, j)
+        if j.impact:                 # (t, guard, q, u before, u after)
+            sim.impacts.append((float(st.t), guard.name, q, u, np.array(sim.u)))
+            del sim.impacts[:-IMPACT_LOG]
     record(sim, "zeno:" + guard.name if zeno else guard.name, before)
 
 def record(sim, label, before):

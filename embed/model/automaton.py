@@ -112,6 +112,16 @@ class Jump:
         Active constraint names, if not the mode's own.
     impact : bool
         An impact (counted in ``impact_count``, watched for accumulation, wang2019).
+    impact_constraints : tuple of str, optional
+        The impact's own constraint set, apart from the entered mode's: the speeds after the
+        event are the plastic impact map over these constraints (wang2019 eq 19, mueller
+        eq 7: M (u+ - u-) = B^T Lambda, B u+ + C = 0), then the mode is entered with them.
+        It must hold every constraint of the entered mode (a passive walker's heel strike
+        keeps the trailing knee locked through the impact, which the next mode releases).
+        Not with ``u``.
+
+    A reset map may return a list of Jumps: they are applied in order at the event's
+    instant, each with its own impact (several impacts at one instant, resolved in order).
     """
 
     mode: int
@@ -120,6 +130,7 @@ class Jump:
     u: Optional[np.ndarray] = None
     constraints: Optional[tuple] = None
     impact: bool = False
+    impact_constraints: Optional[tuple] = None
 
 
 @dataclass(frozen=True)
@@ -334,3 +345,24 @@ def _expressions(declared: Sequence[Output], aut: Automaton) -> dict:
             raise ModelDefinitionError(f"output {o.name!r}: discrete variable {o.discrete!r} is "
                                        f"not declared ({sorted(aut.discrete)})")
     return {o.name: o.expr for o in declared if o.expr is not None}
+
+
+def impact_problem(aut, jump) -> str | None:
+    """What is wrong with ``jump.impact_constraints`` (an impact's own set), or None."""
+    if isinstance(jump.impact_constraints, str):
+        return (f"gives impact_constraints={jump.impact_constraints!r}, a string; give a tuple "
+                f"of constraint names: ({jump.impact_constraints!r},)")
+    unknown = [c for c in jump.impact_constraints if c not in aut.constraints]
+    if unknown:
+        return (f"impacts with constraints {unknown}, which do not exist; known: "
+                f"{sorted(aut.constraints)}")
+    if jump.u is not None:
+        return ("gives both u and impact_constraints: the impact map over impact_constraints "
+                "gives the speeds; drop one")
+    entered = aut.modes[jump.mode].constraints if jump.constraints is None else jump.constraints
+    missing = sorted(set(entered) - set(jump.impact_constraints))
+    if missing:
+        return (f"enters mode {jump.mode} whose constraints {missing} are not in "
+                f"impact_constraints {tuple(jump.impact_constraints)}: they would not hold after "
+                "the impact; add them to impact_constraints")
+    return None
