@@ -66,13 +66,22 @@ def run(name):
     return {"outputs": [v.name for v in sc.outputs], "rows": rows}
 
 
-def main():
+def main(names=None):
+    """Record every scenario's run (or only ``names``, added to the file with this CPU named
+    in each: the others keep theirs)."""
     import scenarios
     DATA.parent.mkdir(exist_ok=True)
-    runs = {name: run(name) for name in scenarios.NAMES}
-    DATA.write_text(json.dumps({"cpu": cpu(), "t_end": T_END, "dt": DT, "runs": runs}))
-    print(f"wrote {DATA} ({len(runs)} scenarios) on {cpu()}")
+    if names:
+        data = json.loads(DATA.read_text())
+        for name in names:
+            data["runs"][name] = {**run(name), "cpu": cpu()}
+    else:
+        data = {"cpu": cpu(), "t_end": T_END, "dt": DT,
+                "runs": {name: run(name) for name in scenarios.NAMES}}
+    DATA.write_text(json.dumps(data))
+    print(f"wrote {DATA} ({', '.join(names or data['runs'])}) on {cpu()}")
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    main(sys.argv[1:])

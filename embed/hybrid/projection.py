@@ -141,3 +141,46 @@ def on_manifold(projection, t, q, p, iterations=100, reach=0.5):
         dq = np.linalg.lstsq(G, r, rcond=None)[0]
         tq[1:1 + n] -= dq * min(1.0, reach / max(max_abs(dq), reach))
     return None
+
+
+def nearest_on_manifold(projection, t, q0, p, iterations=60):
+    """The configuration of Phi(q, t) = 0 nearest to q0 in the Euclidean norm of the
+    coordinates (least squares): min |q - q0| subject to Phi(q) = 0, by the Gauss-Newton
+    iteration of its optimality conditions (q - q0 = Phi_q^T y, Phi(q) = 0): with G = Phi_q
+    and r = Phi at q_k, q_{k+1} = q0 + G^T (G G^T)^-1 (G (q_k - q0) - r).  The consistent
+    start (docs/design.md, "Consistent start"); unlike the projection of the running state
+    (``Projection.project``, a held chart), its result is the nearest point, not merely one
+    on the manifold.  Returns q0 itself when |Phi(q0)| <= PHI_TOL.
+
+    Raises
+    ------
+    ConstraintRankError
+        Phi_q is singular on the way.
+    IntegrationError
+        No convergence in ``iterations`` (q0 too far from the manifold).
+    """
+    if not projection.holonomic:
+        return q0
+    n = len(q0)
+    tq = np.concatenate(([t], q0, p))
+    r, G = projection.phi(tq)
+    if max_abs(r) <= PHI_TOL:
+        return q0
+    q = np.array(q0, dtype=float)
+    for _ in range(iterations):
+        _, _, y, info = dgesv(G @ G.T, G @ (q - q0) - r)
+        if info != 0:
+            raise ConstraintRankError(
+                f"configuration constraints {[ct.name for ct in projection.holonomic]} have a "
+                f"singular Jacobian at t = {t:.9g} s near the start configuration")
+        q_new = q0 + G.T @ y
+        step = max_abs(q_new - q)
+        q = q_new
+        tq[1:1 + n] = q
+        r, G = projection.phi(tq)
+        if max_abs(r) <= PHI_TOL and step <= 1e-14 * max(1.0, max_abs(q)):
+            return q
+    raise IntegrationError(
+        f"the start configuration is too far from the constraints "
+        f"{[ct.name for ct in projection.holonomic]} (|Phi| = {max_abs(r):.3g} after "
+        f"{iterations} iterations at t = {t:.9g} s); start nearer to them")

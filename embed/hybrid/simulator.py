@@ -71,11 +71,17 @@ class Simulator(RunState):
         The formulation's parameters (``embed.modes.formulations.Formulation``: Baumgarte's alpha
         and beta, the projection's tolerances, the soft constraints' stiffness and damping,
         the embedding's configuration projection on or off).
+    consistent_start : bool
+        Correct a start off the first mode's constraints (q to the nearest configuration in
+        least squares, then u in the mass metric; ``switching.consistent_start``), reported
+        in ``start_correction`` and ``start_log``; False keeps it (full-state formulations
+        only: the embedding refuses with InputError).
     """
 
     def __init__(self, automaton: Automaton, params: dict, *, solver="rk4", h_max=1e-3,
                  rtol=1e-8, library=None, embedding="symbolic", compiler=None, zeno_dt=1e-3,
-                 precompile=False, formulation="embedding", formulation_options=None):
+                 precompile=False, formulation="embedding", formulation_options=None,
+                 consistent_start=True):
         if embedding not in EMBEDDINGS:
             raise InputError(f"embedding {embedding!r} is unknown; use one of {EMBEDDINGS}")
         if embedding == "background" and compiler is None:
@@ -127,6 +133,13 @@ class Simulator(RunState):
         self._dirty = True        # inputs or state changed since the monitors were computed
         self._rearm = False       # an input changed its value since the last advance
         self._checkpoint = None   # the state at the start of the running advance
+        # the consistent start (``switching.consistent_start``, docs/design.md): corrected
+        # or kept, the change (dq, du), its norm and the message the FMU logs
+        self.consistent_start = bool(consistent_start)
+        self.keeping_start = False
+        self.start_change = (np.zeros(m.n), np.zeros(m.n))
+        self.start_correction = 0.0
+        self.start_log = ""
 
     # ---------------------------------------------------------------- state views
     @property
@@ -202,9 +215,18 @@ class Simulator(RunState):
             self.mode_compiler.prepare()      # the compiled-terms programs: none in the step
         self.mode_compiler.starting = True
         try:
-            switching.apply_all(self, reset_map(self.aut, "initial", Context(self)))
+            jumps = switching.jumps_of(reset_map(self.aut, "initial", Context(self)))
+            first = switching.consistent_start(self, jumps[0], self.consistent_start)
+            switching.apply_all(self, [first, *jumps[1:]])
         finally:
             self.mode_compiler.starting = False
+            self.keeping_start = False
+        if self.start_correction > 0.0:
+            dq, du = self.start_change
+            self.start_log = (f"start made consistent with the constraints of mode "
+                              f"{self.state.mode}: |dq| = {np.linalg.norm(dq):.3g}, |du| = "
+                              f"{np.linalg.norm(du):.3g} (start_correction "
+                              f"{self.start_correction:.3g})")
 
     def prepare(self, constraints):
         """Compile ahead what the current mode needs with the constraints ``constraints``

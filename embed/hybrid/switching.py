@@ -24,7 +24,8 @@ from ..model.context import Context
 from ..embedding.embedding import partition
 from ..base.errors import ZenoError
 from .events import EVENT_TOL, LEVEL, PROBE
-from .projection import PHI_TOL, Projection, max_abs, on_manifold
+from ..base.errors import InputError
+from .projection import PHI_TOL, Projection, max_abs, nearest_on_manifold, on_manifold
 
 ZENO_LIMIT = 100      # events at one instant before the automaton is declared Zeno
 ZENO_IMPACTS = 5      # impacts in a row, each closer than zeno_dt to the last: accumulating
@@ -52,6 +53,42 @@ def entered(sim, active):
         got = sim.library.sets[active] = (rows, Projection([r for r in rows if r.holonomic]),
                                           any(not r.constant_B for r in rows))
     return got
+
+def consistent_start(sim, jump: Jump, correct=True):
+    """The initial jump (eq 20) with a consistent state (docs/design.md, "Consistent start"):
+    q moved to the nearest configuration of the entered mode's Phi(q, t0) = 0 in the
+    Euclidean norm (``projection.nearest_on_manifold``), then u to the nearest speeds of
+    all its velocity constraints B u + C = 0 at that q in the mass metric, min (u' - u)^T M
+    (u' - u): the momentum-consistent jump of mueller eq 7 (``activation``).  Sets
+    ``sim.start_change`` (dq, du) and ``sim.start_correction`` = |(dq, du)| (Euclidean).
+    ``correct=False`` keeps the state as given, which only a full-state formulation
+    (``embed.formulations``: its stabilization then shows the transient of
+    braun_goldfarb2012 Fig 3) can step: the embedding computes the dependent speeds from
+    the constraints and holds Phi = 0, so it refuses (InputError)."""
+    _, active, q, u = target(sim, jump)
+    n = sim.model.n
+    sim.start_change = (np.zeros(n), np.zeros(n))
+    sim.start_correction = 0.0
+    rows, projection, _ = entered(sim, active)
+    if not correct:
+        if rows and not sim.formulation.full_state:
+            raise InputError(
+                f"consistent_start = False: the embedding cannot keep a start off the "
+                f"constraints {list(active)} (its dependent speeds follow from them and Phi is "
+                "held to 1e-12); keep it with a full-state formulation (formulation="
+                "'multipliers', 'projection' or 'soft') or let the engine correct it")
+        sim.keeping_start = True
+        return Jump(jump.mode, jump.discrete, q=np.array(q), u=np.array(u),
+                    constraints=jump.constraints, impact=jump.impact)
+    if not rows:
+        return jump
+    t, p = sim.state.t, sim.pvec
+    qc = nearest_on_manifold(projection, t, np.array(q, dtype=float), p)
+    uc, _ = activation(sim, active, qc, np.array(u, dtype=float))
+    sim.start_change = (qc - q, uc - u)
+    sim.start_correction = float(np.sqrt(np.sum((qc - q) ** 2) + np.sum((uc - u) ** 2)))
+    return Jump(jump.mode, jump.discrete, q=qc, u=np.array(uc, dtype=float),
+                constraints=jump.constraints, impact=jump.impact)
 
 def target(sim, jump: Jump):
     """(mode, active constraints, q, u) that ``jump`` enters with: q and u are views of x
@@ -108,7 +145,7 @@ def apply(sim, jump: Jump):
             sim.last_impulse = dict(zip(st.active, impulses))
     elif rows:
         entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
-        if st.projection.holonomic and max_abs(entry[3]) > PHI_TOL:
+        if st.projection.holonomic and max_abs(entry[3]) > PHI_TOL and not sim.keeping_start:
             q = project_q(sim, q)
             entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
         if jumps:

@@ -146,6 +146,9 @@ class Scenario:
         Of the ``mode`` output (generated outputs); default "active mode: 1 <name>, ...".
     residual_description : str
         Of ``constraint_residual`` (generated outputs).
+    consistent_start : bool
+        Correct a start off the first mode's constraints (default), or keep it
+        (``Simulator``'s option: full-state formulations only).
     """
 
     name: str
@@ -169,6 +172,7 @@ class Scenario:
     start: Sequence[Start] = ()             # coordinates' and speeds' start declarations
     mode_description: str = ""              # of the generated ``mode`` output
     residual_description: str = RESIDUAL    # of the generated ``constraint_residual``
+    consistent_start: bool = True           # correct an inconsistent start (docs/design.md)
 
     def __repr__(self):
         # the generated repr would print the automaton, the model and the compiled modes,
@@ -250,20 +254,22 @@ class Scenario:
 
     def simulator(self, params=None, *, solver="rk4", h_max=1e-3, rtol=1e-8, inputs=None,
                   embedding="symbolic", compiler=None, t0=0.0, formulation="embedding",
-                  formulation_options=None):
+                  formulation_options=None, consistent_start=None):
         """A simulator started at t = t0 from the *_start parameters (eq 20), in the
         ``formulation`` asked for (``Simulator``); an input of ``input_defaults`` not given in
         ``inputs`` has its parameter's value, as in the FMU.
 
         Simulators of one scenario share its mode library per embedding path
-        (``ModeLibrary.of``)."""
+        (``ModeLibrary.of``).  ``consistent_start``: None takes the scenario's."""
         p = {**self.defaults(), **(params or {})}
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
                         library=ModeLibrary.of(self.automaton, embedding), embedding=embedding,
                         compiler=compiler,
                         precompile=(self.precompile and embedding != "numeric"
                                     and formulation == "embedding"),
-                        formulation=formulation, formulation_options=formulation_options)
+                        formulation=formulation, formulation_options=formulation_options,
+                        consistent_start=(self.consistent_start if consistent_start is None
+                                          else consistent_start))
         start = {v.name: v.start for v in self.inputs}
         for name, pname in self.input_defaults.items():   # follows its parameter until set
             start[name] = p[pname]

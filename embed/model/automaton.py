@@ -22,7 +22,7 @@ import numpy as np
 from ..base.errors import ModelDefinitionError
 
 # simulator attributes an output may report (``Output`` with no expression)
-SIM_ATTRIBUTES = ("mode", "event_count", "last_event_time", "impact_count")
+SIM_ATTRIBUTES = ("mode", "event_count", "last_event_time", "impact_count", "start_correction")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import symengine as se
 from ..model.constraints import phi_and_gradient
 from ..base.errors import CompilationError
 from ..model.model import TIME
+from .driven import DrivenMode, compile_driven
 from .modes import (CompiledMode, Layout, LinearMode, MonitorLayout,  # noqa: F401 - re-exported
                     ProgramMode, _SymbolicMode, rk4_scheme, rk4_stepwise)
 from ..codegen.native import (OPT_FAST, OPT_RUN, RUN_MAX_OPS, NativeFunction, compile_program,
@@ -203,6 +204,8 @@ def compile_parts(parts, key, backend=None):
     without cse at level 0 first, ``embed.background.worker`` sends level 1 after it), or, where the
     program has an
     operation LLVM is not given, S and s for ``LinearMode``."""
+    if parts["kind"] == "driven":
+        return compile_driven(parts, key, backend)
     if parts["kind"] == "explicit":
         if parts["compose"]:
             return (lambdify(parts["args"], _rk4_compose(parts["x"], parts["f"], parts["mon"]),
@@ -237,6 +240,8 @@ def make_mode(parts, key, fns=None, backend=None):
         meta.setdefault("nz", len(parts["z"]) if "z" in parts else None)
     if meta["kind"] == "explicit":
         return CompiledMode(meta, key, fns)
+    if meta["kind"] == "driven":
+        return DrivenMode(meta, key, fns)
     return (ProgramMode if isinstance(fns[0], NativeFunction) else LinearMode)(meta, key, fns)
 
 

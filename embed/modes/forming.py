@@ -19,6 +19,7 @@ import symengine as se
 
 from .compile import mode_parts, norm1
 from ..model.constraints import ConstraintSet, moving_B, velocity
+from .driven import driven_parts
 from ..embedding.embedding import ModeEquations, embed, partition
 from ..base.errors import ModelDefinitionError
 from .numeric import ConstraintTerms, lam_symbol
@@ -54,6 +55,14 @@ def form_mode_parts(model, params, mode, cset, dep, outputs, guards, embeddings=
     dict
         The mode's parts (``compile.mode_parts``).
     """
+    if len(dep) == model.n:          # 0 degrees of freedom: B solved numerically (embed.driven)
+        lam = {lam_symbol(c.name) for c in cset.items}
+        zero = {s: se.Integer(0) for e in outputs + guards for s in e.free_symbols
+                if str(s).startswith("lambda_") and s not in lam}
+        parts = driven_parts(model, params, cset, tuple(dep), [e.subs(zero) for e in outputs],
+                             [e.subs(zero) for e in guards])
+        if parts is not None:
+            return parts
     ekey = (cset.key, tuple(dep))
     emb = None if embeddings is None else embeddings.get(ekey)
     if emb is None:

@@ -313,6 +313,8 @@ class ScenarioSlave(Fmi2Slave):
                 raise EmbedError(f"the initial state is not finite (outputs {bad}); check the "
                                  "parameters' magnitudes")
             self.sim = sim
+            if sim.start_log:
+                self.log(sim.start_log, Fmi2Status.ok)
             if self.sc.extension is not None:
                 self.ext = self.sc.extension(
                     self.sim, bc, lambda msg: self.log(msg, Fmi2Status.warning))

@@ -1,0 +1,139 @@
+"""Driven modes: as many independent constraints as speeds, 0 degrees of freedom.
+
+When the active constraints B u + C = 0 (eq 7) number as many as the speeds, every speed is
+dependent (eq 11: u_ind is empty) and eq 12 reduces to u = E = -B^-1 C: the motion is fixed
+by the constraints, the dynamics only give the constraint forces.  The symbolic embedding
+would invert B symbolically (``embedding.embed``: an n x n inverse, then its time derivative
+for the accelerations), which for braun_goldfarb2012's biped (n = 9) makes a step of 10^4
+operations and monitors of 10^7 before common subexpressions.  A driven mode instead compiles
+B, C and the acceleration terms as they are and solves them numerically, one LU of B a
+stage:
+
+    u = -B^-1 C                                      (eq 12 with D empty)
+    qdot = W u + X                                   (the kinematical equations, eq 2)
+    B udot = -gamma,  gamma = (B u + C)_q qdot + (B u + C)_t    (eq 12 differentiated)
+    B^T lambda = -(F + F*) = -(b + A_u udot)         (F + F* + B^T lambda = 0, Sec 5.4)
+
+so a step costs four solves of B plus the monitors.  x = q; the configuration constraints are
+held by the projection as in every mode (haug_pavesic2023 eq 13-16).  Used where a mode has
+no independent speed and the model no declared forces or auxiliary speeds
+(``driven_parts`` returns None otherwise, and the general embedding runs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import symengine as se
+from scipy.linalg.lapack import dgetrf, dgetrs
+
+from ..model.constraints import gamma, phi_and_gradient, velocity
+from ..base.errors import ConstraintRankError
+from ..model.model import TIME
+from .modes import _SymbolicMode, rk4_stepwise
+
+
+def driven_parts(model, params, cset, dep, outputs, guards):
+    """The parts of a driven mode (``compile.make_mode``'s kind "driven"), or None when the
+    mode has independent speeds or the model declared forces or auxiliary speeds.
+
+    Parameters
+    ----------
+    model : Model
+    params : list of symbols
+        The parameter vector's symbols.
+    cset : ConstraintSet
+        The active constraints, as many as speeds.
+    dep : tuple of int
+        The dependent speeds (all of them).
+    outputs, guards : list of expressions
+        In the model's symbols; multipliers named ``lambda_<constraint>``.
+
+    Returns
+    -------
+    dict or None
+    """
+    n = model.n
+    if len(dep) != n or len(cset) != n or model.forces or model.aux:
+        return None
+    from .compile import max_abs          # (compile and numeric import this module's users)
+    from .numeric import lam_symbol
+    terms = model.linear_terms()
+    if terms.nonlinear is not None:
+        return None
+    q, u, ud = list(model.q), list(model.u), list(model.ud)
+    lam = [lam_symbol(c.name) for c in cset.items]
+    B = [e for c in cset.items for e in c.B]                    # row by row
+    C = [c.C for c in cset.items]
+    qdot = list(model.qdot)
+    identity = all(se.expand(a - b) == 0 for a, b in zip(qdot, u))
+    acc = [gamma(model, c) for c in cset.items]
+    dyn = acc + list(terms.b) + [e for row in terms.Au for e in row]
+    res = []
+    for c in cset.items:
+        res.append(velocity(c, u))
+        if c.holonomic:
+            res.append(c.phi)
+    mon = (u + list(outputs) + [max_abs(res), se.Integer(1)] + list(guards) + lam)
+    return {"kind": "driven", "x": q, "ind": (), "dep": tuple(dep), "params": list(params),
+            "phi": [phi_and_gradient(model, c) for c in cset.items if c.holonomic],
+            "sizes": (n, 0, len(outputs), len(guards), n),
+            "args_q": [TIME] + q + list(params), "sys": B + C,
+            "args_u": [TIME] + q + u + list(params), "qdot": None if identity else qdot,
+            "dyn": dyn, "args_mon": [TIME] + q + u + ud + lam + list(params), "mon": mon}
+
+
+def compile_driven(parts, key, backend=None):
+    """The compiled functions of a driven mode: [B, C](t, q), qdot(t, q, u) (None when it is u),
+    [gamma, b, A_u](t, q, u) and the monitors(t, q, u, udot, lambda); with LLVM unless another
+    backend is asked for (the four functions of braun_goldfarb2012's biped compile in about
+    0.3 s, and a stage then costs a few microseconds, against 50 us interpreted)."""
+    from .compile import lambdify
+    backend = backend or "llvm"
+    sys = lambdify(parts["args_q"], parts["sys"], f"B and C of mode {key}", backend)
+    qdot = (None if parts["qdot"] is None else
+            lambdify(parts["args_u"], parts["qdot"], f"qdot of mode {key}", backend))
+    dyn = lambdify(parts["args_u"], parts["dyn"], f"the dynamics of mode {key}", backend)
+    mon = lambdify(parts["args_mon"], parts["mon"], f"the monitors of mode {key}", backend)
+    return (sys, qdot, dyn, mon)
+
+
+class DrivenMode(_SymbolicMode):
+    """A compiled driven mode (``CompiledModeProtocol``): x = q, u solved from B u = -C at
+    every evaluation (one LU of B), RK4 stage by stage (``modes.rk4_stepwise``)."""
+
+    def __init__(self, meta, key, fns):
+        _SymbolicMode.__init__(self, meta, key)
+        self._sys, self._qdot, self._dyn, self._mon = fns
+
+    def _speeds(self, t, x, p):
+        """(LU of B, pivots, u) at (t, q = x)."""
+        n = self.n
+        v = self._sys(np.concatenate(([t], x, p)))
+        lu, piv, info = dgetrf(v[:n * n].reshape(n, n))
+        if info != 0:
+            raise ConstraintRankError(
+                f"the constraints {list(self.key[1])} of driven mode {self.key[0]} have a "
+                f"singular B at t = {t:.9g} s (a kinematic singularity of the driven motion)")
+        u, _ = dgetrs(lu, piv, -v[n * n:])
+        return lu, piv, u
+
+    def rhs(self, t, x, p):
+        """qdot = W u + X with u = -B^-1 C (eq 12, D empty)."""
+        _, _, u = self._speeds(t, x, p)
+        if self._qdot is None:
+            return u
+        return self._qdot(np.concatenate(([t], x, u, p)))
+
+    def monitors(self, t, x, p):
+        """The monitors at q = x: u, the outputs (with the multipliers), the residual, 1 for
+        kappa (no partition to re-select), the guards, the multipliers."""
+        n = self.n
+        lu, piv, u = self._speeds(t, x, p)
+        d = self._dyn(np.concatenate(([t], x, u, p)))
+        udot, _ = dgetrs(lu, piv, -d[:n])                         # B udot = -gamma
+        ff = d[n:2 * n] + d[2 * n:].reshape(n, n) @ udot          # F + F* = b + A_u udot
+        lam, _ = dgetrs(lu, piv, -ff, trans=1)                    # B^T lambda = -(F + F*)
+        return self._mon(np.concatenate(([t], x, u, udot, lam, p)))
+
+    def rk4(self, t, h, x, p):
+        return rk4_stepwise(self, t, h, x, p)
