@@ -146,6 +146,8 @@ class Scenario:
         Of the ``mode`` output (generated outputs); default "active mode: 1 <name>, ...".
     residual_description : str
         Of ``constraint_residual`` (generated outputs).
+    visuals : embed.visuals.Visuals, optional
+        The shapes ``embed-fmu animate`` draws (None: the bodies' points).
     """
 
     name: str
@@ -169,6 +171,7 @@ class Scenario:
     start: Sequence[Start] = ()             # coordinates' and speeds' start declarations
     mode_description: str = ""              # of the generated ``mode`` output
     residual_description: str = RESIDUAL    # of the generated ``constraint_residual``
+    visuals: object = None     # embed.visuals.Visuals: how ``embed-fmu animate`` draws the run
 
     def __repr__(self):
         # the generated repr would print the automaton, the model and the compiled modes,
