@@ -107,10 +107,10 @@ class Kinematics:
         if isinstance(item, Cylinder):
             return self._compile(self.place(item.a) + self.place(item.b) + [self.plain(item.radius)])
         if isinstance(item, Curve):
-            s = sp.Symbol(str(item.s))
-            at = [e.subs(item.s, s) for e in place(item.at, self.visuals.frame,
-                                                    self.visuals.origin, self.dim)]
-            when = [item.when] if item.when is not None else []
+            s = sp.Dummy("curve_s")     # the scenario may have a symbol of the same name
+            at = [sp.sympify(e).xreplace({item.s: s}) for e in place(
+                item.at, self.visuals.frame, self.visuals.origin, self.dim)]
+            when = [sp.sympify(item.when).xreplace({item.s: s})] if item.when is not None else []
             self.names.append(str(s))
             try:
                 exprs = [self.plain(e) for e in at + when]
