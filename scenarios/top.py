@@ -138,7 +138,7 @@ def initial_state(P, speeds="omega"):
 
 def visuals(model) -> Visuals:
     """The top: its axis from the tip (held at unit distance from O, Sec 7.1) through the mass
-    centre C, a disc about C, and the fixed point O."""
+    centre C, a disc about C with one radius marked (a sleeping top only spins), and O."""
     body = model.bodies[0]
     C, B = body.masscenter, body.frame
     O = next(iter(C._pos_dict))
@@ -146,7 +146,10 @@ def visuals(model) -> Visuals:
     return Visuals(model.frame, [Sphere((0, 0, 0), 0.03, name="O", color="#111111"),
                                  Segment(tip, C.pos_from(O) + 0.3 * B.z, name="axis"),
                                  Cylinder(C.pos_from(O) - 0.05 * B.z, C.pos_from(O) + 0.05 * B.z,
-                                          0.4, name="disc")],
+                                          0.4, name="disc"),
+                                 Segment(C.pos_from(O), C.pos_from(O) + 0.4 * B.x,
+                                         name="a radius of the disc (its spin shows)",
+                                         color="#c0392b")],
                    origin=O, points={"tip": tip, "C": C}, dim=3)
 
 
