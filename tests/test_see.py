@@ -125,7 +125,7 @@ def test_drawn_points_match_kinematics(pages, built, browser):
         "  return t.name === 'points'; });"
         "var pts = gd.querySelectorAll('.scatterlayer .trace')[i].querySelectorAll('.point');"
         "var tr = pts[1].getAttribute('transform');"
-        "return [d.x[1], d.y[1], tr, L.xaxis.l2p(%r), L.yaxis.l2p(%r)];" % (k, tip[0], tip[1]))
+        "return [d.x[1], d.y[1], tr, L.xaxis.l2p(%r), L.yaxis.l2p(%r)];" % (k, float(tip[0]), float(tip[1])))
     assert got[0] == pytest.approx(tip[0], abs=1e-4) and got[1] == pytest.approx(tip[1], abs=1e-4)
     x, y = (float(v) for v in got[2].split("(")[1].rstrip(")").split(","))
     assert abs(x - got[3]) <= 1.0 and abs(y - got[4]) <= 1.0
