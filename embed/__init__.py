@@ -16,6 +16,7 @@ from .modes.library import ModeLibrary
 from .model.model import Model
 from .interface.scenario import Scenario, Start, Var, engine_outputs
 from .hybrid.simulator import Simulator
+from .interface.visuals import Arrow, Box, Curve, Cylinder, Segment, Sphere, Visuals
 
 __all__ = [
     "Automaton", "Guard", "Jump", "Mode", "Output", "Context", "Constraint", "ConstraintSet",
@@ -23,5 +24,5 @@ __all__ = [
     "CompilationError", "ConstraintRankError", "EventLocationError", "ImpactError", "InputError",
     "IntegrationError", "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError",
     "Model", "Scenario", "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
-    "Formulation",
+    "Formulation", "Visuals", "Segment", "Sphere", "Box", "Cylinder", "Curve", "Arrow",
 ]

@@ -76,6 +76,7 @@ from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsym
 
 from embed import (Automaton, InputError, Mode, Model, Output, Scenario, Var, holonomic,
                    motion)
+from embed import Curve, Sphere, Visuals
 
 ROLLING = 1
 COORDS = ("rho", "alpha", "beta", "e0", "e1", "e2", "e3")
@@ -135,6 +136,20 @@ def build_model():
     return model, q, u
 
 
+def visuals(model) -> Visuals:
+    """The ball (radius r, its body frame marked) and the bowl, the sphere of radius R about O:
+    its rim and two meridians of the lower half."""
+    body = model.bodies[0]
+    C, B = body.masscenter, body.frame
+    O = next(iter(C._pos_dict))
+    R, r, s = sp.symbols("R r s")
+    return Visuals(model.frame, [
+        Curve((R * sp.cos(s), R * sp.sin(s), 0), s, 0, 2 * sp.pi, name="rim"),
+        Curve((R * sp.sin(s), 0, -R * sp.cos(s)), s, -sp.pi / 2, sp.pi / 2, name="meridian x"),
+        Curve((0, R * sp.sin(s), -R * sp.cos(s)), s, -sp.pi / 2, sp.pi / 2, name="meridian y"),
+        Sphere(C, r, frame=B, name="ball")], origin=O, points={"C": C}, dim=3)
+
+
 def build() -> Scenario:
     model, q, u = build_model()
     R, r, m, g = sp.symbols("R r m g")
@@ -192,7 +207,7 @@ def build() -> Scenario:
     outputs = [Output(n, e, desc, unit, start=s0.get(n, 0.0)) for n, e, desc, unit in rows]
     aut = Automaton(model, cons, {ROLLING: Mode(name="rolling", constraints=tuple(cons))},
                     outputs=outputs)
-    return Scenario("ball_bowl", aut, parameters, initial_state=initial_state,
+    return Scenario("ball_bowl", aut, parameters, visuals=visuals(model), initial_state=initial_state,
                     positive=("R", "r", "m"), nonnegative=("g",))
 
 

@@ -17,6 +17,7 @@ from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBo
                                      dynamicsymbols, inertia)
 
 from embed import Automaton, Guard, Jump, Mode, Model, Output, Scenario, Start, Var, motion
+from embed import Arrow, Curve, Sphere, Visuals
 
 SLIDING, ROLLING = 1, 2
 
@@ -45,6 +46,24 @@ def build_model():
                   u_aux=[ua], forces=[N, F_f], params=[m, J, r, phi, mu, L, g],
                   inputs=[F_ext, T_ext], name="disk_ramp")
     return model, (u1, u2)
+
+
+def visuals(model) -> Visuals:
+    """The ramp (frame A at angle phi, the friction zone from q1 = L on, darker), the disk with
+    its frame B marked, and the ramp's force on the disk at the contact point: N along a2,
+    F_f along -a1."""
+    body = model.bodies[0]
+    Bo, B = body.masscenter, body.frame
+    O = next(iter(Bo._pos_dict))
+    phi, r, L, N, F_f, s = sp.symbols("phi r L N F_f s")
+    A = model.frame.orientnew("A_view", "Axis", [phi, model.frame.z])
+    P = Bo.pos_from(O) - r * A.y
+    return Visuals(model.frame, [
+        Curve(s * A.x, s, L - 8, L, samples=2, name="ramp", color="#7f8c8d", width=3),
+        Curve(s * A.x, s, L, L + 4, samples=2, name="friction zone", color="#2c3e50", width=5),
+        Sphere(Bo, r, frame=B, name="disk"),
+        Arrow(P, N * A.y - F_f * A.x, scale=0.05, name="ramp force on the disk")],
+        origin=O, points={"centre": Bo, "contact": P})
 
 
 def build() -> Scenario:
@@ -115,5 +134,5 @@ def build() -> Scenario:
              Start("u2", -4.0, "initial u2 = r dq2/dt", "m/s")]
     inputs = [Var("F_ext", 0.0, "force on the disk centre along the ramp (up positive)", "N"),
               Var("T_ext", 0.0, "torque on the disk about a3", "N.m")]
-    return Scenario("disk_ramp", aut, parameters, inputs, start=start,
+    return Scenario("disk_ramp", aut, parameters, inputs, visuals=visuals(model), start=start,
                     positive=("m", "J", "r"), nonnegative=("mu", "g"))

@@ -34,8 +34,8 @@ import math
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import (Automaton, Guard, Jump, Mode, Model, Output, Scenario, Start, Var,
-                   holonomic)
+from embed import (Arrow, Automaton, Curve, Guard, Jump, Mode, Model, Output, Scenario, Segment,
+                   Sphere, Start, Var, Visuals, holonomic)
 from embed.hybrid.impact import resolve
 
 FREE, SLIDING, STUCK = 1, 2, 3
@@ -60,6 +60,27 @@ def build_model():
                   [Particle("p1", P1, m1), Particle("p2", P2, m2)], loads, forces=[N, F_t],
                   params=[l1, l2, m1, m2, d, g], inputs=[vb, Fx, Fy], name="pendulum_belt")
     return model
+
+
+def visuals(frame, tip_x, tip_y) -> Visuals:
+    """The rods R1, R2 and particles P1, P2; the belt surface at depth d, its marks and the part of
+    material 2 carried at v_b_in; the contact force (F_t, N) on the tip."""
+    q1, l1, d, vb, s2a, s2b = sp.symbols("q1 l1 d v_b_in s2_start s2_end")
+    q1 = dynamicsymbols("q1")
+    t, s = sp.symbols("t s")
+    N, F_t = sp.symbols("N F_t")
+    P1 = (l1 * sp.sin(q1), -l1 * sp.cos(q1))
+    P2 = (tip_x, tip_y)
+    return Visuals(frame, [
+        Curve((s, -d), s, -3, 3, samples=2, name="belt", color="#444444", width=3),
+        Curve((s, -d - 0.05), s, -3, 3, samples=121, name="belt marks", color="#888888",
+              when=sp.sin(2 * sp.pi * (s - vb * t) / 0.4)),
+        Curve((s, -d + 0.01), s, s2a + vb * t, s2b + vb * t, samples=2, color="#d35400",
+              width=8, name="part of material 2"),
+        Segment((0, 0), P1, name="R1"), Segment(P1, P2, name="R2"),
+        Sphere(P1, 0.06, name="P1"), Sphere(P2, 0.06, name="P2"),
+        Arrow(P2, (F_t, N), scale=0.02, name="belt force on P2")],
+        points={"P1": P1, "P2": P2})
 
 
 def build() -> Scenario:
@@ -186,6 +207,7 @@ def build() -> Scenario:
               Var("F_tip_x", 0.0, "force on the tip P2 along n1", "N"),
               Var("F_tip_y", 0.0, "force on the tip P2 along n2 (up)", "N")]
     return Scenario("pendulum_belt", aut, parameters, inputs, start=start,
+                    visuals=visuals(model.frame, tip_x, tip_y),
                     input_defaults={"v_b_in": "v_b"},
                     # three modes, four partitions: all compiled (LLVM) at set-up, so that an
                     # impact step never waits for a compile

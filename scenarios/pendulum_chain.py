@@ -22,6 +22,7 @@ from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymb
 
 from embed import (Automaton, Guard, InputError, Jump, Mode, Model, Output, Scenario, Var,
                    holonomic)
+from embed import Curve, Segment, Sphere, Visuals
 
 LINE, POINT = 1, 2
 
@@ -47,6 +48,20 @@ def build_model(N=10):
     model = Model(frame, q, u, [qi.diff() - ui for qi, ui in zip(q, u)], bodies, loads,
                   params=[l, m, d, g, x_p, x_m, y_m], inputs=[pin], name=f"pendulum_chain{N}")
     return model, q, u, pts, (l, m, d, g, x_p, x_m, y_m, pin)
+
+
+def visuals(model) -> Visuals:
+    """The links between the particles, the line y = -d the tip slides on, the latch point
+    (x_p, -d) and the middle point's target (x_m, y_m)."""
+    pts = [b.point for b in model.bodies]
+    O = next(iter(pts[0]._pos_dict))
+    s, d, x_p = sp.symbols("s d x_p")
+    ends = [O] + pts
+    return Visuals(model.frame, [Curve((s, -d), s, -3, 3, samples=2, name="line"),
+                                 Sphere((x_p, -d), 0.04, name="latch", color="#27ae60")]
+                   + [Segment(a, b, name=f"link {i + 1}") for i, (a, b) in
+                      enumerate(zip(ends, ends[1:]))],
+                   origin=O, points={p.name: p for p in pts})
 
 
 def build(N=10) -> Scenario:
@@ -120,6 +135,6 @@ def build(N=10) -> Scenario:
         us[-1] = -math.sin(qs[0]) * us[0] / s_last if s_last else 0.0
         return qs, us
 
-    return Scenario("pendulum_chain", aut, parameters, inputs, initial_state=initial_state,
+    return Scenario("pendulum_chain", aut, parameters, inputs, visuals=visuals(model), initial_state=initial_state,
                     mode_description="active mode: 1 tip on the line, 2 tip at the point",
                     positive=("l", "m", "g"), embedding="background")

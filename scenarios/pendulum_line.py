@@ -18,6 +18,7 @@ import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
 from embed import Automaton, Mode, Model, Output, Scenario, Start, Var, holonomic
+from embed import Curve, Segment, Sphere, Visuals
 
 SLIDER_CRANK = 1
 
@@ -39,6 +40,17 @@ def build_model():
     model = Model(N, [q1, q2], [u1, u2], [q1.diff() - u1, q2.diff() - u2], bodies, loads,
                   params=[l1, l2, m1, m2, d, g], name="pendulum_line")
     return model, (q1, q2, u1, u2), (l1, l2, m1, m2, d, g), P2.pos_from(O)
+
+
+def visuals(model) -> Visuals:
+    """The rods R1, R2, the particles and the line the tip slides on (y = -d)."""
+    P1, P2 = (b.point for b in model.bodies)
+    O = next(iter(P1._pos_dict))
+    s, d = sp.symbols("s d")
+    return Visuals(model.frame, [Curve((s, -d), s, -2.5, 2.5, samples=2, name="line"),
+                                 Segment(O, P1, name="R1"), Segment(P1, P2, name="R2"),
+                                 Sphere(P1, 0.06, name="P1"), Sphere(P2, 0.06, name="P2")],
+                   origin=O, points={"P1": P1, "P2": P2})
 
 
 def build() -> Scenario:
@@ -74,7 +86,7 @@ def build() -> Scenario:
         Start("u1", 3.0, "initial rate of q1 (u2 follows from the line)", "rad/s"),
         Start("u2", -0.3, "not used: u2 follows from u1 and the line", "rad/s"),
     ]
-    return Scenario("pendulum_line", aut, parameters, initial_state=start_on_line, start=start,
+    return Scenario("pendulum_line", aut, parameters, visuals=visuals(model), initial_state=start_on_line, start=start,
                     mode_description="active mode: 1 slider-crank (tip on the line)",
                     positive=("l1", "l2", "m1", "m2", "g"), nonnegative=())
 

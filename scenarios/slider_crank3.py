@@ -53,6 +53,7 @@ import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
 from embed import Automaton, Mode, Model, Output, Scenario, Start, Var, holonomic
+from embed import Box, Curve, Segment, Visuals
 from embed.base.errors import InputError
 
 MOVING = 1
@@ -126,6 +127,24 @@ def loop_constraints(q):
             (q1 ** 2 + q4 ** 2 - 4) / 2]
 
 
+def visuals(model) -> Visuals:
+    """Sliders 1 and 3 on the x rail, slider 4 on the y rail, the crank (unit length, angle q2)
+    and the two links (eq 5: crank tip to slider 3, length 1; slider 1 to slider 4, length 2)."""
+    q1, q2, q3, q4 = dynamicsymbols("q1:5")
+    s = sp.Symbol("s")
+    P1, P3, P4 = (q1, 0), (q3, 0), (0, q4)
+    tip = (q1 + sp.cos(q2), sp.sin(q2))
+    box = (0.3, 0.16, 0)
+    return Visuals(model.frame, [
+        Curve((s, 0), s, -3, 4, samples=2, name="x rail"), Curve((0, s), s, -3, 3, samples=2,
+                                                                  name="y rail"),
+        Box(P1, box, name="slider 1"), Box(P3, box, name="slider 3"),
+        Box(P4, (0.16, 0.3, 0), name="slider 4"),
+        Segment(P1, tip, name="crank", color="#c0392b"), Segment(tip, P3, name="link 3"),
+        Segment(P1, P4, name="link 4")],
+        points={"slider1": P1, "crank_tip": tip, "slider3": P3, "slider4": P4})
+
+
 def build() -> Scenario:
     model, q, u = build_model()
     q1, q2, q3, q4 = q
@@ -186,7 +205,7 @@ def build() -> Scenario:
                              "q3 = q1); start inside a path component of eq 7")
         return q0, np.array([p[f"u{i}_start"] for i in range(1, 5)], dtype=float)
 
-    return Scenario("slider_crank3", aut, parameters, initial_state=initial_state, start=start,
+    return Scenario("slider_crank3", aut, parameters, visuals=visuals(model), initial_state=initial_state, start=start,
                     mode_description="active mode (1: moving; the only one)",
                     residual_description="largest residual of the loop constraints (eq 5) and "
                     "of their rates (Phi_q qdot = 0)",

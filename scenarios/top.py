@@ -41,6 +41,7 @@ import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
 from embed import Automaton, Mode, Model, Output, Scenario, Var, holonomic
+from embed import Cylinder, Segment, Sphere, Visuals
 
 TOP = 1
 COORDS = ("x", "y", "z", "e0", "e1", "e2", "e3")
@@ -135,6 +136,23 @@ def initial_state(P, speeds="omega"):
     return q0, np.concatenate((np.zeros(3), 0.5 * G0.T @ w0))
 
 
+def visuals(model) -> Visuals:
+    """The top: its axis from the tip (held at unit distance from O, Sec 7.1) through the mass
+    centre C, a disc about C with one radius marked (a sleeping top only spins), and O."""
+    body = model.bodies[0]
+    C, B = body.masscenter, body.frame
+    O = next(iter(C._pos_dict))
+    tip = C.pos_from(O) - B.z
+    return Visuals(model.frame, [Sphere((0, 0, 0), 0.03, name="O", color="#111111"),
+                                 Segment(tip, C.pos_from(O) + 0.3 * B.z, name="axis"),
+                                 Cylinder(C.pos_from(O) - 0.05 * B.z, C.pos_from(O) + 0.05 * B.z,
+                                          0.4, name="disc"),
+                                 Segment(C.pos_from(O), C.pos_from(O) + 0.4 * B.x,
+                                         name="a radius of the disc (its spin shows)",
+                                         color="#c0392b")],
+                   origin=O, points={"tip": tip, "C": C}, dim=3)
+
+
 def build(speeds="omega") -> Scenario:
     """The top in the speeds u = [rdot; omega'; p^T pdot] (default) or the paper's u = qdot."""
     model, q, u, qd, w = build_model(speeds)
@@ -165,7 +183,7 @@ def build(speeds="omega") -> Scenario:
         Var("omega_y_start", 1e-12, "initial body y component of the angular velocity "
             "(the paper's perturbation eps)", "rad/s"),
     ]
-    return Scenario("top", aut, parameters, initial_state=lambda P: initial_state(P, speeds),
+    return Scenario("top", aut, parameters, visuals=visuals(model), initial_state=lambda P: initial_state(P, speeds),
                     mode_description="active mode: 1 top (both constraints)",
                     residual_description="largest residual of the active constraints (|Phi| and "
                     "|Phi_q qdot|)",

@@ -149,6 +149,8 @@ class Scenario:
     consistent_start : bool
         Correct a start off the first mode's constraints (default), or keep it
         (``Simulator``'s option: full-state formulations only).
+    visuals : embed.interface.visuals.Visuals, optional
+        The shapes ``embed-fmu animate`` draws (None: the bodies' points).
     """
 
     name: str
@@ -173,6 +175,7 @@ class Scenario:
     mode_description: str = ""              # of the generated ``mode`` output
     residual_description: str = RESIDUAL    # of the generated ``constraint_residual``
     consistent_start: bool = True           # correct an inconsistent start (docs/design.md)
+    visuals: object = None     # embed.interface.visuals.Visuals: how ``embed-fmu animate`` draws the run
 
     def __repr__(self):
         # the generated repr would print the automaton, the model and the compiled modes,

@@ -58,6 +58,7 @@ class Model:
     def __init__(self, frame, q, u, kd_eqs, bodies, loads, *, u_aux=(), forces=(),
                  params=(), inputs=(), name="model"):
         self.name = name
+        self.frame, self.bodies = frame, list(bodies)   # what a run is drawn from (embed.interface.visuals)
         q, u, u_aux = list(q), list(u), list(u_aux)
         if len(q) != len(u):
             raise ModelDefinitionError(

@@ -5,6 +5,8 @@
     embed-fmu build my_model.py --out build         # checked, then build/<name>.fmu
     embed-fmu info build/cart.fmu                   # its variables as a table
     embed-fmu simulate my_model.py --stop-time 5 --out run.csv --plot run.png
+    embed-fmu animate pendulum_belt --stop-time 3 --out run.html --gif run.gif
+    embed-fmu graph pendulum_belt --svg automaton.svg   # Mermaid text on stdout
     embed-fmu sweep disk_ramp --vary mu=linspace(0.05,0.5,10) --out runs/mu --plot mu.png
 
 MODEL is a bundled scenario's name or the path of a Python file (or a package folder)
@@ -177,6 +179,8 @@ def cmd_info(a) -> int:
         fmu, _, _ = _fmu_of(a.model, raw, Path(tmp), check=False)
         md = read_model_description(str(fmu))
     print(variables_table(md))
+    from fmu_src.host.see import commands, graph         # issue 26: the automaton too
+    print("\n" + graph.text(commands.scenario_of(a.model, raw)[0]))
     return 0
 
 
@@ -377,6 +381,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PNG", help="the summaries against the varied "
                                                  "parameter(s) (needs matplotlib)")
     p.set_defaults(func=cmd_sweep)
+    from fmu_src.host.see.commands import add_commands       # animate, graph (issue 26)
+    add_commands(sub, model_help, sets)
     return ap
 
 

@@ -50,6 +50,7 @@ from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsym
 
 from embed import (Automaton, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic,
                    motion)
+from embed import Curve, Sphere, Visuals
 from embed.base.targets import ExtensionReference
 
 from . import jobs
@@ -110,6 +111,18 @@ FENCE_EXTENSION = ExtensionReference("fmu_src.runtime.fence", "FenceGeometry", F
 def over_ramp(d):
     """touch_ramp is watched only while the disk is above the ramp (not past its end)."""
     return d["over_ramp"] == 1.0
+
+
+def visuals(model) -> Visuals:
+    """The disk (its frame marked) and the ramp from O at angle phi to P (q4 = L).  The fence
+    announced at run time is not drawn yet (its profile is text held by the FMU's extension)."""
+    body = model.bodies[0]
+    C, B = body.masscenter, body.frame
+    O = next(iter(C._pos_dict))
+    phi, r, L, s = sp.symbols("phi r L s")
+    return Visuals(model.frame, [
+        Curve((s * sp.cos(phi), s * sp.sin(phi)), s, 0, L, samples=2, name="ramp", width=3),
+        Sphere(C, r, frame=B, name="disk")], origin=O, points={"C": C})
 
 
 def build() -> Scenario:
@@ -217,7 +230,7 @@ def build() -> Scenario:
         uv = np.array([us * math.cos(ph), us * math.sin(ph), p["u3_start"], us])
         return qv, uv
 
-    return Scenario("disk_fence", aut, parameters, [], interface, initial_state,
+    return Scenario("disk_fence", aut, parameters, [], interface, initial_state, visuals=visuals(model),
                     extra_outputs={"contact": ("discrete", "contact")},
                     positive=("m", "J", "r", "L", "g"), embedding="background",
                     precompile=True, extension=FENCE_EXTENSION)

@@ -1,0 +1,63 @@
+"""Seeing a run (issue 26): time to record, write the HTML page and the GIF of a 10 s run at 100
+frames/s, the page's size, and the page's frame rate in headless Chromium (seeGoto frame after
+frame) for the 20-link chain.  Run: PYTHONPATH=. python benchmarks/bench_see.py"""
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import scenarios
+from fmu_src.host.see import gif, kinematics, page, record
+
+
+def main(stop=10.0, fps=100.0):
+    out = Path(tempfile.mkdtemp(prefix="bench_see_"))
+    rows = []
+    for name, opts in (("pendulum_belt", {}), ("pendulum_chain", {"N": 20})):
+        sc = scenarios.load(name).build(**opts)
+        t0 = time.perf_counter()
+        rec = record.from_engine(sc, stop_time=stop, fps=fps)
+        t1 = time.perf_counter()
+        kin = kinematics.Kinematics(sc)
+        html = page.write(out / f"{name}.html", page.figure(rec, kin, name))
+        t2 = time.perf_counter()
+        gif_path = gif.write(out / f"{name}.gif", rec, kin, name, max_frames=100)
+        t3 = time.perf_counter()
+        fps_page = browser_fps(html) if name == "pendulum_chain" else float("nan")
+        rows.append((name, rec.frames, t1 - t0, t2 - t1, t3 - t2, os.path.getsize(html) / 1e6,
+                     os.path.getsize(gif_path) / 1e3, fps_page))
+    print(f"{'scenario':<16}{'frames':>7}{'run s':>8}{'html s':>8}{'gif s':>8}{'html MB':>9}"
+          f"{'gif kB':>8}{'page fps':>9}")
+    for r in rows:
+        print(f"{r[0]:<16}{r[1]:>7}{r[2]:>8.1f}{r[3]:>8.1f}{r[4]:>8.1f}{r[5]:>9.2f}{r[6]:>8.0f}"
+              f"{r[7]:>9.1f}")
+
+
+def browser_fps(html, repeats=3):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    o = webdriver.ChromeOptions()
+    for f in ("--headless --no-sandbox --disable-gpu --disable-background-networking "
+              "--disable-component-update --disable-sync --no-first-run").split():
+        o.add_argument(f)
+    o.add_argument("--user-data-dir=" + tempfile.mkdtemp())
+    o.binary_location = "/usr/bin/chromium"
+    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+    try:
+        d.set_script_timeout(300)
+        d.get(Path(html).as_uri())
+        d.execute_async_script("var cb = arguments[arguments.length - 1]; (function w() { "
+                               "if (window.seeReady) cb(1); else setTimeout(w, 50); })();")
+        return statistics.median(d.execute_async_script(
+            "var cb = arguments[arguments.length - 1]; seeBench(200).then(cb);")
+            for _ in range(repeats))
+    finally:
+        d.quit()
+
+
+if __name__ == "__main__":
+    main()

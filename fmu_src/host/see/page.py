@@ -1,0 +1,192 @@
+"""The run as one self-contained HTML page (plotly, its JavaScript inlined: it opens from disk with
+no server and no network): the mechanism in 2D (zoom, pan) or 3D (orbit, zoom) above a timeline
+of the modes with each event marked (impacts as red crosses), a play/pause button and a time
+slider.  Every frame carries the moving shapes and the declared points (the trace ``points``);
+shapes that never move are drawn once.  ``seeGoto(k)`` (in the page) shows frame k and
+``seeBench(n)`` draws n frames as fast as the browser can and returns the frames per second."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+DIGITS = 5            # metres: 10 um, far below a pixel
+
+SCRIPT = """
+var gd = document.getElementById('{plot_id}');
+var seeOpts = {{frame: {{duration: 0, redraw: {redraw}}}, transition: {{duration: 0}},
+               mode: 'immediate'}};
+window.seeGoto = function (k) {{ return Plotly.animate(gd, [String(k)], seeOpts); }};
+window.seeBench = async function (n) {{
+  var t0 = performance.now();
+  for (var k = 0; k < n; k++) {{ await Plotly.animate(gd, [String(k % {frames})], seeOpts); }}
+  return 1000 * n / (performance.now() - t0);
+}};
+window.seeReady = false;
+var m = /frame=(\\d+)/.exec(window.location.hash);
+(m ? window.seeGoto(parseInt(m[1])) : Promise.resolve()).then(function () {{
+  window.seeReady = true; }});
+"""
+
+
+def _clean(a):
+    """Rounded numbers, NaN as None (a gap in a line)."""
+    a = np.round(np.asarray(a, dtype=float), DIGITS)
+    return [None if not np.isfinite(v) else float(v) for v in a]
+
+
+def _xyz(poly, dim):
+    """A (points, dim) polyline as plotly's x, y[, z]."""
+    return {k: _clean(poly[:, i]) for i, k in enumerate("xyz"[:dim])}
+
+
+def _group(strokes):
+    """Moving strokes of one colour and width joined into one trace (NaN rows between them)."""
+    groups = {}
+    for s in strokes:
+        groups.setdefault((s.color, s.width, s.kind), []).append(s)
+    out = []
+    for (color, width, kind), ss in groups.items():
+        F, dim = ss[0].xyz.shape[0], ss[0].xyz.shape[2]
+        gap = np.full((F, 1, dim), np.nan)
+        parts = []
+        for s in ss:
+            parts += [s.xyz, gap]
+        out.append((", ".join(s.name for s in ss), color, width, np.concatenate(parts[:-1], 1)))
+    return out
+
+
+def figure(rec, kin, title="") -> dict:
+    """The plotly figure (a dict, frames included) of run ``rec`` drawn by ``kin``
+    (``kinematics.Kinematics``)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    dim, F = kin.dim, rec.frames
+    strokes = kin.strokes(rec)
+    points = kin.points(rec)
+    Trace = go.Scatter if dim == 2 else go.Scatter3d
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.8, 0.2], vertical_spacing=0.07,
+                        specs=[[{"type": "xy" if dim == 2 else "scene"}], [{"type": "xy"}]])
+    for s in (s for s in strokes if s.static):
+        fig.add_trace(Trace(**_xyz(s.xyz[0], dim), mode="lines", name=s.name, hoverinfo="name",
+                            line=dict(color=s.color, width=s.width)), row=1, col=1)
+    moving = _group([s for s in strokes if not s.static])
+    first = len(fig.data)
+    for name, color, width, xyz in moving:
+        fig.add_trace(Trace(**_xyz(xyz[0], dim), mode="lines", name=name, hoverinfo="name",
+                            line=dict(color=color, width=width)), row=1, col=1)
+    labels = kin.point_names
+    fig.add_trace(Trace(**_xyz(points[0], dim), mode="markers+text", name="points", text=labels,
+                        textposition="top right", marker=dict(size=5, color="#111111")),
+                  row=1, col=1)
+    _timeline(fig, rec)
+    cursor = len(fig.data)
+    span = _mode_span(rec)
+    fig.add_trace(go.Scatter(x=[rec.t[0]] * 2, y=span, mode="lines+text", name="now",
+                             text=["", _now(rec, 0)], textposition="top right",
+                             line=dict(color="#111111", width=2), showlegend=False), row=2, col=1)
+    moving_idx = list(range(first, first + len(moving) + 1)) + [cursor]
+    kind = "scatter" if dim == 2 else "scatter3d"
+    frames = []
+    for k in range(F):          # plain dicts: plotly's validation of 1000 frames takes seconds
+        data = [dict(type=kind, **_xyz(xyz[k], dim)) for _, _, _, xyz in moving]
+        data.append(dict(type=kind, name="points", **_xyz(points[k], dim)))
+        data.append(dict(type="scatter", x=[float(rec.t[k])] * 2, y=span,
+                         text=["", _now(rec, k)]))
+        frames.append(dict(name=str(k), data=data, traces=moving_idx))
+    _layout(fig, rec, strokes, points, dim, title)
+    out = fig.to_dict()
+    out["frames"] = frames
+    return out
+
+
+def _now(rec, k):
+    m = int(rec.mode[k])
+    return f"{rec.t[k]:.2f} s, {rec.mode_names.get(m, m)}"
+
+
+def _mode_span(rec):
+    modes = sorted(set(rec.mode_names) | set(int(m) for m in rec.mode))
+    return [min(modes) - 0.5, max(modes) + 0.5]
+
+
+def _timeline(fig, rec):
+    """The mode over time (a step line) and the events: impacts red crosses, others diamonds,
+    each with its time, guard and modes on hover."""
+    import plotly.graph_objects as go
+
+    fig.add_trace(go.Scatter(x=rec.t, y=rec.mode, mode="lines", line_shape="hv", name="mode",
+                             line=dict(color="#2c3e50", width=3), showlegend=False), row=2, col=1)
+    for impact, symbol, color, name in ((True, "x", "#c0392b", "impact"),
+                                        (False, "diamond", "#7f8c8d", "event")):
+        ev = [e for e in rec.events if e.impact == impact]
+        if not ev:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[e.t for e in ev], y=[e.after for e in ev], mode="markers", name=name,
+            marker=dict(symbol=symbol, size=10, color=color),
+            text=[f"{e.label}: {rec.mode_names.get(e.before, e.before)} -> "
+                  f"{rec.mode_names.get(e.after, e.after)}" for e in ev],
+            hovertemplate="t = %{x:.4f} s<br>%{text}<extra></extra>"), row=2, col=1)
+
+
+def _bounds(strokes, points, dim):
+    # a curve carried away (a part on the belt) does not widen the view
+    parts = [s.xyz.reshape(-1, dim) for s in strokes if s.kind != "curve" or s.static]
+    parts.append(points.reshape(-1, dim))
+    allp = np.concatenate(parts) if parts else np.zeros((1, dim))
+    lo, hi = np.nanmin(allp, axis=0), np.nanmax(allp, axis=0)
+    pad = 0.06 * max(float(np.max(hi - lo)), 1e-3)
+    return lo - pad, hi + pad
+
+
+def _layout(fig, rec, strokes, points, dim, title):
+    lo, hi = _bounds(strokes, points, dim)
+    redraw = dim == 3
+    play = dict(frame=dict(duration=1000 * float(rec.t[1] - rec.t[0]) if rec.frames > 1 else 40,
+                           redraw=redraw), fromcurrent=True, transition=dict(duration=0),
+                mode="immediate")
+    still = dict(frame=dict(duration=0, redraw=redraw), transition=dict(duration=0),
+                 mode="immediate")
+    modes = sorted(rec.mode_names)
+    fig.update_layout(
+        title=dict(text=title, x=0.02), margin=dict(l=60, r=20, t=50, b=20),
+        height=760, template="plotly_white", legend=dict(orientation="h", y=1.02, x=0.3),
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.02, xanchor="left",
+                          yanchor="top", showactive=False, buttons=[
+                              dict(label="play", method="animate", args=[None, play]),
+                              dict(label="pause", method="animate",
+                                   args=[[None], still])])],
+        sliders=[dict(active=0, x=0.15, len=0.85, y=-0.02, yanchor="top", ticklen=0,
+                      minorticklen=0, currentvalue=dict(prefix="t = ", suffix=" s"),
+                      steps=[dict(method="animate", label=f"{t:.2f}",
+                                  args=[[str(k)], still]) for k, t in enumerate(rec.t)])])
+    fig.update_yaxes(row=2, col=1, tickvals=modes, ticktext=[rec.mode_names[m] for m in modes],
+                     range=_mode_span(rec), fixedrange=True)
+    fig.update_xaxes(row=2, col=1, range=[float(rec.t[0]), float(rec.t[-1])], title_text="t (s)")
+    if dim == 2:
+        fig.update_xaxes(row=1, col=1, range=[lo[0], hi[0]], constrain="domain")
+        fig.update_yaxes(row=1, col=1, range=[lo[1], hi[1]], scaleanchor="x", scaleratio=1)
+    else:
+        size = hi - lo
+        ratio = size / size.max()
+        fig.update_scenes(xaxis=dict(range=[lo[0], hi[0]]), yaxis=dict(range=[lo[1], hi[1]]),
+                          zaxis=dict(range=[lo[2], hi[2]]), aspectmode="manual",
+                          aspectratio=dict(x=ratio[0], y=ratio[1], z=ratio[2]))
+
+
+def write(path: Path, fig) -> Path:
+    """The page, plotly.js inlined (include_plotlyjs=True: it opens offline, from disk)."""
+    import plotly.io as pio
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    redraw = "true" if any(t["type"] == "scatter3d" for t in fig["data"]) else "false"
+    html = pio.to_html(fig, include_plotlyjs=True, full_html=True, div_id="see", validate=False,
+                       auto_play=False, post_script=SCRIPT.format(
+                           plot_id="see", redraw=redraw, frames=len(fig["frames"])),
+                       config=dict(displaylogo=False, responsive=True))
+    path.write_text(html)
+    return path
