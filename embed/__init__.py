@@ -12,6 +12,7 @@ from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLoc
                      ImpactError, InputError, IntegrationError, ModelDefinitionError,
                      StateError, StepBudgetError, ZenoError)
 from .formulations import Formulation
+from .joints import QuaternionJoint
 from .library import ModeLibrary
 from .model import Model
 from .scenario import Scenario, Start, Var, engine_outputs
@@ -23,5 +24,5 @@ __all__ = [
     "CompilationError", "ConstraintRankError", "EventLocationError", "ImpactError", "InputError",
     "IntegrationError", "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError",
     "Model", "Scenario", "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
-    "Formulation",
+    "Formulation", "QuaternionJoint",
 ]
