@@ -56,7 +56,8 @@ import math
 
 import numpy as np
 import sympy as sp
-from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
+from sympy.physics.mechanics import (PinJoint, Point, ReferenceFrame, RigidBody, System,
+                                     dynamicsymbols, inertia, inertia_of_point_mass)
 
 from embed import Automaton, Guard, Jump, Mode, Model, Output, Scenario, Var, holonomic
 from embed.errors import InputError
@@ -128,41 +129,54 @@ def _arc_inertia(frame, m, R, a):
                    m * R ** 2 * (sp.Rational(1, 2) - s2), iyz=m * R ** 2 * sp.sin(a) ** 2 / (2 * a))
 
 
+def _centre(frame, R, a):
+    """O -> mass centre of the arc link (on its bisector, at R sin(a/2) / (a/2))."""
+    return R * sp.sin(a / 2) / (a / 2) * (-sp.sin(a / 2) * frame.y + sp.cos(a / 2) * frame.z)
+
+
 def build_model():
-    """The open chain ground - link 1 - ... - link 4 (Kane's terms), and the closure's pieces."""
+    """The palm as bodies and joints (``Model.from_system``): the base (ground) and links 1-4
+    joined by the revolute joints 1-4 (sympy ``PinJoint`` about each joint's axis through O),
+    joint 5 (link 4 - base) as the loop closure h_1; gravity, drive and servo torques as loads."""
     q = dynamicsymbols("theta1:5")
     u = dynamicsymbols("omega1:5")
     al = sp.symbols(" ".join(NAMES))
     m, R, g, k, th1_home, th5_home = sp.symbols("m R g k theta1_home theta5_home")
     tau1, tau2 = sp.symbols("tau1 tau2")
-    N = ReferenceFrame("N")
-    O = Point("O")
-    O.set_vel(N, 0)
-    parent, links, bodies, loads = N, [], [], []
+    base = RigidBody("base")                      # the ground: N, O its frame and point
+    N, O = base.frame, base.masscenter
+    system = System.from_newtonian(base)
+    parent, parent_point, axis_frame, links = base, O, N, []
     for i in range(4):
-        L = parent.orientnew(f"L{i + 1}", "Axis", [q[i], parent.z])
-        L.set_ang_vel(parent, u[i] * parent.z)
-        links.append(L)
         a = al[i]
-        C = O.locatenew(f"C{i + 1}", R * sp.sin(a / 2) / (a / 2)
-                        * (-sp.sin(a / 2) * L.y + sp.cos(a / 2) * L.z))
-        C.v2pt_theory(O, N, L)
-        bodies.append(RigidBody(f"link{i + 1}", C, L, m, (_arc_inertia(L, m, R, a), O)))
-        loads.append((C, -m * g * N.y))
-        parent = L.orientnew(f"A{i + 1}", "Axis", [a, L.x])    # z: the next joint's axis
-    A4 = parent
+        L = ReferenceFrame(f"L{i + 1}")
+        r = _centre(L, R, a)
+        central = _arc_inertia(L, m, R, a) - inertia_of_point_mass(m, r, L)
+        C = Point(f"C{i + 1}")
+        link = RigidBody(f"link{i + 1}", C, L, m, (central, C))
+        system.add_joints(PinJoint(f"joint{i + 1}", parent, link, q[i], u[i],
+                                   parent_point=parent_point, child_point=-r,
+                                   parent_interframe=axis_frame, joint_axis=axis_frame.z))
+        links.append(link)
+        parent, parent_point = link, -r
+        axis_frame = L.orientnew(f"A{i + 1}", "Axis", [a, L.x])   # z: the next joint's axis
+    for link in links:    # the same velocity, written from O (fixed in N and in every link):
+        link.masscenter.v2pt_theory(O, N, link.frame)   # shorter than the joints' chain
+    A4 = axis_frame
     G5 = N.orientnew("G5", "Axis", [-al[4], N.x])                # z: joint 5 on the ground
     theta5 = sp.atan2(A4.y.dot(G5.x), A4.x.dot(G5.x))
-    omega5 = -links[3].ang_vel_in(N).dot(G5.z)
+    omega5 = -links[3].frame.ang_vel_in(N).dot(G5.z)
     drive1 = tau1 - k * (q[0] - th1_home)
     drive2 = tau2 - k * (theta5 - th5_home)
-    loads += [(links[0], drive1 * N.z), (links[3], -drive2 * G5.z)]
-    kd = [qi.diff() - ui for qi, ui in zip(q, u)]
-    model = Model(N, q, u, kd, bodies, loads, params=[*al, m, R, g, k, th1_home, th5_home],
-                  inputs=[tau1, tau2, sp.Symbol("lock_drive1")], name="metamorphic_palm")
-    h1 = [A4.z.dot(G5.x), A4.z.dot(G5.y)]
-    ke = sum(b.kinetic_energy(N) for b in bodies)
-    pe = sum(m * g * b.masscenter.pos_from(O).dot(N.y) for b in bodies) \
+    system.add_loads(*[(b.masscenter, -m * g * N.y) for b in links],
+                     (links[0].frame, drive1 * N.z), (links[3].frame, -drive2 * G5.z))
+    h1 = [A4.z.dot(G5.x), A4.z.dot(G5.y)]          # joint 5: its axes coincide (closure)
+    system.add_holonomic_constraints(*h1)
+    model = Model.from_system(system, params=[*al, m, R, g, k, th1_home, th5_home],
+                              inputs=[tau1, tau2, sp.Symbol("lock_drive1")],
+                              constraint_names=["loop_x", "loop_y"], name="metamorphic_palm")
+    ke = sum(b.kinetic_energy(N) for b in links)
+    pe = sum(m * g * b.masscenter.pos_from(O).dot(N.y) for b in links) \
         + k / 2 * ((q[0] - th1_home) ** 2 + (theta5 - th5_home) ** 2)
     return model, q, u, h1, theta5, omega5, ke, pe
 
@@ -183,9 +197,7 @@ def lock(ctx) -> Jump:
 def build() -> Scenario:
     model, q, u, h1, theta5, omega5, ke, pe = build_model()
     lock_in, th1_lock = sp.symbols("lock_drive1 theta1_lock")
-    cons = {"loop_x": holonomic(model, "loop_x", h1[0]),
-            "loop_y": holonomic(model, "loop_y", h1[1]),
-            "lock": holonomic(model, "lock", q[0] - th1_lock)}
+    cons = {**model.constraints, "lock": holonomic(model, "lock", q[0] - th1_lock)}
     modes = {
         FREE: Mode(name="free", constraints=("loop_x", "loop_y"), guards=(
             Guard("lock_drive1_on", 0.5 - lock_in, -1, reset=lock),)),

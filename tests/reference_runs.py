@@ -1,6 +1,7 @@
 """Reference runs of every scenario, the guard of refactorings that must change nothing.
 
     python tests/reference_runs.py      # writes tests/data/reference_runs.json
+    python tests/reference_runs.py NAME # adds or replaces the run of scenario NAME only
 
 Each scenario runs for ``T_END`` s on its symbolic path (the background path runs on the wall
 clock) with default parameters and a small input schedule that reaches its events; every
@@ -23,6 +24,7 @@ SCHEDULES = {                      # scenario -> {time: inputs set then}
     "pendulum_chain": {0.3: {"pin": 2}},
     "pendulum_belt": {1.0: {"F_tip_x": 2.0}},
     "disk_ramp": {1.0: {"F_ext": -0.5}},
+    "metamorphic_palm": {0.5: {"lock_drive1": 1}, 1.2: {"lock_drive1": 0}},
 }
 
 
@@ -66,13 +68,24 @@ def run(name):
     return {"outputs": [v.name for v in sc.outputs], "rows": rows}
 
 
-def main():
+def main(names=None):
+    """Write the reference runs of every scenario, or (``names``) add or replace those of the
+    scenarios named, each marked with the CPU model that ran it when it is not the file's."""
     import scenarios
     DATA.parent.mkdir(exist_ok=True)
-    runs = {name: run(name) for name in scenarios.NAMES}
-    DATA.write_text(json.dumps({"cpu": cpu(), "t_end": T_END, "dt": DT, "runs": runs}))
-    print(f"wrote {DATA} ({len(runs)} scenarios) on {cpu()}")
+    if not names:
+        runs = {name: run(name) for name in scenarios.NAMES}
+        DATA.write_text(json.dumps({"cpu": cpu(), "t_end": T_END, "dt": DT, "runs": runs}))
+        print(f"wrote {DATA} ({len(runs)} scenarios) on {cpu()}")
+        return
+    data = json.loads(DATA.read_text())
+    for name in names:
+        data["runs"][name] = run(name)
+        if cpu() != data["cpu"]:
+            data["runs"][name]["cpu"] = cpu()
+    DATA.write_text(json.dumps(data))
+    print(f"wrote {', '.join(names)} into {DATA} on {cpu()}")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
