@@ -12,6 +12,7 @@ from .base.errors import (CompilationError, ConstraintRankError, EmbedError, Eve
                      ImpactError, InputError, IntegrationError, ModelDefinitionError,
                      StateError, StepBudgetError, ZenoError)
 from .modes.formulations import Formulation
+from .model.joints import QuaternionJoint
 from .modes.library import ModeLibrary
 from .model.model import Model
 from .interface.scenario import Scenario, Start, Var, engine_outputs
@@ -24,5 +25,6 @@ __all__ = [
     "CompilationError", "ConstraintRankError", "EventLocationError", "ImpactError", "InputError",
     "IntegrationError", "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError",
     "Model", "Scenario", "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
-    "Formulation", "Visuals", "Segment", "Sphere", "Box", "Cylinder", "Curve", "Arrow",
+    "Formulation", "QuaternionJoint", "Visuals", "Segment", "Sphere", "Box", "Cylinder",
+    "Curve", "Arrow",
 ]

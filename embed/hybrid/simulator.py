@@ -388,7 +388,14 @@ class Simulator(RunState):
             Discrete variables set by the reset.
         """
         before = self.state.mode
-        switching.apply(self, Jump(mode, discrete, q=q, u=u))
+        saved = state_mod.checkpoint(self.state, self.integrator)
+        try:
+            switching.apply(self, Jump(mode, discrete, q=q, u=u))
+        except EmbedError:        # nothing entered: the state before the reset is kept
+            state_mod.rollback(self.state, self.integrator, saved)
+            self._sync_discrete()
+            self._dirty = True
+            raise
         switching.record(self, label, before)
 
     def set_constraints(self, names, label: str = "constraints") -> None:

@@ -65,10 +65,11 @@ def run_check(sc, params=None, out=sys.stdout) -> bool:
     """Run the model checker (``embed.check.check.check_scenario``) and print its findings;
     True when there is no error."""
     from embed.check.check import check_scenario
+    from embed.check.probe import probe_embedding
 
     started = time.perf_counter()
-    print(f"{PROG}: checking {sc.name} (every mode is embedded and compiled)", file=sys.stderr,
-          flush=True)
+    print(f"{PROG}: checking {sc.name} (every mode is embedded and compiled on the "
+          f"{probe_embedding(sc)} path, the scenario's embedding)", file=sys.stderr, flush=True)
     findings = check_scenario(sc, params or None)
     for f in findings:
         print(f"{f.level}: {f.item}: {f.message}", file=out)
