@@ -5,7 +5,7 @@ imports) and the one model it is built from, with the modules that model imports
 scenario, and none of the build-time tools (``contents``).  Each build renames its packages
 to embed<tag>, scenarios<tag> and fmu_src<tag> (``namespaced``), so FMUs of different
 models and of different versions of the project run side by side in one process.  The FMU's
-binary is the C loader fmu_src/runtime/loader/fmi2_loader.c, compiled here, in front of pythonfmu's;
+binary is the C loader fmu_src/runtime/loader/*.c, compiled here, in front of pythonfmu's;
 resources/requirements.txt names the Python packages the interpreter must provide.
 """
 
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNTIME_PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite")
 DISTRIBUTION = "embed-fmu"
 PACKAGES = ("embed", "scenarios", "fmu_src")
-LOADER = ROOT / "fmu_src" / "runtime" / "loader" / "fmi2_loader.c"
+LOADER = ROOT / "fmu_src" / "runtime" / "loader"         # fmi2_loader.c and the files it needs
 
 # DefaultExperiment (stop time, communication step in s): the span that shows each story
 EXPERIMENTS = {"disk_ramp": (8.0, 0.01), "pendulum_belt": (8.0, 0.01), "disk_fence": (8.0, 0.01),
@@ -263,7 +263,7 @@ def _c_string(text: str) -> str:
 
 
 def compile_loader(dest: Path, guid: str, python: str = "") -> Path:
-    """Compile the FMU's binary (fmu_src/runtime/loader/fmi2_loader.c) with the machine's C compiler;
+    """Compile the FMU's binary (fmu_src/runtime/loader/*.c) with the machine's C compiler;
     it accepts `guid` only, and loads `python` when EMBED_PYTHON is not set (default: python3)."""
     import fmpy
 
@@ -274,7 +274,8 @@ def compile_loader(dest: Path, guid: str, python: str = "") -> Path:
     subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wno-format-truncation",
                     "-I", str(headers),
                     "-DEMBED_BUILD_PYTHON=" + _c_string(python), "-DEMBED_GUID=" + _c_string(guid),
-                    "-o", str(dest), str(LOADER), "-ldl", "-lpthread"], check=True)
+                    "-o", str(dest), *sorted(str(f) for f in LOADER.glob("*.c")), "-ldl", "-lpthread"],
+                   check=True)
     return dest
 
 

@@ -13,6 +13,7 @@ import ctypes
 import functools
 import os
 import sys
+import weakref
 
 OK, WARNING, DISCARD, ERROR, FATAL = range(5)
 
@@ -69,7 +70,7 @@ class Loader:
     def __init__(self, resources, model_identifier):
         self.status = OK
         self.last_successful_time = 0.0
-        self._set_status = self._set_time = None
+        self._set_status = self._set_time = self._log = self._lib = None
         self.guid = None          # the GUID the FMU was built with
         lib = _loader_library(resources, model_identifier)
         if lib is not None:
@@ -79,6 +80,11 @@ class Loader:
             self._set_status.argtypes = [ctypes.c_int]
             self._set_time = lib.embed_fmi2_set_last_successful_time
             self._set_time.argtypes = [ctypes.c_double]
+            self._log = getattr(lib, "embed_fmi2_log", None)
+            if self._log is not None:
+                self._log.argtypes = [ctypes.c_int, ctypes.c_char_p]
+            self._lib = lib
+            _LOADERS.add(self)
 
     def report(self, status):
         """The running call returns at least ``status``."""
@@ -91,6 +97,28 @@ class Loader:
         self.last_successful_time = float(t)
         if self._set_time is not None:
             self._set_time(float(t))
+
+
+# The loaders of every live instance.  Each extraction of an FMU is a library of its own with
+# its own record of the call running on each thread, while all extractions share the slave's
+# class (one sys.modules): a class-level call must reach the library its call came through.
+_LOADERS = weakref.WeakSet()
+
+
+def refuse_running_call(status, message):
+    """The call running on this thread returns at least ``status`` and ``message`` is logged
+    for its instance, whichever extraction of the FMU it came through: for pythonfmu's
+    class-level calls (deserializing a state), which have no instance.  The loaders of the
+    other extractions have no call on this thread and ignore it."""
+    done = set()
+    for loader in list(_LOADERS):
+        lib = loader._lib
+        if lib is None or lib._handle in done:
+            continue
+        done.add(lib._handle)
+        lib.embed_fmi2_set_status(int(status))
+        if loader._log is not None:
+            loader._log(int(status), message.encode("utf-8", "replace"))
 
 
 def _loader_library(resources, model_identifier):

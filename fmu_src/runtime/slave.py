@@ -24,7 +24,8 @@ from embed import EmbedError, ModelDefinitionError
 from embed.modes.formulations import FORMULATIONS, Formulation
 from embed.hybrid.simulator import EMBEDDINGS, MAX_STEPS
 from fmu_src.runtime import fmu_state
-from fmu_src.runtime.fmi2 import DISCARD, ERROR, CallError, Loader, State, fmi2_call
+from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, fmi2_call,
+                          refuse_running_call)
 from fmu_src.runtime.status import INPUT_REJECTED, REFUSED, STATUS, status_of
 
 __all__ = ["ScenarioSlave", "STATUS"]
@@ -125,14 +126,12 @@ class ScenarioSlave(Fmi2Slave):
     scenario_options = {}
     author = "embed project"
     description = "On-line symbolic constraint embedding for a hybrid multibody system"
-    _class_loader = None     # the loader of this FMU, for the class-level state calls
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         _forget_repeated_path(self.resources)
         from embed import Var
         self.loader = Loader(self.resources, type(self).__name__)
-        type(self)._class_loader = self.loader
         self.model_guid = self.loader.guid or f"{self.scenario_name}:{self.scenario_options}"
         self.fmi_state = State.INSTANTIATED
         self.start_time = 0.0
@@ -578,8 +577,7 @@ class ScenarioSlave(Fmi2Slave):
 
     @classmethod
     def _refuse_class_call(cls, message):
-        if cls._class_loader is not None:
-            cls._class_loader.report(ERROR)
+        refuse_running_call(ERROR, message)
 
 
 def _model_broken(exc):
