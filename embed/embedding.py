@@ -20,7 +20,7 @@ import numpy as np
 from scipy.linalg.lapack import dgeqp3, dgesv
 import symengine as se
 
-from .constraints import ConstraintSet
+from .constraints import ConstraintSet, block_inverse
 from .errors import ConstraintRankError, ModelDefinitionError
 from .model import TIME, Model, to_symengine
 
@@ -185,7 +185,7 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
             raise ConstraintRankError(
                 f"the dependent block of B for {list(cset.key)} with dependent speeds "
                 f"{[str(model.u[j]) for j in dep]} is singular everywhere; choose others")
-        B1inv = _inverse(B1)
+        B1inv = block_inverse(B1)
         D = (-B1inv * Bi).applyfunc(_expand_if_safe)          # eq 12
         E = (-B1inv * C).applyfunc(_expand_if_safe)
         udep = _mv(D, u_ind) + E
@@ -210,33 +210,6 @@ EXPLICIT_MAX = 3      # unknowns up to which eq 15-16 are solved symbolically (L
 EXPLICIT_OPS = 2000   # ... and operations in S and s up to which (a 3 x 3 system of the ball
                       # in the bowl gave a 177 000-character solution that never compiled)
 EXPLICIT_OPS_OFFLINE = 100000   # the same, where compile time is not on the stepping path
-
-
-ADJUGATE_MAX = 4      # dependent blocks up to which B1^-1 = adj(B1) / det(B1)
-
-
-def _inverse(B1):
-    """B1^-1 without pivots chosen by symbolic form: symengine's LU inverse divides by B1[0, 0]
-    if it is not zero symbolically, though it may vanish on the constraint manifold (a loop
-    closure's x row has d/d theta = -y of its end, 0 wherever the loop is closed: the LU
-    inverse then lost every digit, speeds of 1e15 at a state where cond(B1) = 2).  The
-    cofactors (minors up to 3 x 3: symengine's det is division-free there, not beyond) and the
-    determinant by Laplace's expansion along them only divide by det(B1),
-    which the partition keeps away from 0 (eq 11); larger blocks keep the LU inverse."""
-    m = B1.nrows()
-    if m > ADJUGATE_MAX:
-        return B1.inv()
-    if m == 1:
-        return se.DenseMatrix([[1 / B1[0, 0]]])
-    adj = se.zeros(m, m)
-    for i in range(m):
-        for j in range(m):
-            minor = se.DenseMatrix(B1)
-            minor.row_del(j)
-            minor.col_del(i)
-            adj[i, j] = (-1) ** (i + j) * minor.det()     # minors up to 3 x 3: no division
-    det = sum((B1[0, j] * adj[j, 0] for j in range(m)), se.Integer(0))   # Laplace, row 0
-    return adj / det
 
 
 def _expand_if_safe(e):
