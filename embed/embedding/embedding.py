@@ -20,8 +20,8 @@ import numpy as np
 from scipy.linalg.lapack import dgeqp3, dgesv
 import symengine as se
 
-from ..model.constraints import ConstraintSet
-from ..base.errors import ConstraintRankError, ModelDefinitionError, SymbolicBudgetError
+from ..model.constraints import ConstraintSet, block_inverse
+from ..base.errors import ConstraintRankError, ModelDefinitionError
 from ..model.model import TIME, Model, to_symengine
 
 RANK_TOL = 1e-10
@@ -203,7 +203,7 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
             raise ConstraintRankError(
                 f"the dependent block of B for {list(cset.key)} with dependent speeds "
                 f"{[str(model.u[j]) for j in dep]} is singular everywhere; choose others")
-        B1inv = B1.inv()
+        B1inv = block_inverse(B1)
         D = (-B1inv * Bi).applyfunc(_expand_if_safe)          # eq 12
         E = (-B1inv * C).applyfunc(_expand_if_safe)
         udep = _mv(D, u_ind) + E
