@@ -39,7 +39,7 @@ COMMON = [("solver", "rk4", "integrator: 'rk4' (fixed step, real time) or 'adapt
           ("embedding", None, "'symbolic' (embed and compile a mode when first entered), 'numeric' "
            "(compiled terms, gillespie2005 Sec 5.5) or 'background' (numeric at once, symbolic "
            "from a worker process when ready)", "")]
-COMMON_RANGES = {"h_max": (1e-9, 1.0), "rtol": (1e-14, 0.5)}
+COMMON_RANGES = {"h_max": (1e-9, 1.0), "rtol": (1e-14, 0.5), "worker_deadline": (0.05, 3600.0)}
 # the formulation and its parameters (embed.formulations), registered after every other
 # variable so that the value references of the others stay as they were
 _F = Formulation()
@@ -59,6 +59,15 @@ FORMULATION = [
      "projection: relative cut-off of the pseudo-inverse", ""),
     ("soft_stiffness", _F.soft_stiffness, "soft: K_s of wang2019 eq 13-14", ""),
     ("soft_damping", _F.soft_damping, "soft: K_d of wang2019 eq 13-14", ""),
+]
+# the run's promises (issue 33), registered last too
+RELIABILITY = [
+    ("real_time", False, "the master keeps wall time (1 kHz): the background workers' answers "
+     "are taken when they arrive, never waited for (a run may then differ from an offline "
+     "one; the log and `answers_late` say when); false: waited for where the run needs "
+     "them, the same bits at any pace", ""),
+    ("worker_deadline", 20.0, "seconds a background worker with work outstanding may stay "
+     "silent before it is replaced as hung", "s"),
 ]
 STRING_CHOICES = {"solver": ("rk4", "adaptive"), "embedding": EMBEDDINGS,
                   "formulation": FORMULATIONS}
@@ -193,10 +202,12 @@ class ScenarioSlave(Fmi2Slave):
         self._register(Var("status", 0, "0 ok; otherwise the code of the last failed step or "
                            "refused call (README, status codes)", type="Integer"),
                        Fmi2Causality.output)
-        for name, start, desc, unit in FORMULATION:
+        for name, start, desc, unit in FORMULATION + RELIABILITY:
             kind = "String" if isinstance(start, str) else "Boolean" if isinstance(start, bool) \
                 else "Real"
-            self._register(Var(name, start, desc, unit, type=kind), Fmi2Causality.parameter)
+            lo, hi = COMMON_RANGES.get(name, (None, None))
+            self._register(Var(name, start, desc, unit, type=kind, min=lo, max=hi),
+                           Fmi2Causality.parameter)
 
     def _formulation(self):
         """(formulation, its options) from the FMU parameters (their defaults before they are
@@ -301,6 +312,8 @@ class ScenarioSlave(Fmi2Slave):
                   if embedding == "background" else None)
             if bc is not None:     # an instance freed without fmi2Terminate leaves too
                 weakref.finalize(self, bc.close)
+                bc.real_time = bool(getattr(self, "real_time", False))
+                bc.deadline = float(getattr(self, "worker_deadline", 20.0))
             params = {v.name: float(getattr(self, v.name)) for v in self.sc.parameters}
             formulation, options = self._formulation()
             sim = self.sc.simulator(params, solver=str(self.solver), h_max=float(self.h_max),

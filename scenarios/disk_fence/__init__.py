@@ -97,11 +97,15 @@ FENCE_INPUTS = [
 FENCE_OUTPUTS = [
     Var("geometry_status", 0, "0 ok; otherwise the geometry code of the last rejected "
         "announcement (1 syntax, 2 not allowed, 3 not finite, 4 not tangent at P, "
-        "5 not smooth, 6 curvature, 7 bad radius or length, 8 checks too slow)", type="Integer"),
+        "5 not smooth, 6 curvature, 7 bad radius or length, 8 checks too slow, 9 announced while "
+        "the disk rolls on a fence, 10 the background workers never answered)", type="Integer"),
     Var("embed_pending", 0.0, "an announced fence is being embedded", type="Boolean"),
     Var("embed_latency", 0.0, "wall seconds from the last accepted announcement to its "
         "fence mode being ready", "s"),
     Var("geometry_version_active", 0, "the fence version in use", type="Integer"),
+    Var("answers_late", 0, "real_time only: times the disk left the ramp's end while an "
+        "announced fence was still being prepared (an offline run waits and meets it)",
+        type="Integer"),
 ]
 FENCE_EXTENSION = ExtensionReference("fmu_src.fence", "FenceGeometry", FENCE_INPUTS,
                                       FENCE_OUTPUTS)
