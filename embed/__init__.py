@@ -14,6 +14,7 @@ from .errors import (CompilationError, ConstraintRankError, EmbedError, EventLoc
 from .formulations import Formulation
 from .library import ModeLibrary
 from .model import Model
+from .feasibility import Feasible
 from .scenario import Scenario, Start, Var, engine_outputs
 from .simulator import Simulator
 
@@ -22,6 +23,6 @@ __all__ = [
     "holonomic", "motion", "ModeEquations", "embed", "partition", "EmbedError",
     "CompilationError", "ConstraintRankError", "EventLocationError", "ImpactError", "InputError",
     "IntegrationError", "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError",
-    "Model", "Scenario", "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
+    "Model", "Feasible", "Scenario", "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
     "Formulation",
 ]

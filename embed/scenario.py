@@ -18,6 +18,7 @@ import numpy as np
 
 from .automaton import SIM_ATTRIBUTES, Automaton
 from .errors import ModelDefinitionError
+from .feasibility import check_parameters, check_state
 from .library import ModeLibrary
 from .simulator import Simulator
 
@@ -146,6 +147,9 @@ class Scenario:
         Of the ``mode`` output (generated outputs); default "active mode: 1 <name>, ...".
     residual_description : str
         Of ``constraint_residual`` (generated outputs).
+    feasible : sequence of embed.feasibility.Feasible
+        What the model's physics asks of a start, a restored state and the parameters
+        (``check_feasible``; issue 33).
     """
 
     name: str
@@ -169,6 +173,7 @@ class Scenario:
     start: Sequence[Start] = ()             # coordinates' and speeds' start declarations
     mode_description: str = ""              # of the generated ``mode`` output
     residual_description: str = RESIDUAL    # of the generated ``constraint_residual``
+    feasible: Sequence = ()                 # [Feasible]: checked at start and restore
 
     def __repr__(self):
         # the generated repr would print the automaton, the model and the compiled modes,
@@ -258,6 +263,7 @@ class Scenario:
         Simulators of one scenario share its mode library per embedding path
         (``ModeLibrary.of``)."""
         p = {**self.defaults(), **(params or {})}
+        check_parameters(self.feasible, p, self.name)
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
                         library=ModeLibrary.of(self.automaton, embedding), embedding=embedding,
                         compiler=compiler,
@@ -270,7 +276,13 @@ class Scenario:
         sim.set_inputs({**start, **(inputs or {})})
         q0, u0 = self.initial_state(p)
         sim.start(t0, q0, u0)
+        self.check_feasible(sim)
         return sim
+
+    def check_feasible(self, sim):
+        """InputError naming the value unless the simulator's state (a start, a restored
+        state) meets the scenario's ``feasible`` conditions (``embed.feasibility``)."""
+        check_state(self.feasible, sim, self.name)
 
 
 def start_parameters(names: Sequence[str], start: Sequence[Start] = ()) -> list:

@@ -11,6 +11,7 @@ the FMI logger and reported in ``status`` (see ``STATUS``).  No exception reache
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import weakref
@@ -112,9 +113,19 @@ def _var(v, causality, getter=None, setter=None):
         kw["variability"] = Fmi2Variability.continuous if v.type == "Real" else Fmi2Variability.discrete
         kw["initial"] = Fmi2Initial.exact
     var = kind(v.name, **kw)
-    if v.type == "Real":        # its unit in modelDescription.xml (UnitDefinitions: build_fmu.py)
+    if v.type in ("Real", "Integer"):
+        # its unit (UnitDefinitions: build_fmu.py) and declared range in modelDescription.xml
+        attrs = {"unit": v.unit or "1"} if v.type == "Real" else {}
+        attrs.update({k: repr(float(x)) if v.type == "Real" else str(int(x))
+                      for k, x in (("min", v.min), ("max", v.max)) if x is not None})
         xml = var.to_xml
-        var.to_xml = lambda: (e := xml(), e.find("Real").set("unit", v.unit or "1"), e)[0]
+
+        def to_xml():
+            e = xml()
+            for k, x in attrs.items():
+                e.find(v.type).set(k, x)
+            return e
+        var.to_xml = to_xml
     return var
 
 
@@ -228,6 +239,8 @@ class ScenarioSlave(Fmi2Slave):
         """Register the interface variable ``v``; returns its value reference."""
         if causality != Fmi2Causality.output:
             setattr(self, v.name, v.start)
+        if v.min is None and (v.name in self.sc.positive or v.name in self.sc.nonnegative):
+            v = dataclasses.replace(v, min=0.0)     # declared in modelDescription too
         var = _var(v, causality, getter)
         self.register_variable(var)
         self._specs[var.value_reference] = (v, causality)

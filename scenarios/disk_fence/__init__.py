@@ -48,8 +48,8 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
-from embed import (Automaton, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic,
-                   motion)
+from embed import (Automaton, Feasible, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs,
+                   holonomic, motion)
 from embed.targets import ExtensionReference
 
 from . import jobs
@@ -224,4 +224,9 @@ def build() -> Scenario:
     return Scenario("disk_fence", aut, parameters, [], interface, initial_state,
                     extra_outputs={"contact": ("discrete", "contact")},
                     positive=("m", "J", "r", "L", "g"), embedding="background",
-                    precompile=True, extension=FENCE_EXTENSION)
+                    precompile=True, extension=FENCE_EXTENSION, feasible=[
+                        Feasible("the disk starts beyond the ramp's end (q4 > L)",
+                                 guard="ramp_end"),
+                        Feasible("the ramp pulls the disk (a tensile normal force in contact)",
+                                 guard="release"),
+                        Feasible("the disk penetrates the ramp", guard="touch_ramp")])
