@@ -251,7 +251,12 @@ class _Workers:
                           "work outstanding: hung or stopped)" for p in hung]
                          + [f"the {k} worker (exit status {v})" for k, v in codes.items()
                             if v is not None]) or "a worker (its pipe closed)"
-        self._why, self._dropped = gone, dropped
+        self._why = gone
+        for rec in dropped:           # told now: a client waiting for it stops waiting
+            client = self.clients.get(rec.client)
+            if client is not None:
+                client.errors.append((rec.what, "dropped: it was outstanding when the workers "
+                                      f"ended {rec.deaths} times", ""))
 
         def start():
             for p in old:
@@ -291,11 +296,6 @@ class _Workers:
                f"re-sent {len(self.pending)} outstanding requests")
         for client in list(self.clients.values()):
             client.errors.append(("background workers", msg, ""))
-        for rec in self._dropped:
-            client = self.clients.get(rec.client)
-            if client is not None:
-                client.errors.append((rec.what, "dropped: it was outstanding when the workers "
-                                      f"ended {rec.deaths} times", ""))
         return True
 
     def wait(self, cid, timeout):

@@ -146,6 +146,7 @@ class ScenarioSlave(Fmi2Slave):
     author = "embed project"
     description = "On-line symbolic constraint embedding for a hybrid multibody system"
     _class_loader = None     # the loader of this FMU, for the class-level state calls
+    _class_slave = None      # a weak reference to its newest instance: their log
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -153,6 +154,7 @@ class ScenarioSlave(Fmi2Slave):
         from embed import Var
         self.loader = Loader(self.resources, type(self).__name__)
         type(self)._class_loader = self.loader
+        type(self)._class_slave = weakref.ref(self)
         self.model_guid = self.loader.guid or f"{self.scenario_name}:{self.scenario_options}"
         self.fmi_state = State.INSTANTIATED
         self.start_time = 0.0
@@ -602,8 +604,13 @@ class ScenarioSlave(Fmi2Slave):
 
     @classmethod
     def _refuse_class_call(cls, message):
+        """A class-level state call refused: fmi2Error, and the reason logged (through the
+        newest instance: pythonfmu gives these calls none)."""
         if cls._class_loader is not None:
             cls._class_loader.report(ERROR)
+        slave = cls._class_slave() if cls._class_slave is not None else None
+        if slave is not None:
+            slave.log(message, Fmi2Status.error)
 
 
 def _model_broken(exc):

@@ -19,7 +19,9 @@ CURVE = "0.05*s**2*(1+0.01*sin(3*s))"
 
 
 def runner(fmu_dir, name):
-    return FmuRunner(str(fmu_dir / "disk_fence.fmu"), params=NEAR,
+    """real_time: the answers arrive while the steps go on (offline a step would wait for
+    them: issue 33, tests/test_reliability.py), which these tests are about."""
+    return FmuRunner(str(fmu_dir / "disk_fence.fmu"), params={**NEAR, "real_time": True},
                      strings={"embedding": "background"}, instance=name)
 
 
