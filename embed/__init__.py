@@ -11,12 +11,14 @@ from .embedding.embedding import ModeEquations, embed, partition
 from .base.errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
                      ImpactError, InputError, IntegrationError, ModelDefinitionError,
                      StateError, StepBudgetError, ZenoError)
-from .formulations import Formulation
-from .library import ModeLibrary
-from .model import Model
+from .modes.formulations import Formulation
+from .model.joints import QuaternionJoint
+from .modes.library import ModeLibrary
+from .model.model import Model
 from .interface.feasibility import Feasible
-from .scenario import Scenario, Start, Var, engine_outputs
-from .simulator import Simulator
+from .interface.scenario import Scenario, Start, Var, engine_outputs
+from .hybrid.simulator import Simulator
+from .interface.visuals import Arrow, Box, Curve, Cylinder, Segment, Sphere, Visuals
 
 __all__ = [
     "Automaton", "Guard", "Jump", "Mode", "Output", "Context", "Constraint", "ConstraintSet",

@@ -18,6 +18,7 @@ from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBo
 
 from embed import (Automaton, Feasible, Guard, Jump, Mode, Model, Output, Scenario, Start, Var,
                    motion)
+from embed import Arrow, Curve, Sphere, Visuals
 
 SLIDING, ROLLING = 1, 2
 

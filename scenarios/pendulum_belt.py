@@ -34,8 +34,8 @@ import math
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import (Automaton, Feasible, Guard, Jump, Mode, Model, Output, Scenario, Start, Var,
-                   holonomic)
+from embed import (Arrow, Automaton, Curve, Feasible, Guard, Jump, Mode, Model, Output, Scenario,
+                   Segment, Sphere, Start, Var, Visuals, holonomic)
 from embed.hybrid.impact import resolve
 
 FREE, SLIDING, STUCK = 1, 2, 3

@@ -41,6 +41,7 @@ import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
 from embed import Automaton, Feasible, Mode, Model, Output, Scenario, Var, holonomic
+from embed import Cylinder, Segment, Sphere, Visuals
 
 TOP = 1
 COORDS = ("x", "y", "z", "e0", "e1", "e2", "e3")

@@ -21,7 +21,7 @@ from scipy.linalg.lapack import dgeqp3, dgesv
 import symengine as se
 
 from ..model.constraints import ConstraintSet, block_inverse
-from ..base.errors import ConstraintRankError, ModelDefinitionError
+from ..base.errors import ConstraintRankError, ModelDefinitionError, SymbolicBudgetError
 from ..model.model import TIME, Model, to_symengine
 
 RANK_TOL = 1e-10

@@ -11,6 +11,7 @@ constraints and re-selecting the independent speeds as the dependent block of B 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 

@@ -50,6 +50,7 @@ from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsym
 
 from embed import (Automaton, Feasible, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs,
                    holonomic, motion)
+from embed import Curve, Sphere, Visuals
 from embed.base.targets import ExtensionReference
 
 from . import jobs
