@@ -332,7 +332,8 @@ class ScenarioSlave(Fmi2Slave):
             self._read_inputs()
             if self.ext is not None:
                 self.ext.before_step({n: getattr(self, n) for n in self._ext_inputs})
-            self.sim.advance(current_time + step_size)
+            early = self.sim.advance(current_time + step_size,
+                                     stop_at_event=self.loader.early_return_allowed)
             bc = self.sim.compiler
             while bc is not None and bc.errors:     # the stepping goes on without it
                 what, message, _ = bc.errors.pop(0)
@@ -351,6 +352,9 @@ class ScenarioSlave(Fmi2Slave):
             return True
         self._publish()
         self.t_comm = current_time + step_size
+        if early:           # FMI 3.0: the step ends at the event it located (fmi3_loader.c)
+            self.t_comm = self.sim.t
+            self.loader.returned_early(self.sim.t)
         self.fmi_state = State.STEP_COMPLETE
         return True
 
