@@ -559,6 +559,7 @@ class ScenarioSlave(Fmi2Slave):
             fmu_state.apply(self, saved)
             raise CallError(f"the FMU state could not be restored ({type(exc).__name__}: "
                             f"{exc}); the instance is unchanged") from exc
+        self.loader.successful_until(self.t_comm)   # the restored time (and FMI 3.0's time)
 
     @classmethod
     def _fmu_state_to_bytes(cls, state):

@@ -391,6 +391,21 @@ EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *s)
 {
     BEGIN("fmi2FreeFMUstate");
     if (!s) END(refuse(I, "fmi2FreeFMUstate", "the FMUstate argument is NULL"));
+    /* fmusim 0.0.39 (FMISaveFMUStateToFile) passes the state itself, not its address: a live
+     * handle of this instance is never the address of a master's variable, so it is freed
+     * and noted in the debug log (a warning would make fmusim exit with status 1 after a
+     * correct run); the master's variable cannot be set to NULL */
+    Saved **self = find_state(I, (fmi2FMUstate)s);
+    if (self) {
+        Saved *w = *self;
+        *self = w->next;
+        fmi2Status r = status_of(I, B.FreeFMUstate(I->inner, &w->inner));
+        free(w);
+        filter_logger(I, NULL, fmi2OK, NULL, "fmi2FreeFMUstate: given the FMUstate "
+                      "instead of its address (FMI 2.0 2.1.8, FMI 3.0 2.2.6.4); it is freed, "
+                      "but the master's handle is not set to NULL");
+        END(r);
+    }
     if (!*s) END(fmi2OK);
     Saved **at = find_state(I, *s);
     if (!at) END(refuse(I, "fmi2FreeFMUstate", "*FMUstate " NOT_OURS));
