@@ -71,7 +71,11 @@ class Loader:
         self.status = OK
         self.last_successful_time = 0.0
         self._set_status = self._set_time = self._log = self._lib = None
+        self._returned_early = None
         self.guid = None          # the GUID the FMU was built with
+        # FMI 3.0 (fmi3_loader.c): the master lets doStep return at an event; fixed for the
+        # instance at its instantiation, which is running now
+        self.early_return_allowed = False
         lib = _loader_library(resources, model_identifier)
         if lib is not None:
             lib.embed_fmi2_guid.restype = ctypes.c_char_p
@@ -83,6 +87,11 @@ class Loader:
             self._log = getattr(lib, "embed_fmi2_log", None)
             if self._log is not None:
                 self._log.argtypes = [ctypes.c_int, ctypes.c_char_p]
+            allowed = getattr(lib, "embed_fmi3_early_return_allowed", None)
+            if allowed is not None:
+                self.early_return_allowed = bool(allowed())
+                self._returned_early = lib.embed_fmi3_returned_early
+                self._returned_early.argtypes = [ctypes.c_double]
             self._lib = lib
             _LOADERS.add(self)
 
@@ -97,6 +106,13 @@ class Loader:
         self.last_successful_time = float(t)
         if self._set_time is not None:
             self._set_time(float(t))
+
+
+    def returned_early(self, t):
+        """The running doStep stopped at an event located at ``t`` (FMI 3.0 early return:
+        fmi3DoStep answers earlyReturn and lastSuccessfulTime = t)."""
+        if self._returned_early is not None:
+            self._returned_early(float(t))
 
 
 # The loaders of every live instance.  Each extraction of an FMU is a library of its own with
@@ -126,14 +142,16 @@ def _loader_library(resources, model_identifier):
     loaded, so this is the master's own handle), or None."""
     if not resources or not sys.platform.startswith("linux"):
         return None
-    path = os.path.join(os.path.dirname(os.path.normpath(resources)), "binaries", "linux64",
-                        f"{model_identifier}.so")
-    try:
-        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)   # only if loaded
-        lib.embed_fmi2_set_status      # noqa: B018 - present only in our loader
-        return lib
-    except (OSError, AttributeError):
-        return None
+    for platform in ("linux64", "x86_64-linux"):          # FMI 2.0's folder, FMI 3.0's
+        path = os.path.join(os.path.dirname(os.path.normpath(resources)), "binaries", platform,
+                            f"{model_identifier}.so")
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)   # only if loaded
+            lib.embed_fmi2_set_status      # noqa: B018 - present only in our loader
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 def fmi2_call(kind, default=None):

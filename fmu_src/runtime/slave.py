@@ -358,7 +358,8 @@ class ScenarioSlave(Fmi2Slave):
             self._read_inputs()
             if self.ext is not None:
                 self.ext.before_step({n: getattr(self, n) for n in self._ext_inputs})
-            self.sim.advance(current_time + step_size)
+            early = self.sim.advance(current_time + step_size,
+                                     stop_at_event=self.loader.early_return_allowed)
             bc = self.sim.compiler
             while bc is not None and bc.errors:     # the stepping goes on without it
                 what, message, _ = bc.errors.pop(0)
@@ -377,6 +378,9 @@ class ScenarioSlave(Fmi2Slave):
             return True
         self._publish()
         self.t_comm = current_time + step_size
+        if early:           # FMI 3.0: the step ends at the event it located (fmi3_loader.c)
+            self.t_comm = self.sim.t
+            self.loader.returned_early(self.sim.t)
         self.fmi_state = State.STEP_COMPLETE
         return True
 
@@ -581,6 +585,7 @@ class ScenarioSlave(Fmi2Slave):
             fmu_state.apply(self, saved)
             raise CallError(f"the FMU state could not be restored ({type(exc).__name__}: "
                             f"{exc}); the instance is unchanged") from exc
+        self.loader.successful_until(self.t_comm)   # the restored time (and FMI 3.0's time)
 
     @classmethod
     def _fmu_state_to_bytes(cls, state):

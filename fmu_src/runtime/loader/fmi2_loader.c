@@ -28,27 +28,6 @@
 
 /* ---- instances ------------------------------------------------------------------------------ */
 
-typedef struct Saved {              /* an FMU state handed to the master (FMI 2.0 2.1.8) */
-    fmi2FMUstate inner;             /* pythonfmu's copy (a Python object) */
-    struct Saved *next;
-} Saved;
-
-typedef struct {
-    fmi2Component inner;
-    fmi2CallbackFunctions master;   /* the master's callbacks */
-    fmi2CallbackFunctions mine;     /* given to pythonfmu: our filter, with this as environment */
-    char *name;
-    int logging_on;
-    size_t ncat;
-    char **cats;
-    double last_ok_time;            /* fmi2LastSuccessfulTime */
-    int last_ok_set;                /* the slave set it during this call */
-    int override_status;            /* at least this status for the running call, or -1 */
-    int dead;                       /* pythonfmu answered fmi2Fatal: it destroyed its instance */
-    Saved *states;                  /* the states of this instance not freed yet */
-    char *alias;                    /* the resources link's folder (alias_if_needed), or NULL */
-} Inst;
-
 /* The instance whose call runs on this thread.  The slave's Python code runs on the thread of
  * the master's call and tells its status through the functions below, which find the instance
  * here: calls of different instances on different threads never see each other's. */
@@ -62,6 +41,18 @@ EXPORT void embed_fmi2_set_status(int status)
 EXPORT void embed_fmi2_set_last_successful_time(double t)
 {
     if (current) { current->last_ok_time = t; current->last_ok_set = 1; }
+}
+
+/* FMI 3.0 early return (fmi3_loader.c): whether the master allows the running instance's doStep
+ * to return at an event, and the slave's word that it did, at the event's located time t. */
+EXPORT int embed_fmi3_early_return_allowed(void)
+{
+    return current ? current->early_return_allowed : 0;
+}
+
+EXPORT void embed_fmi3_returned_early(double t)
+{
+    if (current) { current->returned_early = 1; current->early_time = t; }
 }
 
 /* The GUID this FMU was built with: the Python slave names its FMU states by it. */
@@ -149,28 +140,38 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String 
         say(functions, name, fmi2Error, "this FMU supports co-simulation only");
         return NULL;
     }
-    if (!guid || strcmp(guid, EMBED_GUID)) {
-        say(functions, name, fmi2Error, "fmi2Instantiate: GUID '%s' does not match this FMU's "
-            "modelDescription.xml (guid '%s'): a different FMU or version", guid ? guid : "(null)",
-            EMBED_GUID);
-        return NULL;
-    }
     char resources[PATH_MAX];
     if (!resource_folder(resource_uri, resources, sizeof resources, err, sizeof err)) {
         say(functions, name, fmi2Error, "fmi2Instantiate: %s", err);
         return NULL;
     }
+    return embed_instantiate(name, guid, resources, functions, visible, logging_on, 0);
+}
+
+Inst *embed_instantiate(fmi2String name, fmi2String guid, const char *folder,
+                        const fmi2CallbackFunctions *functions, fmi2Boolean visible,
+                        fmi2Boolean logging_on, int early_return)
+{
+    char err[8192] = "";
+    if (!guid || strcmp(guid, EMBED_GUID)) {
+        say(functions, name, fmi2Error, "instantiate: GUID '%s' does not match this FMU's "
+            "modelDescription.xml (guid or instantiationToken '%s'): a different FMU or version",
+            guid ? guid : "(null)", EMBED_GUID);
+        return NULL;
+    }
+    char resources[PATH_MAX];
+    snprintf(resources, sizeof resources, "%s", folder);
     char requirements[PATH_MAX + 32];
     snprintf(requirements, sizeof requirements, "%s/requirements.txt", resources);
     char *alias = NULL;
     if (!python_and_backend(requirements, err, sizeof err)
         || !alias_if_needed(resources, sizeof resources, &alias, err, sizeof err)) {
-        say(functions, name, fmi2Error, "fmi2Instantiate failed: %s", err);
+        say(functions, name, fmi2Error, "instantiate failed: %s", err);
         return NULL;
     }
     Inst *I = calloc(1, sizeof *I);
     if (!I || !(I->name = strdup(name))) {
-        say(functions, name, fmi2Error, "fmi2Instantiate: out of memory");
+        say(functions, name, fmi2Error, "instantiate: out of memory");
         free(I);
         remove_alias(alias);
         return NULL;
@@ -182,13 +183,15 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String 
     I->logging_on = logging_on;
     I->override_status = -1;
     I->alias = alias;
+    I->early_return_allowed = early_return;
     Inst *outer = current;
     current = I;
     /* pythonfmu is given the decoded folder, not the URI */
-    I->inner = B.Instantiate(name, type, guid, resources, &I->mine, visible, fmi2True);
+    I->inner = B.Instantiate(name, fmi2CoSimulation, guid, resources, &I->mine, visible,
+                             fmi2True);
     current = outer;
     if (!I->inner) {
-        say(functions, name, fmi2Error, "fmi2Instantiate failed in the Python interpreter %s "
+        say(functions, name, fmi2Error, "instantiate failed in the Python interpreter %s "
             "(see the message above)", started_python());
         remove_alias(I->alias);
         free(I->name);
@@ -388,6 +391,21 @@ EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *s)
 {
     BEGIN("fmi2FreeFMUstate");
     if (!s) END(refuse(I, "fmi2FreeFMUstate", "the FMUstate argument is NULL"));
+    /* fmusim 0.0.39 (FMISaveFMUStateToFile) passes the state itself, not its address: a live
+     * handle of this instance is never the address of a master's variable, so it is freed
+     * and noted in the debug log (a warning would make fmusim exit with status 1 after a
+     * correct run); the master's variable cannot be set to NULL */
+    Saved **self = find_state(I, (fmi2FMUstate)s);
+    if (self) {
+        Saved *w = *self;
+        *self = w->next;
+        fmi2Status r = status_of(I, B.FreeFMUstate(I->inner, &w->inner));
+        free(w);
+        filter_logger(I, NULL, fmi2OK, NULL, "fmi2FreeFMUstate: given the FMUstate "
+                      "instead of its address (FMI 2.0 2.1.8, FMI 3.0 2.2.6.4); it is freed, "
+                      "but the master's handle is not set to NULL");
+        END(r);
+    }
     if (!*s) END(fmi2OK);
     Saved **at = find_state(I, *s);
     if (!at) END(refuse(I, "fmi2FreeFMUstate", "*FMUstate " NOT_OURS));

@@ -1,5 +1,6 @@
 /* Shared by the loader's files (compiled together by fmu_src/build.py into the FMU's binary):
  *   fmi2_loader.c   the fmi2 functions: instances, argument checks, FMU states, status;
+ *   fmi3_loader.c   the fmi3 co-simulation functions, on top of the fmi2 ones (FMI 3.0 FMUs);
  *   python_env.c    the Python interpreter and pythonfmu's binary, loaded on first use;
  *   resource_uri.c  fmuResourceLocation (a file: URI) decoded to a folder. */
 #ifndef EMBED_LOADER_H
@@ -38,6 +39,39 @@ int python_and_backend(const char *requirements, char *err, size_t n);
 
 /* The interpreter started by python_and_backend, for messages ("of this process" if none). */
 const char *started_python(void);
+
+/* ---- instances (fmi2_loader.c) ------------------------------------------------------------ */
+
+typedef struct Saved {              /* an FMU state handed to the master (FMI 2.0 2.1.8) */
+    fmi2FMUstate inner;             /* pythonfmu's copy (a Python object) */
+    struct Saved *next;
+} Saved;
+
+typedef struct {
+    fmi2Component inner;
+    fmi2CallbackFunctions master;   /* the master's callbacks */
+    fmi2CallbackFunctions mine;     /* given to pythonfmu: our filter, with this as environment */
+    char *name;
+    int logging_on;
+    size_t ncat;
+    char **cats;
+    double last_ok_time;            /* fmi2LastSuccessfulTime */
+    int last_ok_set;                /* the slave set it during this call */
+    int override_status;            /* at least this status for the running call, or -1 */
+    int dead;                       /* pythonfmu answered fmi2Fatal: it destroyed its instance */
+    Saved *states;                  /* the states of this instance not freed yet */
+    char *alias;                    /* the resources link's folder (alias_if_needed), or NULL */
+    int early_return_allowed;       /* FMI 3.0: the master allows doStep to return at an event */
+    int returned_early;             /* the slave stopped the running doStep at an event ... */
+    double early_time;              /* ... located at this time */
+} Inst;
+
+/* An instance on the resources folder `resources` (decoded), as fmi2Instantiate makes it;
+ * early_return: the slave may stop a step at an event (fmi3InstantiateCoSimulation's
+ * earlyReturnAllowed).  NULL, with the reason logged through `functions`. */
+Inst *embed_instantiate(fmi2String name, fmi2String guid, const char *resources,
+                        const fmi2CallbackFunctions *functions, fmi2Boolean visible,
+                        fmi2Boolean logging_on, int early_return);
 
 /* ---- fmuResourceLocation (resource_uri.c) ------------------------------------------------- */
 
