@@ -12,8 +12,10 @@ from .base.errors import (CompilationError, ConstraintRankError, EmbedError, Eve
                      ImpactError, InputError, IntegrationError, ModelDefinitionError,
                      StateError, StepBudgetError, ZenoError)
 from .modes.formulations import Formulation
+from .model.joints import QuaternionJoint
 from .modes.library import ModeLibrary
 from .model.model import Model
+from .interface.feasibility import Feasible
 from .interface.scenario import Scenario, Start, Var, engine_outputs
 from .hybrid.simulator import Simulator
 from .interface.visuals import Arrow, Box, Curve, Cylinder, Segment, Sphere, Visuals
@@ -23,6 +25,7 @@ __all__ = [
     "holonomic", "motion", "ModeEquations", "embed", "partition", "EmbedError",
     "CompilationError", "ConstraintRankError", "EventLocationError", "ImpactError", "InputError",
     "IntegrationError", "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError",
-    "Model", "Scenario", "Start", "Var", "engine_outputs", "Simulator", "ModeLibrary",
-    "Formulation", "Visuals", "Segment", "Sphere", "Box", "Cylinder", "Curve", "Arrow",
+    "Model", "Feasible", "Scenario", "Start", "Var", "engine_outputs", "Simulator",
+    "ModeLibrary", "Formulation", "QuaternionJoint", "Visuals", "Segment", "Sphere", "Box",
+    "Cylinder", "Curve", "Arrow",
 ]

@@ -16,7 +16,8 @@ import sympy as sp
 from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBody,  # noqa: F401
                                      dynamicsymbols, inertia)
 
-from embed import Automaton, Guard, Jump, Mode, Model, Output, Scenario, Start, Var, motion
+from embed import (Automaton, Feasible, Guard, Jump, Mode, Model, Output, Scenario, Start, Var,
+                   motion)
 from embed import Arrow, Curve, Sphere, Visuals
 
 SLIDING, ROLLING = 1, 2
@@ -135,4 +136,6 @@ def build() -> Scenario:
     inputs = [Var("F_ext", 0.0, "force on the disk centre along the ramp (up positive)", "N"),
               Var("T_ext", 0.0, "torque on the disk about a3", "N.m")]
     return Scenario("disk_ramp", aut, parameters, inputs, visuals=visuals(model), start=start,
-                    positive=("m", "J", "r"), nonnegative=("mu", "g"))
+                    positive=("m", "J", "r"), nonnegative=("mu", "g"),
+                    feasible=[Feasible("the ramp pulls the disk (a tensile normal force: phi "
+                                       "beyond a quarter turn)", output="N")])

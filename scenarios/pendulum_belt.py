@@ -34,8 +34,8 @@ import math
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import (Arrow, Automaton, Curve, Guard, Jump, Mode, Model, Output, Scenario, Segment,
-                   Sphere, Start, Var, Visuals, holonomic)
+from embed import (Arrow, Automaton, Curve, Feasible, Guard, Jump, Mode, Model, Output, Scenario,
+                   Segment, Sphere, Start, Var, Visuals, holonomic)
 from embed.hybrid.impact import resolve
 
 FREE, SLIDING, STUCK = 1, 2, 3
@@ -197,7 +197,8 @@ def build() -> Scenario:
         Var("s2_start", -1.285, "belt coordinate (tip_x - v_b t) where the part of material 2 "
             "begins", "m"),
         Var("s2_end", -1.265, "belt coordinate where the part of material 2 ends", "m"),
-        Var("contact_law", 0.0, "0: Smith's law (the paper's), 1: Newton restitution + Coulomb", ""),
+        Var("contact_law", 0.0, "0: Smith's law (the paper's), 1: Newton restitution + Coulomb",
+            "", min=0.0, max=1.0),
     ]
     start = [Start("q1", -math.pi / 9, "initial angle of R1 from the vertical", "rad"),
              Start("q2", -4 * math.pi / 9, "initial angle of R2 from the vertical", "rad"),
@@ -213,4 +214,11 @@ def build() -> Scenario:
                     # impact step never waits for a compile
                     precompile=True,
                     positive=("l1", "l2", "m1", "m2", "g"),
-                    nonnegative=("e1", "mu_s1", "mu_d1", "e2", "mu_s2", "mu_d2"))
+                    nonnegative=("e1", "mu_s1", "mu_d1", "e2", "mu_s2", "mu_d2"),
+                    feasible=[
+                        Feasible("the tip starts inside the belt (below its surface y = -d)",
+                                 guard="strike"),
+                        Feasible("the belt pulls the tip (a tensile normal force in contact)",
+                                 guard="release"),
+                        Feasible("contact_law must be 0 (Smith) or 1 (Newton)",
+                                 params=lambda p: -abs(p["contact_law"] - round(p["contact_law"])))])

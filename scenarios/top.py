@@ -40,7 +40,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
-from embed import Automaton, Mode, Model, Output, Scenario, Var, holonomic
+from embed import Automaton, Feasible, Mode, Model, Output, Scenario, Var, holonomic
 from embed import Cylinder, Segment, Sphere, Visuals
 
 TOP = 1
@@ -187,4 +187,7 @@ def build(speeds="omega") -> Scenario:
                     mode_description="active mode: 1 top (both constraints)",
                     residual_description="largest residual of the active constraints (|Phi| and "
                     "|Phi_q qdot|)",
-                    positive=("m", "Jxx", "Jzz"), nonnegative=("g",))
+                    positive=("m", "Jxx", "Jzz"), nonnegative=("g",),
+                    feasible=[Feasible("Jzz must not exceed Jxx + Jyy = 2 Jxx (the triangle "
+                                       "inequality of a rigid body's principal moments)",
+                                       params=lambda p: 2 * p["Jxx"] - p["Jzz"])])

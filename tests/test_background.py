@@ -14,6 +14,7 @@ from scenarios import pendulum_chain
 def test_numeric_first_then_the_workers_symbolic_embedding():
     sc = pendulum_chain.build(4)
     bc = BackgroundCompiler("pendulum_chain", {"N": 4})
+    bc.real_time = True      # steps on without the answers (offline it would wait: issue 33)
     try:
         sim = sc.simulator(embedding="background", compiler=bc, params={"u_start": 1.0})
         ref = sc.simulator(embedding="numeric", params={"u_start": 1.0})

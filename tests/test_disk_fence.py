@@ -120,21 +120,26 @@ def test_a_quartic_fence_holds_on_the_symbolic_path():
     assert max(energy) - min(energy) <= 1e-9
 
 @pytest.mark.parametrize("second", ["arc", "curve"])
-def test_new_geometry_while_on_the_old_fence_switches_cleanly(second):
+def test_new_geometry_while_on_the_old_fence_is_refused(second):
+    """A new fence while the disk rolls on the old one would move the body (the projection
+    onto the new fence: 208 mm in one step, issue 33): refused, nothing changed."""
+    from scenarios.disk_fence.profile import GEOMETRY_ON_FENCE, GeometryError
     sim = SC.simulator()
     sim.advance(7.0)
     announce.announce_arc(sim, 10.0, 6.7)
     sim.advance(8.2)
     assert sim.mode == modes.ARC
-    if second == "arc":
-        announce.announce_arc(sim, 11.0, 6.7)
-        new = modes.ARC
-    else:
-        new = announce.announce(sim, FenceProfile.from_text("0.045*s**2"), 6.7).id
-    assert sim.mode == new and sim.events[-1][1] == "fence_switch"
-    assert sim.residual() <= 1e-9
+    before = (np.array(sim.x), dict(sim.discrete), len(sim.events))
+    with pytest.raises(GeometryError) as exc:
+        if second == "arc":
+            announce.announce_arc(sim, 11.0, 6.7)
+        else:
+            announce.announce(sim, FenceProfile.from_text("0.045*s**2"), 6.7)
+    assert exc.value.code == GEOMETRY_ON_FENCE and "rolls on the fence" in str(exc.value)
+    assert (sim.x == before[0]).all() and sim.discrete == before[1]
+    assert len(sim.events) == before[2] and sim.mode == modes.ARC
     sim.advance(8.5)
-    assert sim.mode in (new, modes.FREE) and sim.residual() <= 1e-9
+    assert sim.mode in (modes.ARC, modes.FREE) and sim.residual() <= 1e-9
 
 
 @pytest.mark.parametrize("text, same, where", [

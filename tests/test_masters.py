@@ -67,7 +67,8 @@ def test_master_agrees_with_fmpy(master, name, fmu_dir, fmpy_final, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["ball_bowl", "pendulum_chain", "pendulum_line", "slider_crank3",
-                                  "top", "pi_controller"])
+                                  "top", "pi_controller", "swing_bar", "kneed_walker", "biped7",
+                                  "metamorphic_palm"])
 def test_checker_finds_nothing_in_the_other_fmus(name, fmu_dir, tmp_path):
     proc, _ = masters.simulate("fmucheck", fmu_dir / f"{name}.fmu", tmp_path, stop=1.0)
     text = proc.stdout + proc.stderr

@@ -18,10 +18,15 @@ of what a worker is sent:
 
 One pair of workers serves every instance of a scenario in a process: each instance talks
 to it through a client of its own (``BackgroundCompiler.client``), whose requests carry its
-number and whose answers only it receives.  A worker that dies is replaced (both are
-started again: they share a pipe), every announcement is sent again and every request not
-answered yet re-sent; the clients are told through ``errors`` (the FMU logs them).  A
-request outstanding at two deaths is dropped with an error rather than sent a third time.
+number and whose answers only it receives.  A worker that dies, or that has work and has
+said nothing for ``deadline`` s (stopped, hung: issue 33), is replaced (both are killed and
+started again, they share a pipe; the start runs in a thread, off the stepping path), every
+announcement is sent again and every request not answered yet re-sent; the clients are told
+through ``errors`` (the FMU logs them).  A request outstanding at two deaths is dropped with
+an error rather than sent a third time.
+
+Offline runs (``real_time`` False, the default) are deterministic: a client ``wait``s for an
+answer the run needs instead of stepping on without it; a real-time master only steps faster.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import itertools
 import os
 import select
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -36,6 +42,8 @@ from pathlib import Path
 from .worker_pipe import WorkerPipe, frame, python_executable, worker_command
 
 MAX_DEATHS = 2             # a request outstanding when the workers died this often is dropped
+DEADLINE = 20.0            # s a worker with work may stay silent before it counts as hung
+START_DEADLINE = 60.0      # s a worker may take to build its model (imports, LLVM) and say ready
 
 
 class _Request:
@@ -73,7 +81,11 @@ class _Workers:
         self.restarts = 0
         self.closed = False
         self.instances = 0        # clients made by client() still alive
-        self._start()
+        self.deadline = DEADLINE
+        self._restarting = None   # the thread starting replacement workers
+        self._started = None      # what it made: (fast, slow) or the exception
+        self.fast, self.slow = self._start()
+        self.pipes = (self.fast, self.slow)
 
     def _start(self):
         # the newest folder holding embed/ that still exists (a master may delete the one an
@@ -85,14 +97,14 @@ class _Workers:
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
         r, w = os.pipe()          # fast -> slow, for what the fast worker prepares (Relay)
         try:
-            self.fast = WorkerPipe("fast", self.cmd + ["--peer-out", str(w)], env, root,
+            fast = WorkerPipe("fast", self.cmd + ["--peer-out", str(w)], env, root,
                               pass_fds=(w,))
-            self.slow = WorkerPipe("slow", self.cmd + ["--peer-in", str(r)], env, root,
+            slow = WorkerPipe("slow", self.cmd + ["--peer-in", str(r)], env, root,
                               pass_fds=(r,))
         finally:
             os.close(r)
             os.close(w)
-        self.pipes = (self.fast, self.slow)
+        return fast, slow
 
     # ----------------------------------------------------------------- clients
     def register(self, client):
@@ -102,7 +114,7 @@ class _Workers:
 
     @property
     def ready(self):
-        return self.fast.ready and self.slow.ready
+        return self._restarting is None and self.fast.ready and self.slow.ready
 
     def outstanding(self, cid):
         return sum(1 for r in self.pending.values() if r.client == cid)
@@ -111,20 +123,21 @@ class _Workers:
         rid = next(self._rids)
         data = frame((cid, rid, req, slot))
         rec = self.pending[rid] = _Request(rid, cid, pipe, data, what)
-        getattr(self, pipe).send(data)
+        if self._restarting is None:      # else sent with the others when they have started
+            getattr(self, pipe).send(data)
         return rec
 
     def announce(self, cid, req):
         data = frame((cid, None, req, None))
         self.history.append(data)
-        for p in self.pipes:
+        for p in self.pipes if self._restarting is None else ():
             p.send(data)
 
     # ----------------------------------------------------------------- polling
     def poll(self, max_frames):
         """Write what is queued, read what has arrived, decode at most ``max_frames`` answers
         (control frames not counted) and route them; restart dead workers."""
-        if self.closed:
+        if self.closed or (self._restarting is not None and not self._finish_restart()):
             return
         if not self.pending and self.ready and not (self.fast.busy or self.slow.busy):
             return                # nothing outstanding: no system call
@@ -141,6 +154,18 @@ class _Workers:
                 n += self._route(p, msg)
         if self.fast.dead or self.slow.dead:
             self._restart()
+        elif self.pending and (hung := self._hung(time.monotonic())):
+            self._restart(hung)
+
+    def _hung(self, now):
+        """The workers with work outstanding that have said nothing for ``deadline`` s
+        (``START_DEADLINE`` before they are ready): stopped or hung (issue 33)."""
+        expect = {"fast": False, "slow": False}
+        for rec in self.pending.values():
+            expect[rec.pipe] |= not rec.origin_done
+            expect["slow"] |= rec.relay_done < rec.relayed
+        return [p for p in self.pipes if expect[p.name] and now - p.heard > (
+            self.deadline if p.ready else max(self.deadline, START_DEADLINE))]
 
     def _route(self, pipe, msg):
         """Handle one answer; returns 1 if it was data (counted against max_frames)."""
@@ -163,6 +188,7 @@ class _Workers:
         if kind == "relayed":
             if rec is not None:
                 rec.relayed += body[1]
+                self.slow.heard = max(self.slow.heard, time.monotonic())   # work for it
             return 0
         if kind == "call" and rec is not None:
             rec.parts += 1
@@ -202,12 +228,17 @@ class _Workers:
             return (key, tuple(fns), meta)
         return None
 
-    def _restart(self):
-        """Both workers again (they share a pipe), every announcement and every request not
-        answered yet re-sent; each client is told."""
+    def _restart(self, hung=()):
+        """Both workers killed and started again (they share a pipe), in a thread: the
+        stepping goes on meanwhile (``poll`` finishes the restart when they are there)."""
         codes = {p.name: p.proc.poll() for p in self.pipes}
-        for p in self.pipes:
-            p.close(stop=False)
+        old = self.pipes
+        for p in old:
+            p.dead = True
+            try:
+                p.proc.kill()             # also a stopped (SIGSTOP) one
+            except OSError:
+                pass
         self.restarts += 1
         self._partial.clear()
         dropped = []
@@ -216,15 +247,43 @@ class _Workers:
             if rec.deaths >= MAX_DEATHS:
                 del self.pending[rid]
                 dropped.append(rec)
-        try:
-            self._start()
-        except Exception as exc:  # noqa: BLE001 - never into the step: say so, go on without
+        gone = ", ".join([f"the {p.name} worker (silent for more than {self.deadline:g} s with "
+                          "work outstanding: hung or stopped)" for p in hung]
+                         + [f"the {k} worker (exit status {v})" for k, v in codes.items()
+                            if v is not None]) or "a worker (its pipe closed)"
+        self._why = gone
+        for rec in dropped:           # told now: a client waiting for it stops waiting
+            client = self.clients.get(rec.client)
+            if client is not None:
+                client.errors.append((rec.what, "dropped: it was outstanding when the workers "
+                                      f"ended {rec.deaths} times", ""))
+
+        def start():
+            for p in old:
+                p.close(stop=False)
+            try:
+                self._started = self._start()
+            except Exception as exc:  # noqa: BLE001 - reported by _finish_restart
+                self._started = exc
+        self._restarting = threading.Thread(target=start, name="embed-worker-restart",
+                                            daemon=True)
+        self._restarting.start()
+
+    def _finish_restart(self):
+        """The restart's second half, once its thread is done: every announcement and every
+        request not answered yet re-sent, each client told.  Returns whether it is done."""
+        if self._restarting.is_alive():
+            return False
+        self._restarting, started = None, self._started
+        if isinstance(started, BaseException):
             self.closed = True
             for client in list(self.clients.values()):
                 client.errors.append(("background workers", f"could not start them again "
-                                      f"({type(exc).__name__}: {exc}); stepping on without "
-                                      "them", ""))
-            return
+                                      f"({type(started).__name__}: {started}); stepping on "
+                                      "without them", ""))
+            return False
+        self.fast, self.slow = started
+        self.pipes = started
         for data in self.history:
             for p in self.pipes:
                 p.send(data)
@@ -233,17 +292,25 @@ class _Workers:
             rec.origin_done, rec.relayed, rec.relay_done = False, 0, 0
             rec.skip, rec.parts = rec.parts, 0
             getattr(self, rec.pipe).send(rec.data)
-        gone = ", ".join(f"the {k} worker (exit status {v})" for k, v in codes.items()
-                         if v is not None) or "a worker (its pipe closed)"
-        msg = (f"{gone} ended; started both workers again (restart {self.restarts}) and re-sent "
-               f"{len(self.pending)} outstanding requests")
+        msg = (f"{self._why} ended; started both workers again (restart {self.restarts}) and "
+               f"re-sent {len(self.pending)} outstanding requests")
         for client in list(self.clients.values()):
             client.errors.append(("background workers", msg, ""))
-        for rec in dropped:
-            client = self.clients.get(rec.client)
-            if client is not None:
-                client.errors.append((rec.what, "dropped: it was outstanding when the workers "
-                                      f"ended {rec.deaths} times", ""))
+        return True
+
+    def wait(self, cid, timeout):
+        """Block until client ``cid`` has nothing outstanding (its answers routed to it), at
+        most ``timeout`` s; hung or dead workers are replaced on the way, and a request
+        outstanding at MAX_DEATHS of them dropped (an error).  Returns whether all came."""
+        end = time.monotonic() + timeout
+        while self.outstanding(cid) and not self.closed and time.monotonic() < end:
+            if self._restarting is not None:
+                self._restarting.join(0.01)
+            else:
+                select.select([p.fd_r for p in self.pipes if not p.dead],
+                              [p.fd_w for p in self.pipes if p.out and not p.dead], [], 0.01)
+            self.poll(max_frames=1 << 20)
+        return not self.outstanding(cid)
 
     def instance_gone(self):
         """A client made by ``client()`` was collected.  With none left and every folder the
@@ -256,6 +323,10 @@ class _Workers:
         if any(os.path.isdir(os.path.join(d, "embed")) for d in self.roots):
             return
         self.closed = True
+        if self._restarting is not None:
+            self._restarting.join()
+            if not isinstance(self._started, BaseException):
+                self.pipes = self._started
         for p in self.pipes:
             try:
                 p.proc.kill()
@@ -268,14 +339,19 @@ class _Workers:
     def wait_ready(self, timeout):
         deadline = time.monotonic() + timeout
         while not self.ready and not self.closed and time.monotonic() < deadline:
-            fds = [p.fd_r for p in self.pipes if not p.ready]
-            select.select(fds, [], [], 0.05)
+            fds = [p.fd_r for p in self.pipes if not p.ready and not p.dead]
+            select.select(fds, [], [], 0.05) if self._restarting is None else \
+                self._restarting.join(0.05)
             self.poll(max_frames=100)
         return self.ready
 
     def close(self):
         if not self.closed:
             self.closed = True
+            if self._restarting is not None:
+                self._restarting.join()
+                if not isinstance(self._started, BaseException):
+                    self.pipes = self._started
             for p in self.pipes:
                 p.close()
 
@@ -316,6 +392,23 @@ class BackgroundCompiler:
         self._extras = []
         self._rest = False
         self._closed = False
+        self.real_time = False    # True: never wait for an answer (the master keeps time)
+
+    @property
+    def deadline(self):
+        """Seconds a worker with work may stay silent before it is replaced as hung."""
+        return self._w.deadline
+
+    @deadline.setter
+    def deadline(self, seconds):
+        self._w.deadline = float(seconds)
+
+    def wait(self, timeout=None):
+        """Block until this client's requests are answered (``_Workers.wait``; default
+        bound: enough for every allowed restart).  Returns whether they all were."""
+        if timeout is None:
+            timeout = (MAX_DEATHS + 1) * (self._w.deadline + START_DEADLINE)
+        return self._w.wait(self.id, timeout)
 
     def client(self, root=None):
         """Another client of this pair of workers (an FMU instance of its own); ``root``: its

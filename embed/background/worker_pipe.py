@@ -16,6 +16,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 WRITE_BUDGET = 1 << 16     # bytes a poll writes to a worker at most (one pipe buffer)
@@ -118,8 +119,10 @@ class WorkerPipe:
         self.pos = 0                  # bytes of buf decoded already
         self.ready = False
         self.dead = False
+        self.heard = time.monotonic()   # the last bytes read from it, or work sent to it
 
     def send(self, data):
+        self.heard = time.monotonic()
         self.out.append(data)
         self.flush()
 
@@ -153,6 +156,7 @@ class WorkerPipe:
                 return
             self.buf += chunk
             budget -= len(chunk)
+            self.heard = time.monotonic()
 
     def has_frame(self):
         n = len(self.buf) - self.pos

@@ -22,6 +22,11 @@ class CompilationError(EmbedError):
     """A symbolic expression could not be compiled to a numeric function."""
 
 
+class SymbolicBudgetError(CompilationError):
+    """A mode's symbolic embedding outgrew its size budget (a closed spatial loop's D and E,
+    say): the mode runs on the numeric path instead (``embed.mode_compiler``)."""
+
+
 class IntegrationError(EmbedError):
     """The integrator produced a non-finite state or could not meet its tolerance."""
 

@@ -367,7 +367,7 @@ def check_outputs(scenario) -> list[Finding]:
     return found
 
 
-def check_scenario(scenario, params=None) -> list[Finding]:
+def check_scenario(scenario, params=None, embedding=None) -> list[Finding]:
     """Everything found wrong with ``scenario`` (an ``embed.Scenario``), errors first.
 
     The static checks read the automaton and the interface; if they find no error, a simulator
@@ -379,6 +379,9 @@ def check_scenario(scenario, params=None) -> list[Finding]:
     scenario : Scenario
     params : dict or None
         Parameter values other than the defaults.
+    embedding : str or None
+        The embedding path the modes are compiled on (default: the scenario's, its
+        background worker's symbolic one for "background": ``probe.probe_embedding``).
 
     Returns
     -------
@@ -392,5 +395,5 @@ def check_scenario(scenario, params=None) -> list[Finding]:
                              "maps probed: fix the errors above first"))
     else:
         from .probe import probe_modes
-        found += probe_modes(scenario, params)
+        found += probe_modes(scenario, params, embedding)
     return sorted(found, key=lambda f: f.level != "error")

@@ -76,9 +76,17 @@ def _and(names):
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
-def _start(scenario, params):
-    try:    # the symbolic path: every mode embedded (eq 11-16) and compiled here
-        return scenario.simulator(params, embedding="symbolic"), None
+def probe_embedding(scenario):
+    """The embedding path the checker runs ``scenario`` on: the numeric one if the scenario's
+    FMU runs numeric by default, else the symbolic one (a background scenario's worker embeds
+    its modes symbolically: they are embedded and compiled here)."""
+    return "numeric" if scenario.embedding == "numeric" else "symbolic"
+
+
+def _start(scenario, params, embedding=None):
+    embedding = embedding or probe_embedding(scenario)
+    try:    # every mode embedded (eq 11-16) and compiled here, on the scenario's path
+        return scenario.simulator(params, embedding=embedding), None
     except ModelDefinitionError as exc:
         return None, Finding("error", "initial", f"the simulator could not start: {exc}")
     except Exception as exc:  # noqa: BLE001 - everything else: reported, never raised
@@ -86,13 +94,18 @@ def _start(scenario, params):
                              f"defaults: {type(exc).__name__}: {exc}")
 
 
-def _enter(sim, mode, start, u=None):
-    """Enter ``mode`` from the start state (with the speeds ``u`` if given); a Finding when it
+def _enter(sim, mode, start, u=None, jump=None):
+    """Enter ``mode`` from the state ``start`` (with the speeds ``u`` if given), through
+    ``jump`` (a reset map's jump into it, probed at ``start``: its coordinates, speeds and
+    discrete values, consistent with the mode's constraints) if given; a Finding when it
     cannot be, else None."""
     sim.set_state(start)
     names = tuple(sorted(mode.constraints))
+    q, discrete = (None, {}) if jump is None else (jump.q, dict(jump.discrete or {}))
+    if u is None and jump is not None:
+        u = jump.u
     try:
-        sim.jump_to(mode.id, u=u, label="check")
+        sim.jump_to(mode.id, q=q, u=u, label="check", **discrete)
     except ModelDefinitionError as exc:
         return Finding("error", mode_label(mode),
                        f"{mode_label(mode)} cannot be entered: {exc}")
@@ -138,9 +151,10 @@ def _probe(sim, mode, kind, guard):
                              f"consistent state of the mode: {type(exc).__name__}: {exc}")
 
 
-def _probe_guard(sim, mode, states, guard, zeno):
+def _probe_guard(sim, mode, states, guard, zeno, jumps):
     """Probe ``guard``'s reset maps at each of the mode's ``states``: its first error, else a
-    warning if no probe went through, else None."""
+    warning if no probe went through, else None.  Each jump into a mode not seen in ``jumps``
+    yet is kept there with the state it was probed at (mode id -> (state, jump))."""
     warnings = []
     for state in states:
         for kind in ("transition", "zeno"):
@@ -151,8 +165,10 @@ def _probe_guard(sim, mode, states, guard, zeno):
             if problem is not None and problem.level == "error":
                 return problem
             warnings += [problem] if problem else []
-            if jump is None or not any(j.impact for j in (
-                    jump if isinstance(jump, (list, tuple)) else [jump])):
+            listed = list(jump) if isinstance(jump, (list, tuple)) else [jump]
+            if listed and listed[0] is not None:     # the first jump leaves this state
+                jumps.setdefault(listed[0].mode, (state, listed[0]))
+            if jump is None or not any(j.impact for j in listed):
                 break
     return warnings[0] if len(warnings) == len(states) else None
 
@@ -166,38 +182,51 @@ def _speeds(sim, seed=SEED):
     return [None] + [u0 + scale * rng.standard_normal(len(u0)) for _ in range(PROBES - 1)]
 
 
-def probe_modes(scenario, params=None) -> list[Finding]:
+def probe_modes(scenario, params=None, embedding=None) -> list[Finding]:
     """Start a simulator from the defaults, enter and compile every mode, check its
     constraints' rank and probe its guards' reset maps at a few consistent states (module
     docstring).
+
+    The modes are visited from the start mode on, each entered through the first probed
+    reset map that jumps into it (with that jump's coordinates, speeds and discrete
+    variables: a lock's held angle set to the angle at the lock, say), a mode no probed jump
+    reaches from the start state with the discrete variables' initial values.
 
     Parameters
     ----------
     scenario : Scenario
     params : dict or None
         Parameter values other than the defaults.
+    embedding : str or None
+        The embedding path (default ``probe_embedding(scenario)``).
 
     Returns
     -------
     list of Finding
     """
-    sim, failed = _start(scenario, params)
+    sim, failed = _start(scenario, params, embedding)
     if failed:
         return [failed]
     found = []
     start = sim.get_state()
     aut = sim.automaton
     speeds = _speeds(sim)
-    for mode in list(aut.modes.values()):
-        problem = _enter(sim, mode, start)
+    jumps = {}                        # mode id -> (state, jump) of a probed jump into it
+    todo = sorted(aut.modes.values(), key=lambda md: md.id != sim.mode)
+    while todo:
+        reached = [md for md in todo if md.id in jumps]
+        mode = reached[0] if reached else todo[0]
+        todo.remove(mode)
+        source, jump = jumps.get(mode.id, (start, None))
+        problem = _enter(sim, mode, source, jump=jump)
         if problem is not None:
             found.append(problem)
             continue
         states = [sim.get_state()]
         for u in speeds[1:]:
-            if _enter(sim, mode, start, u) is None:
+            if _enter(sim, mode, source, u, jump) is None:
                 states.append(sim.get_state())
         for g in mode.guards:
-            problem = _probe_guard(sim, mode, states, g.name, aut.zeno is not None)
+            problem = _probe_guard(sim, mode, states, g.name, aut.zeno is not None, jumps)
             found += [problem] if problem else []
     return found

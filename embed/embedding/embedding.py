@@ -20,8 +20,8 @@ import numpy as np
 from scipy.linalg.lapack import dgeqp3, dgesv
 import symengine as se
 
-from ..model.constraints import ConstraintSet
-from ..base.errors import ConstraintRankError, ModelDefinitionError
+from ..model.constraints import ConstraintSet, block_inverse
+from ..base.errors import ConstraintRankError, ModelDefinitionError, SymbolicBudgetError
 from ..model.model import TIME, Model, to_symengine
 
 RANK_TOL = 1e-10
@@ -117,6 +117,24 @@ def kappa(B_num: np.ndarray, dep, B1inv=None) -> float:
     return float(nB * np.abs(B1inv).sum(axis=0).max())
 
 
+EMBED_NODES = 50000   # expression nodes of D and E beyond which a mode is not embedded
+                      # symbolically (a 40-link chain's: about 4000; the spherical five-bar's
+                      # loop: more than 10^7, whose derivatives took over 60 s)
+
+
+def tree_size(exprs, cap):
+    """Nodes of the expression trees ``exprs`` (shared subexpressions counted each time they
+    occur, as differentiation and ``count_ops`` meet them), counted up to ``cap`` + 1 at most:
+    the walk stops there, so its cost is bounded whatever the size."""
+    n, stack = 0, list(exprs)
+    while stack:
+        n += 1
+        if n > cap:
+            return n
+        stack.extend(stack.pop().args)
+    return n
+
+
 @dataclass
 class Embedding:
     """D, E and the dependent speeds and accelerations for one constraint set and partition
@@ -185,7 +203,7 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
             raise ConstraintRankError(
                 f"the dependent block of B for {list(cset.key)} with dependent speeds "
                 f"{[str(model.u[j]) for j in dep]} is singular everywhere; choose others")
-        B1inv = B1.inv()
+        B1inv = block_inverse(B1)
         D = (-B1inv * Bi).applyfunc(_expand_if_safe)          # eq 12
         E = (-B1inv * C).applyfunc(_expand_if_safe)
         udep = _mv(D, u_ind) + E
@@ -196,6 +214,12 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
             return sum((se.diff(e, qi) * qd for qi, qd in zip(model.q, qdot)),
                        se.diff(e, TIME))
 
+        if tree_size(list(D) + list(E), EMBED_NODES) > EMBED_NODES:
+            raise SymbolicBudgetError(
+                f"model {model.name!r}: D and E of the constraints {list(cset.key)} with "
+                f"dependent speeds {[str(model.u[j]) for j in dep]} exceed {EMBED_NODES} "
+                "expression nodes (a closed spatial loop, say): their derivatives (eq 12) would "
+                "take minutes; this mode runs on the numeric path")
         Dd = D.applyfunc(ddt)
         Ed = E.applyfunc(ddt)
         g = _mv(Dd, u_ind) + Ed
@@ -220,6 +244,19 @@ def _expand_if_safe(e):
            and abs(int(p.args[1])) >= 2 for p in e.atoms(se.Pow)):
         return e
     return se.expand(e)
+
+
+def _ops_within(exprs, budget):
+    """``se.count_ops(*exprs) <= budget``, decided without counting a huge tree: every
+    operation node has at most two children per operation counted (k - 1 for a sum or product
+    of k terms, 1 for a power or a function), so count_ops >= (nodes - len(exprs)) / 2 and a
+    tree of more than 2 budget + len(exprs) nodes is over budget (``tree_size`` stops there).
+    count_ops walks the trees without sharing: on a closed spherical loop's S it ran for
+    600 s."""
+    cap = 2 * budget + len(exprs)
+    if tree_size(exprs, cap) > cap:
+        return False
+    return se.count_ops(*exprs) <= budget
 
 
 def _mv(A, v):
@@ -285,7 +322,7 @@ class ModeEquations:
         self.qdot = [e.subs(emb.u_sub) if emb.u_sub else e for e in model.qdot]
         self.solution = None
         self.udot_ind = None
-        if len(self.z) <= EXPLICIT_MAX and se.count_ops(*self.S, *self.s) <= explicit_ops:
+        if len(self.z) <= EXPLICIT_MAX and _ops_within([*self.S, *self.s], explicit_ops):
             self.solution = _solve_blocks(self.S, self.s, len(ud_ind), len(ud_ind), coupled)
             zs = dict(zip(self.z, self.solution))
             self.udot_ind = self.solution[:len(ud_ind)]                  # eq 16

@@ -13,6 +13,8 @@ manifold from any distance (a switch rehearsed at ``Simulator.prepare``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.linalg.lapack import dgesv
 
@@ -87,7 +89,13 @@ class Projection:
             recharts += 1
         n = len(q)
         it = 0
-        while max_abs(r) > PHI_TOL:
+        while not max_abs(r) <= PHI_TOL:           # (a NaN residual is not converged)
+            if not all(map(math.isfinite, r.tolist())):
+                raise IntegrationError(
+                    f"configuration constraints {[ct.name for ct in self.holonomic]} are not "
+                    f"finite at t = {t:.9g} s after {it} Newton steps from the configuration "
+                    "given: no configuration satisfies them near it (a discrete variable they "
+                    "hold, or a reset's coordinates, inconsistent with the others?)")
             if it == MAX_ITERATIONS:
                 raise IntegrationError(
                     f"configuration constraints {[ct.name for ct in self.holonomic]} not "

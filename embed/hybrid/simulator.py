@@ -388,7 +388,14 @@ class Simulator(RunState):
             Discrete variables set by the reset.
         """
         before = self.state.mode
-        switching.apply(self, Jump(mode, discrete, q=q, u=u))
+        saved = state_mod.checkpoint(self.state, self.integrator)
+        try:
+            switching.apply(self, Jump(mode, discrete, q=q, u=u))
+        except EmbedError:        # nothing entered: the state before the reset is kept
+            state_mod.rollback(self.state, self.integrator, saved)
+            self._sync_discrete()
+            self._dirty = True
+            raise
         switching.record(self, label, before)
 
     def set_constraints(self, names, label: str = "constraints") -> None:
@@ -427,7 +434,7 @@ class Simulator(RunState):
         self._sync_discrete()
         self._dirty = True
 
-    def advance(self, t_end):
+    def advance(self, t_end, stop_at_event=False):
         """Integrate to t_end, handling every event on the way, in time order.  Any EmbedError
         on the way rolls back to the state at the call (the last good state) and is raised.
 
@@ -435,6 +442,15 @@ class Simulator(RunState):
         ----------
         t_end : float
             Finite, not before the current time (s).
+        stop_at_event : bool
+            Return at the first event located before t_end, once it (and every condition its
+            reset map leaves due) is handled: the state is the event's right limit at its
+            located time (FMI 3.0 early return, fmu_src/runtime/loader/fmi3_loader.c).
+
+        Returns
+        -------
+        bool
+            Whether it stopped at an event before t_end (only with ``stop_at_event``).
 
         Raises
         ------
@@ -457,14 +473,15 @@ class Simulator(RunState):
                 "h_max (the state is kept)")
         self._checkpoint = state_mod.checkpoint(st, self.integrator)
         try:
-            self._advance(t_end)
+            early = self._advance(t_end, stop_at_event)
         except EmbedError:
             self.rollback()
             self._checkpoint = None   # rolled back: the current state is the last good one
             raise
         self._checkpoint = None       # the last good state is this one
+        return early
 
-    def _advance(self, t_end):
+    def _advance(self, t_end, stop_at_event=False):
         st = self           # the running state's fields are this object's
         if self.compiler is not None:
             self.poll_background()
@@ -519,6 +536,9 @@ class Simulator(RunState):
             while (gi := due(st.mon[st.compiled_mode.sl_guards], st.armed, st.enabled,
                              -PROBE_G)) is not None:
                 switching.handle(self, gi)
+            if stop_at_event and t_end - st.t > EVENT_TOL:
+                return True
+        return False
 
     # ------------------------------------------------------------------ state
     def get_state(self) -> dict:

@@ -12,6 +12,7 @@ constraints and re-selecting the independent speeds as the dependent block of B 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..model.automaton import Jump
 from ..check.check import reset_map
 from ..model.context import Context
 from ..embedding.embedding import partition
-from ..base.errors import ZenoError
+from ..base.errors import IntegrationError, ZenoError
 from .events import EVENT_TOL, LEVEL, PROBE
 from ..base.errors import InputError
 from .projection import PHI_TOL, Projection, max_abs, nearest_on_manifold, on_manifold
@@ -159,6 +160,14 @@ def apply(sim, jump: Jump):
     else:
         st.x = x if fast else np.concatenate((q, u[list(compiled.ind)]))
         st.mon = compiled.monitors(st.t, st.x, st.pvec)
+    n = sim.model.n
+    if not all(map(math.isfinite, st.x.tolist() + st.mon[:n].tolist())):   # q, every speed
+        raise IntegrationError(
+            f"entering mode {jump.mode} ({mode.name!r}) with the constraints {list(st.active)} "
+            f"and the discrete variables {st.discrete}: the state is not finite (q = "
+            f"{st.x[:n].tolist()}, speeds {st.mon[:n].tolist()}); the "
+            "reset's coordinates, speeds or discrete variables are inconsistent with the "
+            "mode's constraints")
     st.kappa0 = float(st.mon[compiled.i_kappa])
     st.enabled = tuple(g.enabled is None or bool(g.enabled(st.discrete)) for g in mode.guards)
     st.armed = events.arm(st.mon[compiled.sl_guards].tolist(), lambda: guards_later(sim))

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..model.automaton import SIM_ATTRIBUTES, Automaton
 from ..base.errors import ModelDefinitionError
+from .feasibility import check_parameters, check_state
 from ..modes.library import ModeLibrary
 from ..hybrid.simulator import Simulator
 
@@ -151,6 +152,9 @@ class Scenario:
         (``Simulator``'s option: full-state formulations only).
     visuals : embed.interface.visuals.Visuals, optional
         The shapes ``embed-fmu animate`` draws (None: the bodies' points).
+    feasible : sequence of embed.interface.feasibility.Feasible
+        What the model's physics asks of a start, a restored state and the parameters
+        (``check_feasible``; issue 33).
     """
 
     name: str
@@ -176,6 +180,7 @@ class Scenario:
     residual_description: str = RESIDUAL    # of the generated ``constraint_residual``
     consistent_start: bool = True           # correct an inconsistent start (docs/design.md)
     visuals: object = None     # embed.interface.visuals.Visuals: how ``embed-fmu animate`` draws the run
+    feasible: Sequence = ()                 # [Feasible]: checked at start and restore
 
     def __repr__(self):
         # the generated repr would print the automaton, the model and the compiled modes,
@@ -265,6 +270,7 @@ class Scenario:
         Simulators of one scenario share its mode library per embedding path
         (``ModeLibrary.of``).  ``consistent_start``: None takes the scenario's."""
         p = {**self.defaults(), **(params or {})}
+        check_parameters(self.feasible, p, self.name)
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
                         library=ModeLibrary.of(self.automaton, embedding), embedding=embedding,
                         compiler=compiler,
@@ -279,7 +285,13 @@ class Scenario:
         sim.set_inputs({**start, **(inputs or {})})
         q0, u0 = self.initial_state(p)
         sim.start(t0, q0, u0)
+        self.check_feasible(sim)
         return sim
+
+    def check_feasible(self, sim):
+        """InputError naming the value unless the simulator's state (a start, a restored
+        state) meets the scenario's ``feasible`` conditions (``embed.feasibility``)."""
+        check_state(self.feasible, sim, self.name)
 
 
 def start_parameters(names: Sequence[str], start: Sequence[Start] = ()) -> list:

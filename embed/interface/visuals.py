@@ -126,7 +126,7 @@ class Visuals:
 
     def __post_init__(self):
         if self.dim not in (2, 3):
-            from .errors import ModelDefinitionError
+            from ..base.errors import ModelDefinitionError
             raise ModelDefinitionError(f"Visuals(dim={self.dim!r}): give 2 or 3")
         object.__setattr__(self, "items", tuple(self.items))
         object.__setattr__(self, "points", dict(self.points))
@@ -141,7 +141,7 @@ def place(p, frame, origin=None, dim=3) -> list:
     """
     from sympy.physics.vector import Point, Vector
 
-    from .errors import ModelDefinitionError
+    from ..base.errors import ModelDefinitionError
 
     if isinstance(p, Point):
         if origin is None:

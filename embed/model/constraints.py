@@ -105,3 +105,30 @@ class ConstraintSet:
 
     def C(self):
         return se.DenseMatrix([[c.C] for c in self.items]) if self.items else None
+
+
+ADJUGATE_MAX = 4      # dependent blocks up to which B1^-1 = adj(B1) / det(B1)
+
+
+def block_inverse(B1):
+    """B1^-1 without pivots chosen by symbolic form: symengine's LU inverse divides by B1[0, 0]
+    if it is not zero symbolically, though it may vanish on the constraint manifold (a loop
+    closure's x row has d/d theta = -y of its end, 0 wherever the loop is closed: the LU
+    inverse then lost every digit, speeds of 1e15 at a state where cond(B1) = 2).  The
+    cofactors (minors up to 3 x 3: symengine's det is division-free there, not beyond) and the
+    determinant by Laplace's expansion along them only divide by det(B1),
+    which the partition keeps away from 0 (eq 11); larger blocks keep the LU inverse."""
+    m = B1.nrows()
+    if m > ADJUGATE_MAX:
+        return B1.inv()
+    if m == 1:
+        return se.DenseMatrix([[1 / B1[0, 0]]])
+    adj = se.zeros(m, m)
+    for i in range(m):
+        for j in range(m):
+            minor = se.DenseMatrix(B1)
+            minor.row_del(j)
+            minor.col_del(i)
+            adj[i, j] = (-1) ** (i + j) * minor.det()     # minors up to 3 x 3: no division
+    det = sum((B1[0, j] * adj[j, 0] for j in range(m)), se.Integer(0))   # Laplace, row 0
+    return adj / det

@@ -96,6 +96,8 @@ class Model:
         self.params = [se.Symbol(str(p)) for p in params]
         self.inputs = [se.Symbol(str(p)) for p in inputs]
         self.n = n
+        self.constraints = {}      # by name: those of a System (from_system)
+        self.joints = ()
         known = set(self.q) | set(self.u) | set(self.ud) | set(self.forces) \
             | set(self.params) | set(self.inputs) | {TIME}
         for i, e in enumerate(self.Fr + self.Frstar + self.aux + self.qdot):
@@ -109,6 +111,16 @@ class Model:
             if not any(e.has(f) for e in self.Fr + self.aux):
                 raise ModelDefinitionError(
                     f"model {name!r}: force symbol {f} appears in no load; remove it or apply it")
+
+    @classmethod
+    def from_system(cls, system, *, params=(), inputs=(), forces=(), constraint_names=None,
+                    name="model"):
+        """The model of a sympy.physics.mechanics ``System`` of bodies and joints, each joint's
+        own speeds kept; its constraints (loop closures, ``QuaternionJoint`` normalizations,
+        nonholonomic constraints) in ``model.constraints`` by name (``embed.joints``)."""
+        from .joints import model_from_system
+        return model_from_system(cls, system, params=params, inputs=inputs, forces=forces,
+                                 constraint_names=constraint_names, name=name)
 
     def linear_terms(self):
         """The model's equations as ``LinearTerms`` (b + A_u udot + A_f f), read once and kept."""

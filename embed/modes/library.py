@@ -32,13 +32,16 @@ class ModeLibrary:
     """Typed caches of compiled modes and terms, shared by the simulators of one scenario."""
 
     __slots__ = ("modes", "numeric_modes", "terms_programs", "embeddings", "constraint_terms",
-                 "entry", "sets", "expressions", "submitted", "terms", "_own")
+                 "entry", "sets", "expressions", "submitted", "terms", "_own", "over_budget")
 
     def __init__(self):
         self.modes, self.numeric_modes, self.embeddings = {}, {}, {}
         self.terms_programs = {}  # (mode id, active) -> TermsProgramMode (any partition) or None
         self.constraint_terms, self.entry, self.expressions, self.submitted = {}, {}, {}, {}
         self.sets = {}          # active constraints -> (rows, Projection, watch)
+        # active constraints -> why their symbolic embedding was given up (SymbolicBudgetError):
+        # their modes run on the numeric path, and no partition of them is embedded again
+        self.over_budget = {}
         self.terms = None       # the unconstrained terms (``NumericTerms``), once compiled
         self._own = {}          # a scenario's own shared objects (``shared``)
 

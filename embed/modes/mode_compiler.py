@@ -17,7 +17,7 @@ import numpy as np
 
 from .compile import make_mode
 from ..embedding.embedding import EXPLICIT_OPS_OFFLINE
-from ..base.errors import CompilationError, ConstraintRankError
+from ..base.errors import CompilationError, ConstraintRankError, SymbolicBudgetError
 from .formulations import Formulation, FullStateMode
 from ..model.constraints import moving_B
 from ..codegen.native import OPT_RUN
@@ -212,7 +212,8 @@ class ModeCompiler:
         if self.formulation.full_state:
             return self.full_state(mode, active, key)
         compiled = library.mode(key)
-        if compiled is None and (self.embedding != "symbolic" or reselect):
+        if compiled is None and (self.embedding != "symbolic" or reselect
+                                 or active in library.over_budget):
             compiled = library.numeric_modes.get(key)     # entered before: nothing to make
         if compiled is not None:
             return compiled
@@ -226,14 +227,25 @@ class ModeCompiler:
         # elsewhere) has nothing to embed symbolically: its modes come ready-made (a family's
         # embedding) or run on the numeric path
         stub = any(not forms.automaton.constraints[c].B for c in active)
-        if self.embedding == "symbolic" and not stub:
-            compiled = library.install(key, make_mode(forms.mode_parts(key), key))
-            if self._wants_program(active):   # its re-selections: prepared now, not in a step
-                self.terms_mode(mode_id, active, dep, build=True)
-        elif self.starting and self.embedding == "background" and not stub:
+        symbolic = (not stub and active not in library.over_budget
+                    and (self.embedding == "symbolic"
+                         or (self.starting and self.embedding == "background")))
+        if symbolic:
             # the first mode of a background simulator is compiled at set-up, with LLVM (a
             # numeric simulator's stays numeric: the path asked for, on re-entry too)
-            compiled = library.install(key, make_mode(forms.mode_parts(key), key, backend="llvm"))
+            try:
+                parts = forms.mode_parts(key)
+            except SymbolicBudgetError as exc:      # too large to embed: the numeric path,
+                library.over_budget[active] = str(exc)   # for every partition of the set
+                symbolic = False
+                if self._wants_program(active):
+                    prepared = self.terms_mode(mode_id, active, dep, build=True)
+        if symbolic and self.embedding == "symbolic":
+            compiled = library.install(key, make_mode(parts, key))
+            if self._wants_program(active):   # its re-selections: prepared now, not in a step
+                self.terms_mode(mode_id, active, dep, build=True)
+        elif symbolic:
+            compiled = library.install(key, make_mode(parts, key, backend="llvm"))
         else:
             compiled = library.numeric_modes.get(key) or prepared
             if compiled is None:
@@ -246,10 +258,17 @@ class ModeCompiler:
             # one compiled call a step already, as fast as the symbolic path's: asking for its
             # partitions would only take the stepping process's core from it (a 1 kHz loop)
             if (self.embedding == "background" and not stub
+                    and active not in library.over_budget
                     and not isinstance(compiled, TermsProgramMode)
                     and key not in library.submitted):
                 library.submitted[key] = time.perf_counter()
                 self.compiler.submit(key, rhs=self.uses_rhs)
+                if not getattr(self.compiler, "real_time", False):
+                    # offline: the worker's answer taken now, whatever the master's pace, so
+                    # that the run is the same bits paced or not (issue 33)
+                    self.compiler.wait()
+                    self.poll_background()
+                    compiled = library.mode(key) or compiled
         self.embed_times.append(time.perf_counter() - t0)
         return compiled
 
@@ -284,6 +303,9 @@ class ModeCompiler:
                         self.forms.mode_parts(key, EXPLICIT_OPS_OFFLINE), key, backend="llvm"))
                 except ConstraintRankError:
                     continue          # this choice is singular everywhere
+                except SymbolicBudgetError as exc:   # too large: runs on the numeric path
+                    self.library.over_budget[active] = str(exc)
+                    break
 
     def poll_background(self, current=None):
         """Take the background worker's finished compiles into the library.

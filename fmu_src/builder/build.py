@@ -5,17 +5,17 @@ imports) and the one model it is built from, with the modules that model imports
 scenario, and none of the build-time tools (``contents``).  Each build renames its packages
 to embed<tag>, scenarios<tag> and fmu_src<tag> (``namespaced``), so FMUs of different
 models and of different versions of the project run side by side in one process.  The FMU's
-binary is the C loader fmu_src/runtime/loader/fmi2_loader.c, compiled here, in front of pythonfmu's;
-resources/requirements.txt names the Python packages the interpreter must provide.
+binary is the C loader fmu_src/runtime/loader/*.c, compiled here, in front of pythonfmu's;
+resources/requirements.txt names the Python packages the interpreter must provide.  The same
+binary speaks FMI 2.0 and FMI 3.0 co-simulation: an FMI 3.0 FMU (``fmi=(3,)``) is the FMI 2.0
+one with its binaries under x86_64-linux/ and an FMI 3.0 modelDescription.xml (``as_fmi3``).
 """
 
 from __future__ import annotations
 
 import ast
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +26,8 @@ from xml.etree import ElementTree
 
 from embed.base.errors import ModelDefinitionError
 from fmu_src.builder.describe import describe
+from fmu_src.builder.binary import compile_loader, install_loader
+from fmu_src.builder.describe3 import as_fmi3, time_reference
 from fmu_src.builder.source import ModelSource, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +35,6 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNTIME_PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite")
 DISTRIBUTION = "embed-fmu"
 PACKAGES = ("embed", "scenarios", "fmu_src")
-LOADER = ROOT / "fmu_src" / "runtime" / "loader" / "fmi2_loader.c"
 
 # DefaultExperiment (stop time, communication step in s): the span that shows each story
 EXPERIMENTS = {"disk_ramp": (8.0, 0.01), "pendulum_belt": (8.0, 0.01), "disk_fence": (8.0, 0.01),
@@ -258,50 +259,6 @@ def model_modules(src: ModelSource) -> list:
         ".__init__") for f in src.path.rglob("*.py") if "__pycache__" not in f.parts]
 
 
-def _c_string(text: str) -> str:
-    return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def compile_loader(dest: Path, guid: str, python: str = "") -> Path:
-    """Compile the FMU's binary (fmu_src/runtime/loader/fmi2_loader.c) with the machine's C compiler;
-    it accepts `guid` only, and loads `python` when EMBED_PYTHON is not set (default: python3)."""
-    import fmpy
-
-    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
-    if not cc:
-        raise SystemExit("building an FMU needs a C compiler (gcc or cc) for the FMU's binary")
-    headers = Path(fmpy.__file__).parent / "c-code"
-    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wno-format-truncation",
-                    "-I", str(headers),
-                    "-DEMBED_BUILD_PYTHON=" + _c_string(python), "-DEMBED_GUID=" + _c_string(guid),
-                    "-o", str(dest), str(LOADER), "-ldl", "-lpthread"], check=True)
-    return dest
-
-
-def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> None:
-    """Put the loader in as binaries/linux64/<identifier>.so and pythonfmu's binary beside it
-    as <identifier>_pythonfmu.so (the loader dlopens it); `replace` maps names to new bytes.
-    pythonfmu's stock binaries of other platforms are dropped: the loader is Linux-only, and
-    an FMU must not claim a platform it was never run on."""
-    replace = replace or {}
-    ours = f"binaries/linux64/{identifier}.so"
-    tmp = fmu.with_suffix(".tmp")
-    with zipfile.ZipFile(fmu) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
-        for item in src.infolist():
-            data = src.read(item)
-            if item.filename.startswith("binaries/") and \
-                    not item.filename.startswith("binaries/linux64/"):
-                continue
-            if item.filename == ours:
-                dst.writestr(f"binaries/linux64/{identifier}_pythonfmu.so", data)
-            elif item.filename in replace:
-                dst.writestr(item, replace[item.filename])
-            else:
-                dst.writestr(item, data)
-        dst.write(loader, ours)
-    tmp.replace(fmu)
-
-
 def _pythonfmu_builder():
     """pythonfmu's FmuBuilder from its installation.  A process that has stepped one of these
     FMUs in process (fmpy) imported pythonfmu from that FMU's resources, which lack its
@@ -321,7 +278,7 @@ def _pythonfmu_builder():
     return FmuBuilder
 
 
-def build(model, out: Path, options=None, python: str = "", log=progress) -> Path:
+def build(model, out: Path, options=None, python: str = "", log=progress, fmi=(2,)):
     """Build the FMU of ``model`` into ``out``.
 
     Parameters
@@ -337,11 +294,17 @@ def build(model, out: Path, options=None, python: str = "", log=progress) -> Pat
         the interpreter the FMU's loader starts in a process without one (default: python3).
     log : callable
         log(message): progress.
+    fmi : tuple of int
+        the FMI versions to write: (2,) ``<id>.fmu`` (FMI 2.0), (3,) ``<id>.fmu`` (FMI 3.0),
+        (2, 3) both, the FMI 3.0 one as ``<id>_fmi3.fmu``.
 
     Returns
     -------
-    Path of the FMU.
+    Path of the FMU, or with several versions a tuple of Paths in the order of ``fmi``.
     """
+    fmi = tuple(int(v) for v in fmi)
+    if not fmi or set(fmi) - {2, 3} or len(set(fmi)) != len(fmi):
+        raise ModelDefinitionError(f"fmi = {fmi!r}: give FMI versions 2 and/or 3, each once")
     FmuBuilder = _pythonfmu_builder()
     if isinstance(model, str) and model not in OTHERS:
         model = resolve(model)
@@ -394,7 +357,12 @@ def build(model, out: Path, options=None, python: str = "", log=progress) -> Pat
             xml = z.read("modelDescription.xml")
         guid = ElementTree.fromstring(xml).get("guid")
         log("compiling the FMU's loader")
-        install_loader(fmu, name, compile_loader(tmp / "loader.so", guid, python),
+        install_loader(fmu, name, compile_loader(tmp / "loader.so", guid, python,
+                                                      time_reference(xml)),
                        {"modelDescription.xml": describe(xml, status_codes)})
-    log(f"wrote {fmu} ({time.perf_counter() - started:.1f} s)")
-    return fmu
+    paths = {2: fmu}
+    if 3 in fmi:        # alone it takes the FMI 2.0 FMU's place
+        paths[3] = as_fmi3(fmu, out / f"{name}{'_fmi3' if 2 in fmi else ''}.fmu")
+    for v in fmi:
+        log(f"wrote {paths[v]} (FMI {v}.0, {time.perf_counter() - started:.1f} s)")
+    return paths[fmi[0]] if len(fmi) == 1 else tuple(paths[v] for v in fmi)

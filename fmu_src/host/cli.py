@@ -65,10 +65,11 @@ def run_check(sc, params=None, out=sys.stdout) -> bool:
     """Run the model checker (``embed.check.check.check_scenario``) and print its findings;
     True when there is no error."""
     from embed.check.check import check_scenario
+    from embed.check.probe import probe_embedding
 
     started = time.perf_counter()
-    print(f"{PROG}: checking {sc.name} (every mode is embedded and compiled)", file=sys.stderr,
-          flush=True)
+    print(f"{PROG}: checking {sc.name} (every mode is embedded and compiled on the "
+          f"{probe_embedding(sc)} path, the scenario's embedding)", file=sys.stderr, flush=True)
     findings = check_scenario(sc, params or None)
     for f in findings:
         print(f"{f.level}: {f.item}: {f.message}", file=out)
@@ -78,20 +79,21 @@ def run_check(sc, params=None, out=sys.stdout) -> bool:
     return errors == 0
 
 
-def build_checked(model: str, out: Path, raw_sets: dict, python: str = "") -> Path:
-    """Resolve, load, check and build one model (``build``); refuses to build on errors."""
+def build_checked(model: str, out: Path, raw_sets: dict, python: str = "", fmi=(2,)):
+    """Resolve, load, check and build one model (``build``, FMI versions ``fmi``); refuses to
+    build on errors."""
     from fmu_src.builder.build import OTHERS, build
     from fmu_src.builder.source import resolve
 
     if model in OTHERS:
         if raw_sets:
             raise InputError(f"--set: {model} takes no build options")
-        return build(model, out, python=python)
+        return build(model, out, python=python, fmi=fmi)
     src = resolve(model)
     sc, options, _ = _model(src, raw_sets)
     if not run_check(sc, out=sys.stderr):
         raise ModelDefinitionError(f"{sc.name}: the checker found errors (above); not built")
-    return build(src, out, options, python)
+    return build(src, out, options, python, fmi=fmi)
 
 
 def cmd_list(a) -> int:
@@ -119,9 +121,20 @@ def cmd_build(a) -> int:
     raw = parse_set(a.set)
     if a.all and raw:
         raise InputError("--set applies to one MODEL, not --all")
+    fmi = fmi_versions(a.fmi)
     for name in names:
-        print(build_checked(name, Path(a.out), raw, a.python))
+        built = build_checked(name, Path(a.out), raw, a.python, fmi)
+        for path in (built if isinstance(built, tuple) else (built,)):
+            print(path)
     return 0
+
+
+def fmi_versions(text: str) -> tuple:
+    """``--fmi 2``, ``3`` or ``2,3``: the FMI versions to build, in that order."""
+    parts = [p.strip() for p in text.split(",")]
+    if not parts or any(p not in ("2", "3") for p in parts) or len(set(parts)) != len(parts):
+        raise InputError(f"--fmi {text!r}: give 2, 3 or 2,3 (FMI 2.0 and/or 3.0 co-simulation)")
+    return tuple(int(p) for p in parts)
 
 
 def cmd_check(a) -> int:
@@ -301,6 +314,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--python", default="", metavar="PATH",
                    help="the Python the FMU loads in a process without one, unless EMBED_PYTHON "
                         "is set (default: python3 first on PATH)")
+    p.add_argument("--fmi", default="2", metavar="2|3|2,3",
+                   help="FMI version(s) of the co-simulation FMU: 2 (default), 3, or 2,3 for both "
+                        "(the FMI 3.0 one then as OUT/<model identifier>_fmi3.fmu)")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("check", help="run the model checker",

@@ -7,6 +7,12 @@ variables at once (``scenarios.disk_fence.announce.announce_arc``); any other te
 background worker (``scenarios.disk_fence.jobs.prepare_fence``), whose answers are installed one a
 step (``scenarios.disk_fence.family.install_profile``, ``announce.activate``).  gillespie2005 Sec
 6.2, Fig 11; issue 4.
+
+Offline (the client's ``real_time`` False) every answer of an announcement is waited for in the
+step that announces it, so the run is the same whatever the master's pace (issue 33); a
+real-time master steps on, and ``answers_late`` and the log say when the disk left the ramp's
+end while its fence was still on the way.  An announcement the workers never answer is
+rejected (geometry_status 10), one made while the disk rolls on a fence too (9).
 """
 
 from __future__ import annotations
@@ -17,12 +23,13 @@ import numpy as np
 
 from scenarios.disk_fence import FENCE_INPUTS, FENCE_OUTPUTS
 from scenarios.disk_fence import jobs
-from scenarios.disk_fence.announce import activate, announce_arc, check_length, profile_of
+from scenarios.disk_fence.announce import (activate, announce_arc, check_length,
+                                           check_not_on_fence, profile_of)
 from scenarios.disk_fence.checks import validate
 from scenarios.disk_fence.family import (install_profile, jet_function, profile_family,
                                     profile_family_modes)
 from scenarios.disk_fence.modes import ARC, FENCE_BASE, fence_uid
-from scenarios.disk_fence.profile import FenceProfile, GeometryError
+from scenarios.disk_fence.profile import GEOMETRY_NO_ANSWER, FenceProfile, GeometryError
 
 
 class FenceGeometry:
@@ -48,7 +55,8 @@ class FenceGeometry:
     def __init__(self, sim, compiler, log):
         self.sim, self.compiler, self.log = sim, compiler, log
         self.values = {"geometry_status": 0, "embed_pending": 0.0, "embed_latency": 0.0,
-                       "geometry_version_active": 0}
+                       "geometry_version_active": 0, "answers_late": 0}
+        self._over_ramp = True    # over the ramp at the start of the last step
         self.requested = 0        # the newest version announced
         self.resolved = 0         # the newest version accepted or rejected: older answers
         #                           arriving later are dropped (never replace a newer fence)
@@ -85,6 +93,7 @@ class FenceGeometry:
                 install_profile(self.sim, int(uid), float(L_f), jet_function(profile))
                 self.fences.append([int(uid), text, float(L_f)])
         self.values.update(s["values"])
+        self._over_ramp = False           # the restored step did not start over the ramp
         self.requested = s["requested"]
         self.resolved = s.get("resolved", self.requested)
         self.values["embed_pending"] = float(self.requested > self.resolved)
@@ -97,6 +106,7 @@ class FenceGeometry:
         inputs : dict
             the values of FENCE_INPUTS at the start of the step.
         """
+        self._late()
         v = int(inputs["fence_version"])
         if v > self.requested:
             self.requested = v
@@ -107,6 +117,7 @@ class FenceGeometry:
             self.values["embed_pending"] = 1.0
             try:
                 check_length(spec[2])
+                check_not_on_fence(self.sim)
                 if spec[0] == "arc":        # the compiled arc family: ready at once
                     announce_arc(self.sim, spec[1], spec[2])
                     self._install(("ready", v, ARC, {}), arc=True)
@@ -123,18 +134,46 @@ class FenceGeometry:
                 # a later announcement waiting in the worker replaces this one there
                 self.compiler.call(jobs.PREPARE_FENCE, v, spec, np.array(self.sim.pvec),
                                    self.sim.integrator.uses_rhs, uid, supersede="fence")
+                if not self.compiler.real_time:     # offline: its answers now, at any pace
+                    self.compiler.wait()
+                    for _, part in self.compiler.call_results():
+                        self._install(part)
             else:
                 # the first answer only: in this process the family's embedding serves the
                 # fence; its own symbolic embedding (the rest) is for the slow worker
                 self._install(next(jobs.prepare_fence(self.sim, v, spec,
                                                       np.array(self.sim.pvec), uid=uid)))
         if self.compiler is not None:
+            self._unanswered()
             # the answers the simulator's poll decoded in earlier steps (one a step); a step
             # that installs a fence's terms (loading its jet: 0.1-0.4 ms cold) decodes no more
             for _, part in self.compiler.call_results():
                 self._install(part)
                 if part[0] == "terms":
                     self.compiler.rest()
+
+    def _late(self):
+        """Real time: count and log the disk leaving the ramp's end (last step) while an
+        announced fence was outstanding: an offline run would have waited and met it."""
+        over = self.sim.discrete["over_ramp"] == 1.0
+        if self._over_ramp and not over and self.requested > self.resolved:
+            self.values["answers_late"] += 1
+            self.log(f"real time: the disk left the ramp's end by t = {self.sim.t:.6g} s while "
+                     f"fence version {self.requested} was still being prepared (not waited "
+                     "for); an offline run (real_time false) waits and meets it")
+        self._over_ramp = over
+
+    def _unanswered(self):
+        """An announcement the workers will never answer (dropped after they died or hung
+        twice, or they could not start again): rejected, so that embed_pending never stays
+        1 behind status 0 (issue 33)."""
+        errors = self.compiler.errors
+        dropped = [e for e in errors if e[0] == jobs.PREPARE_FENCE]
+        if self.requested > self.resolved and (dropped or not self.compiler.alive()):
+            why = dropped[-1][1] if dropped else "the background workers are gone"
+            self._install(("rejected", self.requested, GEOMETRY_NO_ANSWER,
+                           f"the background workers did not answer it ({why})"))
+            errors[:] = [e for e in errors if e[0] != jobs.PREPARE_FENCE]
 
     def _install_terms(self, part):
         _, version, uid, L_f, jet = part
@@ -165,11 +204,15 @@ class FenceGeometry:
         elif kind == "terms":
             self._install_terms(part)
         elif kind == "ready":
+            if not arc:                    # announce_arc has activated it
+                try:
+                    activate(sim, part[2], **(part[3] if len(part) > 3 else {}))
+                except GeometryError as exc:     # the disk reached a fence meanwhile
+                    self._install(("rejected", version, exc.code, str(exc)))
+                    return
             self._resolve(version)
             self.values["geometry_status"] = 0
             self.values["geometry_version_active"] = version
-            if not arc:                    # announce_arc has activated it
-                activate(sim, part[2], **(part[3] if len(part) > 3 else {}))
         elif kind == "embed" and self.compiler is not None:
             # the slow worker embeds the fence on its own (the fast worker sent it the
             # requests); its answer reaches the simulator's poll_background like any other

@@ -13,6 +13,7 @@ import ctypes
 import functools
 import os
 import sys
+import weakref
 
 OK, WARNING, DISCARD, ERROR, FATAL = range(5)
 
@@ -69,8 +70,12 @@ class Loader:
     def __init__(self, resources, model_identifier):
         self.status = OK
         self.last_successful_time = 0.0
-        self._set_status = self._set_time = None
+        self._set_status = self._set_time = self._log = self._lib = None
+        self._returned_early = None
         self.guid = None          # the GUID the FMU was built with
+        # FMI 3.0 (fmi3_loader.c): the master lets doStep return at an event; fixed for the
+        # instance at its instantiation, which is running now
+        self.early_return_allowed = False
         lib = _loader_library(resources, model_identifier)
         if lib is not None:
             lib.embed_fmi2_guid.restype = ctypes.c_char_p
@@ -79,6 +84,16 @@ class Loader:
             self._set_status.argtypes = [ctypes.c_int]
             self._set_time = lib.embed_fmi2_set_last_successful_time
             self._set_time.argtypes = [ctypes.c_double]
+            self._log = getattr(lib, "embed_fmi2_log", None)
+            if self._log is not None:
+                self._log.argtypes = [ctypes.c_int, ctypes.c_char_p]
+            allowed = getattr(lib, "embed_fmi3_early_return_allowed", None)
+            if allowed is not None:
+                self.early_return_allowed = bool(allowed())
+                self._returned_early = lib.embed_fmi3_returned_early
+                self._returned_early.argtypes = [ctypes.c_double]
+            self._lib = lib
+            _LOADERS.add(self)
 
     def report(self, status):
         """The running call returns at least ``status``."""
@@ -93,19 +108,50 @@ class Loader:
             self._set_time(float(t))
 
 
+    def returned_early(self, t):
+        """The running doStep stopped at an event located at ``t`` (FMI 3.0 early return:
+        fmi3DoStep answers earlyReturn and lastSuccessfulTime = t)."""
+        if self._returned_early is not None:
+            self._returned_early(float(t))
+
+
+# The loaders of every live instance.  Each extraction of an FMU is a library of its own with
+# its own record of the call running on each thread, while all extractions share the slave's
+# class (one sys.modules): a class-level call must reach the library its call came through.
+_LOADERS = weakref.WeakSet()
+
+
+def refuse_running_call(status, message):
+    """The call running on this thread returns at least ``status`` and ``message`` is logged
+    for its instance, whichever extraction of the FMU it came through: for pythonfmu's
+    class-level calls (deserializing a state), which have no instance.  The loaders of the
+    other extractions have no call on this thread and ignore it."""
+    done = set()
+    for loader in list(_LOADERS):
+        lib = loader._lib
+        if lib is None or lib._handle in done:
+            continue
+        done.add(lib._handle)
+        lib.embed_fmi2_set_status(int(status))
+        if loader._log is not None:
+            loader._log(int(status), message.encode("utf-8", "replace"))
+
+
 def _loader_library(resources, model_identifier):
     """ctypes handle of the loader this FMU was loaded through (the same file is already
     loaded, so this is the master's own handle), or None."""
     if not resources or not sys.platform.startswith("linux"):
         return None
-    path = os.path.join(os.path.dirname(os.path.normpath(resources)), "binaries", "linux64",
-                        f"{model_identifier}.so")
-    try:
-        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)   # only if loaded
-        lib.embed_fmi2_set_status      # noqa: B018 - present only in our loader
-        return lib
-    except (OSError, AttributeError):
-        return None
+    for platform in ("linux64", "x86_64-linux"):          # FMI 2.0's folder, FMI 3.0's
+        path = os.path.join(os.path.dirname(os.path.normpath(resources)), "binaries", platform,
+                            f"{model_identifier}.so")
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)   # only if loaded
+            lib.embed_fmi2_set_status      # noqa: B018 - present only in our loader
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 def fmi2_call(kind, default=None):

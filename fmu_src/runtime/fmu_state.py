@@ -5,11 +5,14 @@ A state is everything that decides an instance's future, as plain values: its FM
 (``embed.hybrid.state``) and the scenario extension's.  It names its FMU (the GUID compiled into
 the loader) and its layout (``STATE_FORMAT``); one of another FMU or build is refused.  A
 state is checked whole before anything of it is applied, and applied all or nothing (the
-slave restores what it had if applying fails).
+slave restores what it had if applying fails).  Serialized, a state carries a SHA-256 checksum of
+its text: one changed after it was serialized is refused (issue 33), as is one whose times
+do not fit (before its start, the simulator elsewhere than the communication point).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -20,6 +23,8 @@ from embed import EmbedError
 from fmu_src.runtime.fmi2 import CallError, State
 
 STATE_FORMAT = 2                 # version of the FMU state's layout
+MAGIC = b"embed-fmu-state sha256 "   # what a serialized state begins with, then its checksum
+TIME_TOL = 1e-9                  # relative: the simulator's time at the communication point
 
 
 def snapshot(slave) -> dict:
@@ -48,6 +53,9 @@ def check(slave, state) -> None:
     for key in ("t_comm", "start_time"):
         if not isinstance(state.get(key), (int, float)) or not math.isfinite(state[key]):
             raise CallError(f"FMU state: {key} = {state.get(key)!r} is not a finite number")
+    if state["t_comm"] < state["start_time"]:
+        raise CallError(f"FMU state: its communication point t = {state['t_comm']!r} s lies "
+                        f"before its start time {state['start_time']!r} s")
     names = {v.name: vr for vr, (v, c) in slave._specs.items() if c != Fmi2Causality.output}
     variables = state.get("variables")
     if not isinstance(variables, dict) or set(variables) != set(names):
@@ -68,6 +76,11 @@ def check(slave, state) -> None:
                             or not isinstance(sim.get("pvec"), (list, np.ndarray))
                             or len(sim["pvec"]) != len(slave.sim.pvec)):
         raise CallError("FMU state: its parameter vector is not this model's")
+    if sim is not None:
+        t, tc = sim.get("t"), state["t_comm"]
+        if not isinstance(t, (int, float)) or not abs(t - tc) <= TIME_TOL * max(1.0, abs(tc)):
+            raise CallError(f"FMU state: its simulator is at t = {t!r} s, not at its "
+                            f"communication point {tc!r} s")
 
 def apply(slave, state) -> None:
     """The checked ``state`` applied to the slave (its simulator and extension too)."""
@@ -102,16 +115,29 @@ def check_simulator(slave, state):
         if v.name in sim.pnames and sim.param(v.name) != float(state["variables"][v.name]):
             raise EmbedError(f"its parameter vector says {v.name} = {sim.param(v.name)}, "
                              f"its variables {state['variables'][v.name]}")
+    slave.sc.check_feasible(sim)       # what the model allows (issue 33)
 
 
 def to_bytes(state: dict) -> bytes:
-    """The state serialized (JSON, arrays as lists)."""
-    return json.dumps(state, default=_jsonable, allow_nan=True).encode("utf-8")
+    """The state serialized: ``MAGIC``, the SHA-256 of the text (hex), a newline, the text
+    (JSON, arrays as lists)."""
+    text = json.dumps(state, default=_jsonable, allow_nan=True).encode("utf-8")
+    return MAGIC + hashlib.sha256(text).hexdigest().encode("ascii") + b"\n" + text
 
 
 def from_bytes(data) -> dict:
-    """A serialized state parsed (ValueError if it is not a JSON object)."""
-    state = json.loads(bytes(data).decode("utf-8"))
+    """A serialized state parsed; ValueError naming what is wrong if it does not begin with
+    ``MAGIC``, its checksum does not match its text (changed after it was serialized) or the
+    text is not a JSON object."""
+    data = bytes(data)
+    if not data.startswith(MAGIC):
+        raise ValueError("it does not begin with this FMU's state header (not a state of an "
+                         "embed FMU, or its beginning was changed)")
+    head, sep, text = data[len(MAGIC):].partition(b"\n")
+    if not sep or hashlib.sha256(text).hexdigest().encode("ascii") != head:
+        raise ValueError("its SHA-256 checksum does not match its content: it was changed "
+                         "after it was serialized")
+    state = json.loads(text.decode("utf-8"))
     if not isinstance(state, dict):
         raise ValueError("not a JSON object")
     return state

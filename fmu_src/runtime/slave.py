@@ -11,6 +11,7 @@ the FMI logger and reported in ``status`` (see ``STATUS``).  No exception reache
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import weakref
@@ -24,7 +25,8 @@ from embed import EmbedError, ModelDefinitionError
 from embed.modes.formulations import FORMULATIONS, Formulation
 from embed.hybrid.simulator import EMBEDDINGS, MAX_STEPS
 from fmu_src.runtime import fmu_state
-from fmu_src.runtime.fmi2 import DISCARD, ERROR, CallError, Loader, State, fmi2_call
+from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, fmi2_call,
+                          refuse_running_call)
 from fmu_src.runtime.status import INPUT_REJECTED, REFUSED, STATUS, status_of
 
 __all__ = ["ScenarioSlave", "STATUS"]
@@ -39,7 +41,7 @@ COMMON = [("solver", "rk4", "integrator: 'rk4' (fixed step, real time) or 'adapt
           ("embedding", None, "'symbolic' (embed and compile a mode when first entered), 'numeric' "
            "(compiled terms, gillespie2005 Sec 5.5) or 'background' (numeric at once, symbolic "
            "from a worker process when ready)", "")]
-COMMON_RANGES = {"h_max": (1e-9, 1.0), "rtol": (1e-14, 0.5)}
+COMMON_RANGES = {"h_max": (1e-9, 1.0), "rtol": (1e-14, 0.5), "worker_deadline": (0.05, 3600.0)}
 # the formulation and its parameters (embed.modes.formulations), registered after every other
 # variable so that the value references of the others stay as they were
 _F = Formulation()
@@ -59,6 +61,15 @@ FORMULATION = [
      "projection: relative cut-off of the pseudo-inverse", ""),
     ("soft_stiffness", _F.soft_stiffness, "soft: K_s of wang2019 eq 13-14", ""),
     ("soft_damping", _F.soft_damping, "soft: K_d of wang2019 eq 13-14", ""),
+]
+# the run's promises (issue 33), registered last too
+RELIABILITY = [
+    ("real_time", False, "the master keeps wall time (1 kHz): the background workers' answers "
+     "are taken when they arrive, never waited for (a run may then differ from an offline "
+     "one; the log and `answers_late` say when); false: waited for where the run needs "
+     "them, the same bits at any pace", ""),
+    ("worker_deadline", 20.0, "seconds a background worker with work outstanding may stay "
+     "silent before it is replaced as hung", "s"),
 ]
 STRING_CHOICES = {"solver": ("rk4", "adaptive"), "embedding": EMBEDDINGS,
                   "formulation": FORMULATIONS}
@@ -103,9 +114,19 @@ def _var(v, causality, getter=None, setter=None):
         kw["variability"] = Fmi2Variability.continuous if v.type == "Real" else Fmi2Variability.discrete
         kw["initial"] = Fmi2Initial.exact
     var = kind(v.name, **kw)
-    if v.type == "Real":        # its unit in modelDescription.xml (UnitDefinitions: build_fmu.py)
+    if v.type in ("Real", "Integer"):
+        # its unit (UnitDefinitions: build_fmu.py) and declared range in modelDescription.xml
+        attrs = {"unit": v.unit or "1"} if v.type == "Real" else {}
+        attrs.update({k: repr(float(x)) if v.type == "Real" else str(int(x))
+                      for k, x in (("min", v.min), ("max", v.max)) if x is not None})
         xml = var.to_xml
-        var.to_xml = lambda: (e := xml(), e.find("Real").set("unit", v.unit or "1"), e)[0]
+
+        def to_xml():
+            e = xml()
+            for k, x in attrs.items():
+                e.find(v.type).set(k, x)
+            return e
+        var.to_xml = to_xml
     return var
 
 
@@ -125,14 +146,12 @@ class ScenarioSlave(Fmi2Slave):
     scenario_options = {}
     author = "embed project"
     description = "On-line symbolic constraint embedding for a hybrid multibody system"
-    _class_loader = None     # the loader of this FMU, for the class-level state calls
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         _forget_repeated_path(self.resources)
         from embed import Var
         self.loader = Loader(self.resources, type(self).__name__)
-        type(self)._class_loader = self.loader
         self.model_guid = self.loader.guid or f"{self.scenario_name}:{self.scenario_options}"
         self.fmi_state = State.INSTANTIATED
         self.start_time = 0.0
@@ -193,10 +212,12 @@ class ScenarioSlave(Fmi2Slave):
         self._register(Var("status", 0, "0 ok; otherwise the code of the last failed step or "
                            "refused call (README, status codes)", type="Integer"),
                        Fmi2Causality.output)
-        for name, start, desc, unit in FORMULATION:
+        for name, start, desc, unit in FORMULATION + RELIABILITY:
             kind = "String" if isinstance(start, str) else "Boolean" if isinstance(start, bool) \
                 else "Real"
-            self._register(Var(name, start, desc, unit, type=kind), Fmi2Causality.parameter)
+            lo, hi = COMMON_RANGES.get(name, (None, None))
+            self._register(Var(name, start, desc, unit, type=kind, min=lo, max=hi),
+                           Fmi2Causality.parameter)
 
     def _formulation(self):
         """(formulation, its options) from the FMU parameters (their defaults before they are
@@ -217,6 +238,8 @@ class ScenarioSlave(Fmi2Slave):
         """Register the interface variable ``v``; returns its value reference."""
         if causality != Fmi2Causality.output:
             setattr(self, v.name, v.start)
+        if v.min is None and (v.name in self.sc.positive or v.name in self.sc.nonnegative):
+            v = dataclasses.replace(v, min=0.0)     # declared in modelDescription too
         var = _var(v, causality, getter)
         self.register_variable(var)
         self._specs[var.value_reference] = (v, causality)
@@ -301,6 +324,8 @@ class ScenarioSlave(Fmi2Slave):
                   if embedding == "background" else None)
             if bc is not None:     # an instance freed without fmi2Terminate leaves too
                 weakref.finalize(self, bc.close)
+                bc.real_time = bool(getattr(self, "real_time", False))
+                bc.deadline = float(getattr(self, "worker_deadline", 20.0))
             params = {v.name: float(getattr(self, v.name)) for v in self.sc.parameters}
             formulation, options = self._formulation()
             sim = self.sc.simulator(params, solver=str(self.solver), h_max=float(self.h_max),
@@ -333,7 +358,8 @@ class ScenarioSlave(Fmi2Slave):
             self._read_inputs()
             if self.ext is not None:
                 self.ext.before_step({n: getattr(self, n) for n in self._ext_inputs})
-            self.sim.advance(current_time + step_size)
+            early = self.sim.advance(current_time + step_size,
+                                     stop_at_event=self.loader.early_return_allowed)
             bc = self.sim.compiler
             while bc is not None and bc.errors:     # the stepping goes on without it
                 what, message, _ = bc.errors.pop(0)
@@ -352,6 +378,9 @@ class ScenarioSlave(Fmi2Slave):
             return True
         self._publish()
         self.t_comm = current_time + step_size
+        if early:           # FMI 3.0: the step ends at the event it located (fmi3_loader.c)
+            self.t_comm = self.sim.t
+            self.loader.returned_early(self.sim.t)
         self.fmi_state = State.STEP_COMPLETE
         return True
 
@@ -556,6 +585,7 @@ class ScenarioSlave(Fmi2Slave):
             fmu_state.apply(self, saved)
             raise CallError(f"the FMU state could not be restored ({type(exc).__name__}: "
                             f"{exc}); the instance is unchanged") from exc
+        self.loader.successful_until(self.t_comm)   # the restored time (and FMI 3.0's time)
 
     @classmethod
     def _fmu_state_to_bytes(cls, state):
@@ -578,8 +608,7 @@ class ScenarioSlave(Fmi2Slave):
 
     @classmethod
     def _refuse_class_call(cls, message):
-        if cls._class_loader is not None:
-            cls._class_loader.report(ERROR)
+        refuse_running_call(ERROR, message)
 
 
 def _model_broken(exc):

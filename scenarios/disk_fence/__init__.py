@@ -48,8 +48,8 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
-from embed import (Automaton, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs, holonomic,
-                   motion)
+from embed import (Automaton, Feasible, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs,
+                   holonomic, motion)
 from embed import Curve, Sphere, Visuals
 from embed.base.targets import ExtensionReference
 
@@ -98,11 +98,15 @@ FENCE_INPUTS = [
 FENCE_OUTPUTS = [
     Var("geometry_status", 0, "0 ok; otherwise the geometry code of the last rejected "
         "announcement (1 syntax, 2 not allowed, 3 not finite, 4 not tangent at P, "
-        "5 not smooth, 6 curvature, 7 bad radius or length, 8 checks too slow)", type="Integer"),
+        "5 not smooth, 6 curvature, 7 bad radius or length, 8 checks too slow, 9 announced while "
+        "the disk rolls on a fence, 10 the background workers never answered)", type="Integer"),
     Var("embed_pending", 0.0, "an announced fence is being embedded", type="Boolean"),
     Var("embed_latency", 0.0, "wall seconds from the last accepted announcement to its "
         "fence mode being ready", "s"),
     Var("geometry_version_active", 0, "the fence version in use", type="Integer"),
+    Var("answers_late", 0, "real_time only: times the disk left the ramp's end while an "
+        "announced fence was still being prepared (an offline run waits and meets it)",
+        type="Integer"),
 ]
 FENCE_EXTENSION = ExtensionReference("fmu_src.runtime.fence", "FenceGeometry", FENCE_INPUTS,
                                       FENCE_OUTPUTS)
@@ -233,4 +237,9 @@ def build() -> Scenario:
     return Scenario("disk_fence", aut, parameters, [], interface, initial_state, visuals=visuals(model),
                     extra_outputs={"contact": ("discrete", "contact")},
                     positive=("m", "J", "r", "L", "g"), embedding="background",
-                    precompile=True, extension=FENCE_EXTENSION)
+                    precompile=True, extension=FENCE_EXTENSION, feasible=[
+                        Feasible("the disk starts beyond the ramp's end (q4 > L)",
+                                 guard="ramp_end"),
+                        Feasible("the ramp pulls the disk (a tensile normal force in contact)",
+                                 guard="release"),
+                        Feasible("the disk penetrates the ramp", guard="touch_ramp")])

@@ -10,12 +10,12 @@ import math
 from embed import holonomic
 
 from .modes import ARC, FENCE, FENCE_BASE, POLY, fence_mode, next_uid
-from .profile import GEOMETRY_BAD_PARAMETER, FenceProfile, GeometryError
+from .profile import GEOMETRY_BAD_PARAMETER, GEOMETRY_ON_FENCE, FenceProfile, GeometryError
 
 def announce(sim, profile, L_f):
     """Make a fence known to a simulator now (its constraints and mode, embedded when first
-    entered); the disk uses it from the next time it reaches the ramp's end, or at once if
-    it is on an older fence.
+    entered); the disk uses it from the next time it reaches the ramp's end (refused while
+    it rolls on a fence: ``activate``).
 
     Parameters
     ----------
@@ -28,6 +28,7 @@ def announce(sim, profile, L_f):
     -------
     the fence's Mode.
     """
+    check_not_on_fence(sim)
     cons, mode = fence_mode(next_uid(), profile, L_f)
     for name, phi in cons.items():
         sim.add_constraint(holonomic(sim.model, name, phi))
@@ -37,7 +38,9 @@ def announce(sim, profile, L_f):
 
 
 def activate(sim, mode_id, **discrete):
-    """Use fence mode ``mode_id`` from now on (switching to it at once if on a fence).
+    """Use fence mode ``mode_id`` from now on: the disk meets it at the ramp's end.  Refused
+    (GeometryError GEOMETRY_ON_FENCE, nothing changed) while the disk rolls on a fence: the
+    new fence passes elsewhere, and putting the disk on it would move the body (issue 33).
 
     Parameters
     ----------
@@ -47,11 +50,20 @@ def activate(sim, mode_id, **discrete):
     **discrete : float
         the family's discrete variables (R_arc, Lf_arc; c2_poly, c3_poly, Lf_poly).
     """
+    check_not_on_fence(sim)
     sim.set_discrete({
         **discrete, "fence": {ARC: -1.0, POLY: -2.0}.get(mode_id, float(mode_id - FENCE_BASE))})
+
+
+def check_not_on_fence(sim):
+    """GeometryError(GEOMETRY_ON_FENCE) if the disk rolls on a fence now."""
     current = sim.active_mode
     if current is not None and current.report == FENCE:
-        sim.jump_to(mode_id, label="fence_switch")
+        raise GeometryError(
+            f"a new fence cannot be entered while the disk rolls on the fence in use (mode "
+            f"{sim.mode}, q4 = {sim.q[3]:.6g} m at t = {sim.t:.6g} s): it would move the disk; "
+            "announce it again once the disk has left the fence", code=GEOMETRY_ON_FENCE,
+            check="on_fence", value=sim.mode)
 
 
 def check_arc(R, L_f, r):
@@ -80,6 +92,7 @@ def announce_arc(sim, R, L_f):
     Raises GeometryError (code 7) and changes nothing if either is bad.
     """
     check_arc(R, L_f, sim.param("r"))
+    check_not_on_fence(sim)
     activate(sim, ARC, R_arc=float(R), Lf_arc=float(L_f))
 
 

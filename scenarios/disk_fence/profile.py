@@ -65,6 +65,9 @@ GEOMETRY_NOT_SMOOTH = 5     # a kink: h' jumps where the argument of an abs chan
 GEOMETRY_CURVATURE = 6      # curvature above the limit
 GEOMETRY_BAD_PARAMETER = 7  # radius or length NaN, infinite, <= 0; arc longer than a quarter turn
 GEOMETRY_TIMEOUT = 8        # the checks did not finish within their time limit (checks.py)
+GEOMETRY_ON_FENCE = 9       # announced while the disk rolls on a fence: entering it would
+#                             move the disk (issue 33); refused, the fence in use kept
+GEOMETRY_NO_ANSWER = 10     # the background workers never answered (hung or dead twice)
 
 
 class GeometryError(ExpressionError):

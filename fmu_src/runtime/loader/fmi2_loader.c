@@ -1,273 +1,62 @@
-/* The FMU's binary: loads a Python interpreter when the process has none, then forwards every
- * fmi2 function to pythonfmu's binary, shipped beside this file as <modelIdentifier>_pythonfmu.so.
- *
- * Why (README "Which Python", DESIGN.md): pythonfmu's binary leaves the Python C API unresolved,
- * so a C or C++ master cannot load it; its unload destructor releases a static shared_ptr that the
- * C++ runtime already destroyed at exit; it drops error messages when the master turned logging
- * off, passes NULL categories, and has no status override.  This file fixes all of that from the
- * outside.  Built by build_fmu.py with the machine's C compiler. */
+/* The FMU's binary: every fmi2 function, forwarded to pythonfmu's binary (shipped beside this
+ * file as <modelIdentifier>_pythonfmu.so, loaded by python_env.c) after the checks FMI 2.0
+ * asks for and pythonfmu 0.7.0 lacks (measured 2026-11-27, issue 33):
+ *  - fmuResourceLocation percent-decoded (resource_uri.c); pythonfmu decodes only "%20" and
+ *    crashed on any other encoded byte, on an http: URI and on a NULL instanceName;
+ *  - NULL arguments answered with fmi2Error (pythonfmu dereferences them);
+ *  - FMU states owned by their instance: fmi2FreeFMUstate sets the handle to NULL, a freed or
+ *    foreign handle is refused, never dereferenced, a reused handle frees its old copy, and
+ *    fmi2FreeInstance frees what the master left;
+ *  - serialization buffers checked (pythonfmu copied `size` bytes whatever the state's length);
+ *  - messages of warnings and worse always delivered with a category, ok messages only when
+ *    the master enabled debug logging (pythonfmu drops errors when logging is off);
+ *  - a status override and fmi2LastSuccessfulTime kept per instance, set by the slave's Python
+ *    code during a call (embed_fmi2_set_status, ...).
+ * Built by build_fmu.py with the machine's C compiler, together with the other .c files here. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
 #include <limits.h>
-#include <pthread.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "fmi2Functions.h"
+#include "loader.h"
 
-#ifndef EMBED_BUILD_PYTHON
-#define EMBED_BUILD_PYTHON ""
-#endif
 #ifndef EMBED_GUID                 /* the modelDescription's guid, given by build_fmu.py */
 #error "compile with -DEMBED_GUID=\"<guid of modelDescription.xml>\""
 #endif
-#define EXPORT __attribute__((visibility("default")))
-
-extern char **environ;
-
-/* ---- pythonfmu's binary ------------------------------------------------------------------ */
-
-#define FMI2_FUNCS(X) X(Instantiate) X(FreeInstance) X(SetDebugLogging) X(SetupExperiment) \
-    X(EnterInitializationMode) X(ExitInitializationMode) X(Terminate) X(Reset) \
-    X(GetReal) X(GetInteger) X(GetBoolean) X(GetString) \
-    X(SetReal) X(SetInteger) X(SetBoolean) X(SetString) \
-    X(GetFMUstate) X(SetFMUstate) X(FreeFMUstate) X(SerializedFMUstateSize) \
-    X(SerializeFMUstate) X(DeSerializeFMUstate) X(GetDirectionalDerivative) \
-    X(SetRealInputDerivatives) X(GetRealOutputDerivatives) X(DoStep)
-
-static struct {
-#define FIELD(n) fmi2##n##TYPE *n;
-    FMI2_FUNCS(FIELD)
-#undef FIELD
-    void (*finalize)(void);
-    void *handle;
-} B;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* pythonfmu's exit-time bug: its static shared_ptr<PyState> is destroyed by the C++ runtime's
- * exit handler, then its ELF destructor assigns to it again (double release; valgrind: invalid
- * read in finalizePythonInterpreter).  Releasing it first, from a handler registered after
- * pythonfmu's (so run before it), leaves both of them an empty pointer. */
-static void release_pystate(void)
-{
-    if (B.finalize) B.finalize();
-}
-
-static int load_backend(char *err, size_t n)
-{
-    if (B.handle) return 1;
-    Dl_info info;
-    if (!dladdr((void *)&load_backend, &info) || !info.dli_fname) {
-        snprintf(err, n, "cannot locate the FMU's own binary (dladdr)");
-        return 0;
-    }
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s", info.dli_fname);
-    char *dot = strrchr(path, '.');
-    if (!dot) dot = path + strlen(path);
-    snprintf(dot, sizeof path - (size_t)(dot - path), "_pythonfmu.so");
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(err, n, "cannot load pythonfmu's binary: %s", dlerror());
-        return 0;
-    }
-#define LOAD(f) B.f = (fmi2##f##TYPE *)dlsym(h, "fmi2" #f); \
-    if (!B.f) { snprintf(err, n, "%s lacks fmi2" #f, path); return 0; }
-    FMI2_FUNCS(LOAD)
-#undef LOAD
-    B.finalize = (void (*)(void))dlsym(h, "finalizePythonInterpreter");
-    B.handle = h;
-    atexit(release_pystate);
-    return 1;
-}
-
-/* ---- the interpreter ------------------------------------------------------------------------ */
-
-/* Run `python -c QUERY`: libpython, executable, prefix, base prefix, sys.path, missing packages. */
-static const char *QUERY =
-    "import sys, os, sysconfig, importlib.util as u\n"
-    "v = sysconfig.get_config_var\n"
-    "d = v('LIBDIR') or ''\n"
-    "lib = next((os.path.join(d, n) for n in (v('INSTSONAME'), v('LDLIBRARY'))\n"
-    "            if n and n.endswith(tuple('.so.%d.0' % i for i in range(9)) + ('.so',))\n"
-    "            and os.path.exists(os.path.join(d, n))), '')\n"
-    "req = [l.split(';')[0].strip() for l in open(sys.argv[1])] if len(sys.argv) > 1 else []\n"
-    "req = [r.split('>')[0].split('=')[0].split('<')[0].split('[')[0].strip() for r in req]\n"
-    "miss = [r for r in req if r and u.find_spec(r) is None]\n"
-    "print(lib); print(sys.executable); print(sys.prefix); print(sys.base_prefix)\n"
-    "print(os.pathsep.join(p for p in sys.path if p)); print(' '.join(miss))\n";
-
-static struct {
-    int done;
-    char python[PATH_MAX];          /* what was run */
-    char lines[6][8192];            /* the answers, in QUERY's order */
-} Q;
-
-static int run_query(const char *python, const char *requirements, char *err, size_t n)
-{
-    int fd[2];
-    if (pipe(fd)) { snprintf(err, n, "pipe: %s", strerror(errno)); return 0; }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
-    char *argv[] = {(char *)python, "-c", (char *)QUERY, (char *)requirements, NULL};
-    pid_t pid;
-    int rc = posix_spawnp(&pid, python, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
-    if (rc) {
-        close(fd[0]);
-        snprintf(err, n, "cannot run the Python interpreter '%s': %s", python, strerror(rc));
-        return 0;
-    }
-    static char buf[6 * 8192];
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof buf - 1 && (r = read(fd[0], buf + len, sizeof buf - 1 - len)) != 0) {
-        if (r < 0) { if (errno == EINTR) continue; break; }
-        len += (size_t)r;
-    }
-    buf[len] = 0;
-    close(fd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        snprintf(err, n, "the Python interpreter '%s' failed to start (exit status %d)", python,
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        return 0;
-    }
-    char *p = buf;
-    for (int i = 0; i < 6; i++) {
-        char *e = strchr(p, '\n');
-        if (!e) { snprintf(err, n, "unexpected answer from '%s'", python); return 0; }
-        *e = 0;
-        snprintf(Q.lines[i], sizeof Q.lines[i], "%s", p);
-        p = e + 1;
-    }
-    return 1;
-}
-
-/* The interpreter: $EMBED_PYTHON, else the one recorded at build time (build_fmu.py --python),
- * else python3 on PATH (a venv's python follows its pyvenv.cfg by itself). */
-static const char *choose_python(void)
-{
-    const char *e = getenv("EMBED_PYTHON");
-    if (e && *e) return e;
-    if (*EMBED_BUILD_PYTHON) return EMBED_BUILD_PYTHON;
-    return "python3";
-}
-
-static void set_env(const char *name, const char *value, char **saved)
-{
-    const char *old = getenv(name);
-    *saved = old ? strdup(old) : NULL;
-    if (value) setenv(name, value, 1); else unsetenv(name);
-}
-
-static void restore_env(const char *name, char *saved)
-{
-    if (saved) { setenv(name, saved, 1); free(saved); } else unsetenv(name);
-}
-
-/* Make the Python C API available and initialized.  Returns 1, or 0 with err set. */
-static int ensure_python(const char *requirements, char *err, size_t n)
-{
-    int (*is_init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-    if (is_init && is_init()) return 1;          /* a Python master, or an earlier FMU */
-    if (!Q.done) {
-        snprintf(Q.python, sizeof Q.python, "%s", choose_python());
-        if (!run_query(Q.python, requirements, err, n)) return 0;
-        Q.done = 1;
-    }
-    if (Q.lines[5][0]) {
-        snprintf(err, n, "the Python interpreter '%s' (%s) lacks the package(s) %s; install them "
-                 "there (pip install %s) or set EMBED_PYTHON to a python that has them",
-                 Q.python, Q.lines[1], Q.lines[5], Q.lines[5]);
-        return 0;
-    }
-    if (!is_init) {
-        if (!Q.lines[0][0]) {
-            snprintf(err, n, "the Python interpreter '%s' (%s) has no shared libpython (built "
-                     "without --enable-shared); set EMBED_PYTHON to one that has", Q.python,
-                     Q.lines[1]);
-            return 0;
-        }
-        if (!dlopen(Q.lines[0], RTLD_NOW | RTLD_GLOBAL)) {
-            snprintf(err, n, "cannot load %s of the Python interpreter '%s': %s", Q.lines[0],
-                     Q.python, dlerror());
-            return 0;
-        }
-        is_init = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-    }
-    void (*init)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "Py_InitializeEx");
-    int (*run)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "PyRun_SimpleString");
-    void *(*save)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyEval_SaveThread");
-    if (!is_init || !init || !run || !save) {
-        snprintf(err, n, "%s does not provide the Python C API", Q.lines[0]);
-        return 0;
-    }
-    /* The standard library from the base installation; the rest of sys.path (a venv's
-     * site-packages, .pth entries) exactly as the interpreter has it.  Python keeps the
-     * master's signal handlers (Py_InitializeEx(0)); the environment is restored after. */
-    char *home, *path;
-    set_env("PYTHONHOME", Q.lines[3], &home);
-    set_env("PYTHONPATH", NULL, &path);
-    init(0);
-    restore_env("PYTHONHOME", home);
-    restore_env("PYTHONPATH", path);
-    if (!is_init()) {
-        snprintf(err, n, "Python (%s) did not initialize", Q.lines[0]);
-        return 0;
-    }
-    size_t sz = strlen(Q.lines[4]) * 2 + strlen(Q.lines[1]) * 2 + strlen(Q.lines[2]) * 4 + 512;
-    char *code = malloc(sz);
-    snprintf(code, sz, "import sys\nsys.path[:] = r'''%s'''.split(':')\n"
-             "sys.executable = r'''%s'''\nsys.prefix = sys.exec_prefix = r'''%s'''\n",
-             Q.lines[4], Q.lines[1], Q.lines[2]);
-    int bad = run(code);
-    free(code);
-    save();                                  /* release the GIL: pythonfmu takes it per call */
-    if (bad) {
-        snprintf(err, n, "could not set sys.path of the embedded Python (%s)", Q.python);
-        return 0;
-    }
-    return 1;
-}
 
 /* ---- instances ------------------------------------------------------------------------------ */
 
-typedef struct {
-    fmi2Component inner;
-    fmi2CallbackFunctions master;   /* the master's callbacks */
-    fmi2CallbackFunctions mine;     /* given to pythonfmu: our filter, with this as environment */
-    char *name;
-    int logging_on;
-    size_t ncat;
-    char **cats;
-    double last_ok_time;
-    int last_ok_set;
-} Inst;
-
-static __thread int override_status = -1;
+/* The instance whose call runs on this thread.  The slave's Python code runs on the thread of
+ * the master's call and tells its status through the functions below, which find the instance
+ * here: calls of different instances on different threads never see each other's. */
 static __thread Inst *current;
 
-EXPORT void embed_fmi2_set_status(int status) { override_status = status; }
-
-/* The GUID this FMU was built with: the Python slave names its FMU states by it. */
-EXPORT const char *embed_fmi2_guid(void) { return EMBED_GUID; }
+EXPORT void embed_fmi2_set_status(int status)
+{
+    if (current && status > current->override_status) current->override_status = status;
+}
 
 EXPORT void embed_fmi2_set_last_successful_time(double t)
 {
     if (current) { current->last_ok_time = t; current->last_ok_set = 1; }
 }
+
+/* FMI 3.0 early return (fmi3_loader.c): whether the master allows the running instance's doStep
+ * to return at an event, and the slave's word that it did, at the event's located time t. */
+EXPORT int embed_fmi3_early_return_allowed(void)
+{
+    return current ? current->early_return_allowed : 0;
+}
+
+EXPORT void embed_fmi3_returned_early(double t)
+{
+    if (current) { current->returned_early = 1; current->early_time = t; }
+}
+
+/* The GUID this FMU was built with: the Python slave names its FMU states by it. */
+EXPORT const char *embed_fmi2_guid(void) { return EMBED_GUID; }
 
 static const char *category_of(fmi2Status s)
 {
@@ -281,7 +70,7 @@ static const char *category_of(fmi2Status s)
 }
 
 /* Warnings and worse always reach the master; ok messages when it enabled debug logging (and,
- * if it named categories, only theirs).  The category is never NULL. */
+ * if it named categories, only theirs).  The category is never NULL (FMI 2.0 2.1.5). */
 static void filter_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status s,
                           fmi2String category, fmi2String message, ...)
 {
@@ -300,6 +89,13 @@ static void filter_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Sta
                      message ? message : "");
 }
 
+/* A message of the running call's slave that has no instance to log with (the class-level
+ * state calls of pythonfmu): logged for the instance whose call runs on this thread. */
+EXPORT void embed_fmi2_log(int status, const char *message)
+{
+    if (current) filter_logger(current, NULL, (fmi2Status)status, NULL, message);
+}
+
 static void say(const fmi2CallbackFunctions *f, const char *name, fmi2Status s,
                 const char *fmt, ...)
 {
@@ -312,23 +108,18 @@ static void say(const fmi2CallbackFunctions *f, const char *name, fmi2Status s,
     f->logger(f->componentEnvironment, name ? name : "", s, category_of(s), "%s", msg);
 }
 
-/* file:///a%20b/resources -> /a b/resources */
-static void uri_to_path(const char *uri, char *out, size_t n)
+/* A bad call refused by the loader: "fn: why" logged, fmi2Error (FMI 2.0 2.1.3: "the FMU
+ * encountered an error"; the instance is unchanged). */
+static fmi2Status refuse(Inst *I, const char *fn, const char *fmt, ...)
 {
-    const char *p = uri;
-    if (!strncmp(p, "file://localhost/", 17)) p += 16;
-    else if (!strncmp(p, "file:///", 8)) p += 7;
-    else if (!strncmp(p, "file:/", 6)) p += 5;
-    size_t j = 0;
-    for (; *p && j + 1 < n; p++) {
-        if (*p == '%' && p[1] && p[2]) {
-            char hex[3] = {p[1], p[2], 0};
-            out[j++] = (char)strtol(hex, NULL, 16);
-            p += 2;
-        } else out[j++] = *p;
-    }
-    out[j] = 0;
-    while (j > 1 && out[j - 1] == '/') out[--j] = 0;
+    char msg[4096];
+    int k = snprintf(msg, sizeof msg, "%s: ", fn);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
+    va_end(ap);
+    filter_logger(I, NULL, fmi2Error, NULL, msg);
+    return fmi2Error;
 }
 
 EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid,
@@ -337,45 +128,72 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String 
                                      fmi2Boolean logging_on)
 {
     char err[8192] = "";
-    if (!functions || !functions->logger) return NULL;   /* FMI 2.0: both are required */
+    /* FMI 2.0 2.1.5: callbacks and their logger are required; without a logger nothing can
+     * be said, so NULL is all the answer */
+    if (!functions || !functions->logger) return NULL;
+    if (!name) {
+        say(functions, "", fmi2Error, "fmi2Instantiate: instanceName is NULL (FMI 2.0 section "
+            "2.1.5 requires the name of the instance)");
+        return NULL;
+    }
     if (type != fmi2CoSimulation) {
         say(functions, name, fmi2Error, "this FMU supports co-simulation only");
         return NULL;
     }
-    if (!resource_uri || !*resource_uri) {
-        say(functions, name, fmi2Error, "fmi2Instantiate: no fmuResourceLocation given");
+    char resources[PATH_MAX];
+    if (!resource_folder(resource_uri, resources, sizeof resources, err, sizeof err)) {
+        say(functions, name, fmi2Error, "fmi2Instantiate: %s", err);
         return NULL;
     }
+    return embed_instantiate(name, guid, resources, functions, visible, logging_on, 0);
+}
+
+Inst *embed_instantiate(fmi2String name, fmi2String guid, const char *folder,
+                        const fmi2CallbackFunctions *functions, fmi2Boolean visible,
+                        fmi2Boolean logging_on, int early_return)
+{
+    char err[8192] = "";
     if (!guid || strcmp(guid, EMBED_GUID)) {
-        say(functions, name, fmi2Error, "fmi2Instantiate: GUID '%s' does not match this FMU's "
-            "modelDescription.xml (guid '%s'): a different FMU or version", guid ? guid : "(null)",
-            EMBED_GUID);
+        say(functions, name, fmi2Error, "instantiate: GUID '%s' does not match this FMU's "
+            "modelDescription.xml (guid or instantiationToken '%s'): a different FMU or version",
+            guid ? guid : "(null)", EMBED_GUID);
         return NULL;
     }
     char resources[PATH_MAX];
-    uri_to_path(resource_uri, resources, sizeof resources);
+    snprintf(resources, sizeof resources, "%s", folder);
     char requirements[PATH_MAX + 32];
     snprintf(requirements, sizeof requirements, "%s/requirements.txt", resources);
-    pthread_mutex_lock(&lock);
-    int ok = ensure_python(requirements, err, sizeof err) && load_backend(err, sizeof err);
-    pthread_mutex_unlock(&lock);
-    if (!ok) {
-        say(functions, name, fmi2Error, "fmi2Instantiate failed: %s", err);
+    char *alias = NULL;
+    if (!python_and_backend(requirements, err, sizeof err)
+        || !alias_if_needed(resources, sizeof resources, &alias, err, sizeof err)) {
+        say(functions, name, fmi2Error, "instantiate failed: %s", err);
         return NULL;
     }
     Inst *I = calloc(1, sizeof *I);
+    if (!I || !(I->name = strdup(name))) {
+        say(functions, name, fmi2Error, "instantiate: out of memory");
+        free(I);
+        remove_alias(alias);
+        return NULL;
+    }
     I->master = *functions;
     I->mine = *functions;
     I->mine.logger = filter_logger;
     I->mine.componentEnvironment = I;
-    I->name = strdup(name ? name : "");
     I->logging_on = logging_on;
+    I->override_status = -1;
+    I->alias = alias;
+    I->early_return_allowed = early_return;
+    Inst *outer = current;
     current = I;
-    I->inner = B.Instantiate(name, type, guid, resource_uri, &I->mine, visible, fmi2True);
-    current = NULL;
+    /* pythonfmu is given the decoded folder, not the URI */
+    I->inner = B.Instantiate(name, fmi2CoSimulation, guid, resources, &I->mine, visible,
+                             fmi2True);
+    current = outer;
     if (!I->inner) {
-        say(functions, name, fmi2Error, "fmi2Instantiate failed in the Python interpreter %s "
-            "(see the message above)", Q.done ? Q.python : "of this process");
+        say(functions, name, fmi2Error, "instantiate failed in the Python interpreter %s "
+            "(see the message above)", started_python());
+        remove_alias(I->alias);
         free(I->name);
         free(I);
         return NULL;
@@ -384,31 +202,48 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String 
     return I;
 }
 
+/* FMI 2.0 2.1.5: everything the instance allocated is freed, its remaining states too. */
 EXPORT void fmi2FreeInstance(fmi2Component c)
 {
     Inst *I = (Inst *)c;
     if (!I) return;
+    Inst *outer = current;
     current = I;
-    B.FreeInstance(I->inner);
-    current = NULL;
+    while (I->states) {
+        Saved *w = I->states;
+        I->states = w->next;
+        B.FreeFMUstate(I->inner, &w->inner);
+        free(w);
+    }
+    if (!I->dead) B.FreeInstance(I->inner);    /* after fmi2Fatal pythonfmu freed its objects */
+    current = outer;
     for (size_t i = 0; i < I->ncat; i++) free(I->cats[i]);
     free(I->cats);
     free(I->name);
+    remove_alias(I->alias);
     free(I);
 }
 
-static fmi2Status finish(fmi2Status r)
+/* The status of a forwarded call: at least what the slave asked for during it. */
+static fmi2Status status_of(Inst *I, fmi2Status r)
 {
-    int o = override_status;
-    override_status = -1;
-    current = NULL;
+    int o = I->override_status;
+    I->override_status = -1;
+    if (r == fmi2Fatal) I->dead = 1;
     return (o > (int)r && r != fmi2Fatal) ? (fmi2Status)o : r;
 }
 
-#define BEGIN Inst *I = (Inst *)c; if (!I) return fmi2Error; \
-    override_status = -1; current = I
-#define FORWARD(f, ...) BEGIN; return finish(B.f(I->inner, __VA_ARGS__))
-#define FORWARD0(f) BEGIN; return finish(B.f(I->inner))
+/* Every call on an instance: NULL is no instance; after pythonfmu's fmi2Fatal its instance is
+ * gone (FMI 2.0 2.1.3: no call but fmi2FreeInstance is allowed), so nothing is forwarded. */
+#define BEGIN(fn) Inst *I = (Inst *)c; if (!I) return fmi2Error; \
+    if (I->dead) { refuse(I, fn, "the instance failed with fmi2Fatal before"); return fmi2Fatal; } \
+    Inst *outer = current; I->override_status = -1; current = I
+#define END(r) do { fmi2Status r_ = (r); current = outer; return r_; } while (0)
+#define FORWARD(f, ...) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner, __VA_ARGS__)))
+#define FORWARD0(f) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner)))
+/* FMI 2.0 2.1.7: vr[] and value[] have nvr elements; NULL with nvr > 0 is an error */
+#define CHECK_ARRAYS(fn, vr, n, v) if ((n) && (!(vr) || !(v))) \
+    END(refuse(I, fn, "%s is NULL with nvr = %zu", !(vr) ? "vr[]" : "value[]", (size_t)(n)))
 
 EXPORT const char *fmi2GetTypesPlatform(void) { return fmi2TypesPlatform; }
 EXPORT const char *fmi2GetVersion(void) { return fmi2Version; }
@@ -416,26 +251,31 @@ EXPORT const char *fmi2GetVersion(void) { return fmi2Version; }
 EXPORT fmi2Status fmi2SetDebugLogging(fmi2Component c, fmi2Boolean on, size_t n,
                                       const fmi2String cats[])
 {
-    Inst *I = (Inst *)c;
-    if (!I) return fmi2Error;
+    BEGIN("fmi2SetDebugLogging");
+    if (on && n && !cats) END(refuse(I, "fmi2SetDebugLogging", "categories[] is NULL with "
+                                     "nCategories = %zu", n));
     for (size_t i = 0; i < I->ncat; i++) free(I->cats[i]);
     free(I->cats);
     I->cats = NULL;
     I->ncat = 0;
     I->logging_on = on;
-    if (on && n && cats) {
-        I->cats = calloc(n, sizeof *I->cats);
-        for (size_t i = 0; i < n; i++) I->cats[I->ncat++] = strdup(cats[i] ? cats[i] : "");
+    if (on && n) {
+        if (!(I->cats = calloc(n, sizeof *I->cats)))
+            END(refuse(I, "fmi2SetDebugLogging", "out of memory"));
+        for (size_t i = 0; i < n; i++)
+            if ((I->cats[I->ncat] = strdup(cats[i] ? cats[i] : ""))) I->ncat++;
     }
-    return fmi2OK;
+    END(fmi2OK);
 }
 
 EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean tol_defined, fmi2Real tol,
                                       fmi2Real start, fmi2Boolean stop_defined, fmi2Real stop)
 {
-    BEGIN;
-    I->last_ok_time = start;
-    return finish(B.SetupExperiment(I->inner, tol_defined, tol, start, stop_defined, stop));
+    BEGIN("fmi2SetupExperiment");
+    fmi2Status r = status_of(I, B.SetupExperiment(I->inner, tol_defined, tol, start,
+                                                  stop_defined, stop));
+    if (r <= fmi2Warning) I->last_ok_time = start;     /* a refused call changes nothing */
+    END(r);
 }
 
 EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c)
@@ -444,25 +284,24 @@ EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) { FORWARD0(ExitIni
 EXPORT fmi2Status fmi2Terminate(fmi2Component c) { FORWARD0(Terminate); }
 EXPORT fmi2Status fmi2Reset(fmi2Component c)
 {
-    BEGIN;
-    I->last_ok_time = 0.0;                   /* as after fmi2Instantiate */
-    return finish(B.Reset(I->inner));
+    BEGIN("fmi2Reset");
+    fmi2Status r = status_of(I, B.Reset(I->inner));
+    if (r <= fmi2Warning) I->last_ok_time = 0.0;       /* as after fmi2Instantiate */
+    END(r);
 }
 
-EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                              fmi2Real v[]) { FORWARD(GetReal, vr, n, v); }
-EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                                 fmi2Integer v[]) { FORWARD(GetInteger, vr, n, v); }
-EXPORT fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                                 fmi2Boolean v[]) { FORWARD(GetBoolean, vr, n, v); }
-EXPORT fmi2Status fmi2GetString(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                                fmi2String v[]) { FORWARD(GetString, vr, n, v); }
-EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                              const fmi2Real v[]) { FORWARD(SetReal, vr, n, v); }
-EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                                 const fmi2Integer v[]) { FORWARD(SetInteger, vr, n, v); }
-EXPORT fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                                 const fmi2Boolean v[]) { FORWARD(SetBoolean, vr, n, v); }
+#define GET_SET(F, T) \
+    EXPORT fmi2Status fmi2##F(fmi2Component c, const fmi2ValueReference vr[], size_t n, T v[]) \
+    { BEGIN("fmi2" #F); CHECK_ARRAYS("fmi2" #F, vr, n, v); \
+      END(status_of(I, B.F(I->inner, vr, n, v))); }
+GET_SET(GetReal, fmi2Real)
+GET_SET(GetInteger, fmi2Integer)
+GET_SET(GetBoolean, fmi2Boolean)
+GET_SET(GetString, fmi2String)
+GET_SET(SetReal, const fmi2Real)
+GET_SET(SetInteger, const fmi2Integer)
+GET_SET(SetBoolean, const fmi2Boolean)
+
 /* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, no surrogates,
  * at most U+10FFFF), or 0. */
 static int utf8_char(const unsigned char *p)
@@ -482,33 +321,154 @@ static int utf8_char(const unsigned char *p)
 EXPORT fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], size_t n,
                                 const fmi2String v[])
 {
-    Inst *J = (Inst *)c;
-    if (!J) return fmi2Error;
+    BEGIN("fmi2SetString");
+    CHECK_ARRAYS("fmi2SetString", vr, n, v);
     for (size_t i = 0; i < n; i++) {
-        const unsigned char *p = (const unsigned char *)(v ? v[i] : NULL);
+        const unsigned char *p = (const unsigned char *)v[i];
         int k = 1;
         while (p && *p && (k = utf8_char(p)) > 0) p += k;
-        if (!p || k == 0) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "set_string: value reference %u: %s; nothing was set",
-                     vr ? vr[i] : 0u, p ? "the text is not valid UTF-8" : "NULL string");
-            filter_logger(J, J->name, fmi2Error, "logStatusError", msg);
-            return fmi2Error;
-        }
+        if (!p || k == 0)
+            END(refuse(I, "set_string", "value reference %u: %s; nothing was set", vr[i],
+                       p ? "the text is not valid UTF-8" : "NULL string"));
     }
-    FORWARD(SetString, vr, n, v);
+    END(status_of(I, B.SetString(I->inner, vr, n, v)));
 }
 
-EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *s) { FORWARD(GetFMUstate, s); }
-EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate s) { FORWARD(SetFMUstate, s); }
-EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *s) { FORWARD(FreeFMUstate, s); }
+/* ---- FMU states (FMI 2.0 2.1.8) -------------------------------------------------------------- */
+
+/* The link to the state `s` in I's list, or NULL: `s` is compared, never dereferenced, so a
+ * freed, foreign or made-up handle is recognised as such. */
+static Saved **find_state(Inst *I, fmi2FMUstate s)
+{
+    Saved **at = &I->states;
+    while (*at && (void *)*at != s) at = &(*at)->next;
+    return *at ? at : NULL;
+}
+
+#define NOT_OURS "is not a state of this instance that is not freed yet (freed already, or " \
+    "from another instance)"
+
+/* "If on entry *FMUstate == NULL, a new allocation is required. If *FMUstate != NULL, then
+ * *FMUstate points to a previously returned FMUstate": that one is overwritten. */
+EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *s)
+{
+    BEGIN("fmi2GetFMUstate");
+    if (!s) END(refuse(I, "fmi2GetFMUstate", "the FMUstate argument is NULL"));
+    Saved **at = NULL;
+    if (*s && !(at = find_state(I, *s))) END(refuse(I, "fmi2GetFMUstate", "*FMUstate " NOT_OURS));
+    Saved *w = at ? *at : calloc(1, sizeof *w);
+    if (!w) END(refuse(I, "fmi2GetFMUstate", "out of memory"));
+    fmi2FMUstate inner = NULL;
+    fmi2Status r = status_of(I, B.GetFMUstate(I->inner, &inner));
+    if (r >= fmi2Error || !inner) {           /* the slave could not take it: nothing kept */
+        if (inner && r != fmi2Fatal) B.FreeFMUstate(I->inner, &inner);
+        if (!at) free(w);
+        END(r > fmi2Error ? r : fmi2Error);
+    }
+    if (at) {
+        B.FreeFMUstate(I->inner, &w->inner);  /* the old copy of a reused handle */
+    } else {
+        w->next = I->states;
+        I->states = w;
+        *s = w;
+    }
+    w->inner = inner;
+    END(r);
+}
+
+EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate s)
+{
+    BEGIN("fmi2SetFMUstate");
+    if (!s) END(refuse(I, "fmi2SetFMUstate", "the FMUstate is NULL"));
+    Saved **at = find_state(I, s);
+    if (!at) END(refuse(I, "fmi2SetFMUstate", "the FMUstate " NOT_OURS));
+    END(status_of(I, B.SetFMUstate(I->inner, (*at)->inner)));
+}
+
+/* "If a null pointer is provided, the call is ignored. The function returns a null pointer
+ * in argument FMUstate": a second free of the same variable is harmless. */
+EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *s)
+{
+    BEGIN("fmi2FreeFMUstate");
+    if (!s) END(refuse(I, "fmi2FreeFMUstate", "the FMUstate argument is NULL"));
+    /* fmusim 0.0.39 (FMISaveFMUStateToFile) passes the state itself, not its address: a live
+     * handle of this instance is never the address of a master's variable, so it is freed
+     * and noted in the debug log (a warning would make fmusim exit with status 1 after a
+     * correct run); the master's variable cannot be set to NULL */
+    Saved **self = find_state(I, (fmi2FMUstate)s);
+    if (self) {
+        Saved *w = *self;
+        *self = w->next;
+        fmi2Status r = status_of(I, B.FreeFMUstate(I->inner, &w->inner));
+        free(w);
+        filter_logger(I, NULL, fmi2OK, NULL, "fmi2FreeFMUstate: given the FMUstate "
+                      "instead of its address (FMI 2.0 2.1.8, FMI 3.0 2.2.6.4); it is freed, "
+                      "but the master's handle is not set to NULL");
+        END(r);
+    }
+    if (!*s) END(fmi2OK);
+    Saved **at = find_state(I, *s);
+    if (!at) END(refuse(I, "fmi2FreeFMUstate", "*FMUstate " NOT_OURS));
+    Saved *w = *at;
+    *at = w->next;
+    fmi2Status r = status_of(I, B.FreeFMUstate(I->inner, &w->inner));
+    free(w);
+    *s = NULL;
+    END(r);
+}
+
 EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate s, size_t *n)
-{ FORWARD(SerializedFMUstateSize, s, n); }
+{
+    BEGIN("fmi2SerializedFMUstateSize");
+    Saved **at = s ? find_state(I, s) : NULL;
+    if (!at) END(refuse(I, "fmi2SerializedFMUstateSize", "the FMUstate %s",
+                        s ? NOT_OURS : "is NULL"));
+    if (!n) END(refuse(I, "fmi2SerializedFMUstateSize", "the size argument is NULL"));
+    END(status_of(I, B.SerializedFMUstateSize(I->inner, (*at)->inner, n)));
+}
+
+/* The buffer must hold fmi2SerializedFMUstateSize bytes; a smaller one is refused (pythonfmu
+ * wrote a truncated state and answered fmi2OK) and a larger one gets that many bytes
+ * (pythonfmu read past the end of the state). */
 EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte b[], size_t n)
-{ FORWARD(SerializeFMUstate, s, b, n); }
+{
+    BEGIN("fmi2SerializeFMUstate");
+    Saved **at = s ? find_state(I, s) : NULL;
+    if (!at) END(refuse(I, "fmi2SerializeFMUstate", "the FMUstate %s", s ? NOT_OURS : "is NULL"));
+    if (!b) END(refuse(I, "fmi2SerializeFMUstate", "serializedState[] is NULL"));
+    size_t need = 0;
+    fmi2Status r = status_of(I, B.SerializedFMUstateSize(I->inner, (*at)->inner, &need));
+    if (r >= fmi2Error) END(r);
+    if (n < need)
+        END(refuse(I, "fmi2SerializeFMUstate", "a buffer of %zu bytes is given; the state needs "
+                   "%zu (fmi2SerializedFMUstateSize); nothing was written", n, need));
+    END(status_of(I, B.SerializeFMUstate(I->inner, (*at)->inner, b, need)));
+}
+
+/* A new state from bytes; bytes that are not a state of this FMU are refused by the slave
+ * (fmi2Error and its reason logged) and nothing is kept. */
 EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte b[], size_t n,
                                           fmi2FMUstate *s)
-{ FORWARD(DeSerializeFMUstate, b, n, s); }
+{
+    BEGIN("fmi2DeSerializeFMUstate");
+    if (!s) END(refuse(I, "fmi2DeSerializeFMUstate", "the FMUstate argument is NULL"));
+    if (!b || !n)
+        END(refuse(I, "fmi2DeSerializeFMUstate", "serializedState[] is %s", b ? "empty" : "NULL"));
+    Saved *w = calloc(1, sizeof *w);
+    if (!w) END(refuse(I, "fmi2DeSerializeFMUstate", "out of memory"));
+    fmi2FMUstate inner = NULL;
+    fmi2Status r = status_of(I, B.DeSerializeFMUstate(I->inner, b, n, &inner));
+    if (r >= fmi2Error || !inner) {
+        if (inner && r != fmi2Fatal) B.FreeFMUstate(I->inner, &inner);
+        free(w);
+        END(r > fmi2Error ? r : fmi2Error);
+    }
+    w->inner = inner;
+    w->next = I->states;
+    I->states = w;
+    *s = w;
+    END(r);
+}
 
 EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference u[],
                                                size_t nu, const fmi2ValueReference z[], size_t nz,
@@ -521,13 +481,16 @@ EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueR
                                                size_t n, const fmi2Integer o[], fmi2Real v[])
 { FORWARD(GetRealOutputDerivatives, vr, n, o, v); }
 
+/* FMI 2.0 4.2.2; fmi2LastSuccessfulTime (4.2.3): the step's end after success, its start (or
+ * what the slave said) after fmi2Discard, unchanged after a refused call. */
 EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolean no_prior)
 {
-    BEGIN;
+    BEGIN("fmi2DoStep");
     I->last_ok_set = 0;
-    fmi2Status r = finish(B.DoStep(I->inner, t, h, no_prior));
-    if (!I->last_ok_set) I->last_ok_time = r <= fmi2Warning ? t + h : t;
-    return r;
+    fmi2Status r = status_of(I, B.DoStep(I->inner, t, h, no_prior));
+    if (r <= fmi2Warning) I->last_ok_time = t + h;
+    else if (r == fmi2Discard && !I->last_ok_set) I->last_ok_time = t;
+    END(r);
 }
 
 EXPORT fmi2Status fmi2CancelStep(fmi2Component c)
@@ -542,8 +505,8 @@ EXPORT fmi2Status fmi2CancelStep(fmi2Component c)
 /* Status inquiries (FMI 2.0 section 4.2.3): what the slave cannot tell gives fmi2Discard. */
 EXPORT fmi2Status fmi2GetStatus(fmi2Component c, const fmi2StatusKind s, fmi2Status *v)
 {
-    (void)s; (void)v;
-    return c ? fmi2Discard : fmi2Error;
+    (void)s;
+    return c && v ? fmi2Discard : fmi2Error;
 }
 
 EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi2Real *v)
@@ -557,8 +520,8 @@ EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi
 
 EXPORT fmi2Status fmi2GetIntegerStatus(fmi2Component c, const fmi2StatusKind s, fmi2Integer *v)
 {
-    (void)s; (void)v;
-    return c ? fmi2Discard : fmi2Error;
+    (void)s;
+    return c && v ? fmi2Discard : fmi2Error;
 }
 
 EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s, fmi2Boolean *v)
@@ -571,6 +534,6 @@ EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s, 
 
 EXPORT fmi2Status fmi2GetStringStatus(fmi2Component c, const fmi2StatusKind s, fmi2String *v)
 {
-    (void)s; (void)v;
-    return c ? fmi2Discard : fmi2Error;
+    (void)s;
+    return c && v ? fmi2Discard : fmi2Error;
 }

@@ -1,0 +1,62 @@
+"""The FMU's binary (build time): the C loader fmu_src/runtime/loader/*.c compiled with the
+machine's C compiler, and put into the FMU in front of pythonfmu's binary."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LOADER = ROOT / "fmu_src" / "runtime" / "loader"         # fmi2_loader.c and the files it needs
+
+
+def _c_string(text: str) -> str:
+    return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def compile_loader(dest: Path, guid: str, python: str = "", time_vr: int = 0xFFFFFFFF) -> Path:
+    """Compile the FMU's binary (fmu_src/runtime/loader/*.c) with the machine's C compiler;
+    it accepts `guid` only, and loads `python` when EMBED_PYTHON is not set (default: python3);
+    `time_vr`: the value reference of FMI 3.0's independent variable time."""
+    import fmpy
+
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if not cc:
+        raise SystemExit("building an FMU needs a C compiler (gcc or cc) for the FMU's binary")
+    headers = Path(fmpy.__file__).parent / "c-code"
+    # -Bsymbolic: the fmi3 functions call this binary's own fmi2 ones, never another FMU's
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wno-format-truncation",
+                    "-Wl,-Bsymbolic",
+                    "-I", str(headers),
+                    "-DEMBED_BUILD_PYTHON=" + _c_string(python), "-DEMBED_GUID=" + _c_string(guid),
+                    f"-DEMBED_TIME_VR={int(time_vr)}u",
+                    "-o", str(dest), *sorted(str(f) for f in LOADER.glob("*.c")), "-ldl", "-lpthread"],
+                   check=True)
+    return dest
+
+
+def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> None:
+    """Put the loader in as binaries/linux64/<identifier>.so and pythonfmu's binary beside it
+    as <identifier>_pythonfmu.so (the loader dlopens it); `replace` maps names to new bytes.
+    pythonfmu's stock binaries of other platforms are dropped: the loader is Linux-only, and
+    an FMU must not claim a platform it was never run on."""
+    replace = replace or {}
+    ours = f"binaries/linux64/{identifier}.so"
+    tmp = fmu.with_suffix(".tmp")
+    with zipfile.ZipFile(fmu) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename.startswith("binaries/") and \
+                    not item.filename.startswith("binaries/linux64/"):
+                continue
+            if item.filename == ours:
+                dst.writestr(f"binaries/linux64/{identifier}_pythonfmu.so", data)
+            elif item.filename in replace:
+                dst.writestr(item, replace[item.filename])
+            else:
+                dst.writestr(item, data)
+        dst.write(loader, ours)
+    tmp.replace(fmu)

@@ -1,0 +1,508 @@
+/* The FMI 3.0 co-simulation functions of the FMU's binary, on top of its fmi2 functions
+ * (fmi2_loader.c) and so on the same Python slave, with every check those make.
+ *
+ * Why here and not pythonfmu3 (DESIGN.md, 2026-11-27): pythonfmu3 0.3.4's binary drops the event
+ * flags its do_step returns, ignores the master's eventModeUsed and earlyReturnAllowed, fails
+ * in event mode and crashes fmusim when saving a state.  What FMI 3.0 adds for this FMU:
+ *  - early return (FMI 3.0 4.2.1, fmi3DoStep): with earlyReturnAllowed the slave stops a step
+ *    at the first event it locates (Simulator.advance(stop_at_event=True)), after handling it;
+ *    doStep answers earlyReturn = true and lastSuccessfulTime = the located time;
+ *  - event mode (4.2.3, hasEventMode): with eventModeUsed such a return also sets
+ *    eventHandlingNeeded; the event is handled already, so fmi3UpdateDiscreteStates reports
+ *    nothing pending.  Without early return every event stays inside its step, as in FMI 2.0;
+ *  - the call sequence of 4.2.5 (Fig. 12) for the modes FMI 2.0 lacks: event mode and step
+ *    mode are checked here, the rest by the slave (fmu_src/runtime/fmi2.py);
+ *  - the types: Float64 is fmi2Real, Int32 fmi2Integer, Boolean fmi2Boolean (converted: bool
+ *    against int), String fmi2String; the FMU has no variable of any other type, so a value
+ *    reference given for one is refused as unknown (fmi3Error). */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmi3Functions.h"
+#include "loader.h"
+
+#ifndef EMBED_TIME_VR              /* the value reference of the independent variable time */
+#define EMBED_TIME_VR 0xFFFFFFFFu  /* (describe3.time_reference, given by fmu_src/builder) */
+#endif
+
+enum { M_INSTANTIATED, M_INIT, M_EVENT, M_STEP, M_TERMINATED };
+static const char *MODE_NAMES[] = {"Instantiated", "Initialization Mode", "Event Mode",
+                                   "Step Mode", "Terminated"};
+
+typedef struct {
+    Inst *c2;                          /* the fmi2 instance (fmi2_loader.c) */
+    fmi3InstanceEnvironment env;
+    fmi3LogMessageCallback log;
+    int event_mode_used;
+    int mode;                          /* M_*: where the call sequence stands */
+} Inst3;
+
+static void say3(fmi3LogMessageCallback log, fmi3InstanceEnvironment env, fmi3Status s,
+                 const char *fmt, ...)
+{
+    if (!log) return;
+    char msg[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log(env, s, s == fmi3OK ? "logAll" : s == fmi3Warning ? "logStatusWarning" :
+        s == fmi3Discard ? "logStatusDiscard" : s == fmi3Error ? "logStatusError" :
+        "logStatusFatal", msg);
+}
+
+/* The fmi2 layer's logger, speaking to the master's fmi3 one (the statuses are numbered alike). */
+static void to_fmi3_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status s,
+                           fmi2String category, fmi2String fmt, ...)
+{
+    (void)name;
+    Inst3 *J = (Inst3 *)env;
+    if (!J || !J->log) return;
+    char msg[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt ? fmt : "", ap);
+    va_end(ap);
+    J->log(J->env, (fmi3Status)s, category, msg);
+}
+
+static void *alloc_mem(size_t n, size_t size) { return calloc(n, size); }
+
+static fmi3Status refuse3(Inst3 *J, const char *fn, const char *fmt, ...)
+{
+    char msg[4096];
+    int k = snprintf(msg, sizeof msg, "%s: ", fn);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
+    va_end(ap);
+    if (J->log) J->log(J->env, fmi3Error, "logStatusError", msg);
+    return fmi3Error;
+}
+
+#define J_OF(inst) Inst3 *J = (Inst3 *)(inst); if (!J) return fmi3Error
+/* FMI 3.0 4.2.5: a call outside the modes it is allowed in is an error; nothing is done */
+#define ONLY_IN(fn, ok) if (!(ok)) return refuse3(J, fn, "not allowed in %s (FMI 3.0, section " \
+    "4.2.5)", MODE_NAMES[J->mode])
+
+EXPORT const char *fmi3GetVersion(void) { return fmi3Version; }
+
+EXPORT fmi3Status fmi3SetDebugLogging(fmi3Instance inst, fmi3Boolean on, size_t n,
+                                      const fmi3String cats[])
+{
+    J_OF(inst);
+    return (fmi3Status)fmi2SetDebugLogging(J->c2, on, n, cats);
+}
+
+EXPORT fmi3Instance fmi3InstantiateModelExchange(fmi3String name, fmi3String token,
+                                                 fmi3String resources, fmi3Boolean visible,
+                                                 fmi3Boolean logging_on,
+                                                 fmi3InstanceEnvironment env,
+                                                 fmi3LogMessageCallback log)
+{
+    (void)token; (void)resources; (void)visible; (void)logging_on;
+    say3(log, env, fmi3Error, "fmi3InstantiateModelExchange: %s supports co-simulation only",
+         name ? name : "this FMU");
+    return NULL;
+}
+
+EXPORT fmi3Instance fmi3InstantiateScheduledExecution(
+    fmi3String name, fmi3String token, fmi3String resources, fmi3Boolean visible,
+    fmi3Boolean logging_on, fmi3InstanceEnvironment env, fmi3LogMessageCallback log,
+    fmi3ClockUpdateCallback clock, fmi3LockPreemptionCallback lock,
+    fmi3UnlockPreemptionCallback unlock)
+{
+    (void)token; (void)resources; (void)visible; (void)logging_on; (void)clock; (void)lock;
+    (void)unlock;
+    say3(log, env, fmi3Error, "fmi3InstantiateScheduledExecution: %s supports co-simulation "
+         "only", name ? name : "this FMU");
+    return NULL;
+}
+
+EXPORT fmi3Instance fmi3InstantiateCoSimulation(
+    fmi3String name, fmi3String token, fmi3String resource_path, fmi3Boolean visible,
+    fmi3Boolean logging_on, fmi3Boolean event_mode_used, fmi3Boolean early_return_allowed,
+    const fmi3ValueReference required[], size_t nrequired, fmi3InstanceEnvironment env,
+    fmi3LogMessageCallback log, fmi3IntermediateUpdateCallback intermediate)
+{
+    (void)required; (void)nrequired; (void)intermediate;  /* providesIntermediateUpdate="false" */
+    if (!name) {
+        say3(log, env, fmi3Error, "fmi3InstantiateCoSimulation: instanceName is NULL");
+        return NULL;
+    }
+    /* FMI 3.0 2.3.1: resourcePath is an absolute folder path ending in '/', or NULL */
+    if (!resource_path || !*resource_path) {
+        say3(log, env, fmi3Error, "fmi3InstantiateCoSimulation: resourcePath is %s; this FMU "
+             "runs from its resources folder", resource_path ? "empty" : "NULL");
+        return NULL;
+    }
+    char folder[PATH_MAX];
+    size_t n = strlen(resource_path);
+    if (n >= sizeof folder) {
+        say3(log, env, fmi3Error, "fmi3InstantiateCoSimulation: resourcePath is too long");
+        return NULL;
+    }
+    memcpy(folder, resource_path, n + 1);
+    while (n > 1 && folder[n - 1] == '/') folder[--n] = 0;
+    Inst3 *J = calloc(1, sizeof *J);
+    if (!J) {
+        say3(log, env, fmi3Error, "fmi3InstantiateCoSimulation: out of memory");
+        return NULL;
+    }
+    J->env = env;
+    J->log = log;
+    J->event_mode_used = event_mode_used;
+    J->mode = M_INSTANTIATED;
+    fmi2CallbackFunctions cb = {to_fmi3_logger, alloc_mem, free, NULL, J};
+    if (!(J->c2 = embed_instantiate(name, token, folder, &cb, visible, logging_on,
+                                    early_return_allowed))) {
+        free(J);
+        return NULL;
+    }
+    return J;
+}
+
+EXPORT void fmi3FreeInstance(fmi3Instance inst)
+{
+    Inst3 *J = (Inst3 *)inst;
+    if (!J) return;
+    fmi2FreeInstance(J->c2);
+    free(J);
+}
+
+EXPORT fmi3Status fmi3EnterInitializationMode(fmi3Instance inst, fmi3Boolean tol_defined,
+                                              fmi3Float64 tol, fmi3Float64 start,
+                                              fmi3Boolean stop_defined, fmi3Float64 stop)
+{
+    J_OF(inst);
+    ONLY_IN("fmi3EnterInitializationMode", J->mode == M_INSTANTIATED);
+    fmi3Status r = (fmi3Status)fmi2SetupExperiment(J->c2, tol_defined, tol, start, stop_defined,
+                                                   stop);
+    if (r > fmi3Warning) return r;
+    fmi3Status r2 = (fmi3Status)fmi2EnterInitializationMode(J->c2);
+    if (r2 <= fmi3Warning) J->mode = M_INIT;
+    return r2 > r ? r2 : r;
+}
+
+/* FMI 3.0 4.2.1: after initialization the FMU is in event mode if the master uses it */
+EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance inst)
+{
+    J_OF(inst);
+    ONLY_IN("fmi3ExitInitializationMode", J->mode == M_INIT);
+    fmi3Status r = (fmi3Status)fmi2ExitInitializationMode(J->c2);
+    if (r <= fmi3Warning) J->mode = J->event_mode_used ? M_EVENT : M_STEP;
+    return r;
+}
+
+EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance inst)
+{
+    J_OF(inst);
+    if (!J->event_mode_used)
+        return refuse3(J, "fmi3EnterEventMode", "the instance was created with eventModeUsed = "
+                       "false (FMI 3.0, section 4.2.3)");
+    ONLY_IN("fmi3EnterEventMode", J->mode == M_STEP);
+    J->mode = M_EVENT;
+    return fmi3OK;
+}
+
+/* The event that made doStep return is handled before the return (its reset map applied and
+ * any condition it leaves due): nothing is left for event mode to update. */
+EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance inst, fmi3Boolean *need_update,
+                                           fmi3Boolean *terminate, fmi3Boolean *nominals,
+                                           fmi3Boolean *values, fmi3Boolean *next_defined,
+                                           fmi3Float64 *next_time)
+{
+    J_OF(inst);
+    ONLY_IN("fmi3UpdateDiscreteStates", J->mode == M_EVENT);
+    if (!need_update || !terminate || !nominals || !values || !next_defined || !next_time)
+        return refuse3(J, "fmi3UpdateDiscreteStates", "an output argument is NULL");
+    *need_update = *terminate = *nominals = *values = *next_defined = fmi3False;
+    *next_time = 0.0;
+    return fmi3OK;
+}
+
+EXPORT fmi3Status fmi3EnterStepMode(fmi3Instance inst)
+{
+    J_OF(inst);
+    ONLY_IN("fmi3EnterStepMode", J->mode == M_EVENT);
+    J->mode = M_STEP;
+    return fmi3OK;
+}
+
+EXPORT fmi3Status fmi3DoStep(fmi3Instance inst, fmi3Float64 t, fmi3Float64 h,
+                             fmi3Boolean no_prior, fmi3Boolean *event_needed,
+                             fmi3Boolean *terminate, fmi3Boolean *early,
+                             fmi3Float64 *last_time)
+{
+    J_OF(inst);
+    ONLY_IN("fmi3DoStep", J->mode == M_STEP);
+    if (!event_needed || !terminate || !early || !last_time)
+        return refuse3(J, "fmi3DoStep", "an output argument is NULL");
+    Inst *I = J->c2;
+    I->returned_early = 0;
+    fmi3Status r = (fmi3Status)fmi2DoStep(I, t, h, no_prior);
+    int stopped = I->returned_early && r <= fmi3Warning;
+    *early = stopped ? fmi3True : fmi3False;
+    *event_needed = stopped && J->event_mode_used ? fmi3True : fmi3False;
+    *terminate = fmi3False;
+    *last_time = stopped ? I->early_time : I->last_ok_time;
+    if (stopped) I->last_ok_time = I->early_time;
+    return r;
+}
+
+EXPORT fmi3Status fmi3Terminate(fmi3Instance inst)
+{
+    J_OF(inst);
+    ONLY_IN("fmi3Terminate", J->mode == M_STEP || J->mode == M_EVENT);
+    fmi3Status r = (fmi3Status)fmi2Terminate(J->c2);
+    if (r <= fmi3Warning) J->mode = M_TERMINATED;
+    return r;
+}
+
+EXPORT fmi3Status fmi3Reset(fmi3Instance inst)
+{
+    J_OF(inst);
+    fmi3Status r = (fmi3Status)fmi2Reset(J->c2);
+    if (r <= fmi3Warning) J->mode = M_INSTANTIATED;
+    return r;
+}
+
+/* ---- values ---------------------------------------------------------------------------------- */
+
+/* FMI 3.0 2.2.6.2: nValues is the number of values of the variables; every variable here is a
+ * scalar, so it equals nValueReferences */
+#define CHECK_VALUES(fn, vr, nvr, v, nv) \
+    if ((nvr) != (nv)) return refuse3(J, fn, "nValues = %zu but nValueReferences = %zu (every " \
+                                      "variable of this FMU is a scalar)", (size_t)(nv), \
+                                      (size_t)(nvr)); \
+    if ((nvr) && (!(vr) || !(v))) return refuse3(J, fn, "%s is NULL with nValueReferences = %zu", \
+                                                 !(vr) ? "valueReferences[]" : "values[]", \
+                                                 (size_t)(nvr))
+
+#define SAME(F3, F2, T) \
+    EXPORT fmi3Status fmi3##F3(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr, \
+                               T v[], size_t nv) \
+    { J_OF(inst); CHECK_VALUES("fmi3" #F3, vr, nvr, v, nv); \
+      return (fmi3Status)fmi2##F2(J->c2, vr, nvr, v); }
+SAME(GetInt32, GetInteger, fmi3Int32)
+SAME(SetInt32, SetInteger, const fmi3Int32)
+SAME(GetString, GetString, fmi3String)
+SAME(SetString, SetString, const fmi3String)
+
+/* Float64: the slave's Reals, and the independent variable time (FMI 3.0 2.4.7.4), which the
+ * loader answers: the instance's current time, its last communication point.  It cannot be set. */
+static int has_time(const fmi3ValueReference vr[], size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (vr[i] == EMBED_TIME_VR) return 1;
+    return 0;
+}
+
+EXPORT fmi3Status fmi3GetFloat64(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr,
+                                 fmi3Float64 v[], size_t nv)
+{
+    J_OF(inst);
+    CHECK_VALUES("fmi3GetFloat64", vr, nvr, v, nv);
+    if (!has_time(vr, nvr)) return (fmi3Status)fmi2GetReal(J->c2, vr, nvr, v);
+    fmi3Status r = fmi3OK;
+    for (size_t i = 0; i < nvr && r <= fmi3Warning; i++) {
+        if (vr[i] == EMBED_TIME_VR) {
+            if (J->mode == M_INSTANTIATED) return refuse3(J, "fmi3GetFloat64", "time is known "
+                                                          "from fmi3EnterInitializationMode on");
+            v[i] = J->c2->last_ok_time;
+        } else {
+            fmi3Status ri = (fmi3Status)fmi2GetReal(J->c2, vr + i, 1, v + i);
+            if (ri > r) r = ri;
+        }
+    }
+    return r;
+}
+
+EXPORT fmi3Status fmi3SetFloat64(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr,
+                                 const fmi3Float64 v[], size_t nv)
+{
+    J_OF(inst);
+    CHECK_VALUES("fmi3SetFloat64", vr, nvr, v, nv);
+    if (has_time(vr, nvr))
+        return refuse3(J, "fmi3SetFloat64", "time (value reference %u) is the independent "
+                       "variable: it cannot be set; nothing was set", EMBED_TIME_VR);
+    return (fmi3Status)fmi2SetReal(J->c2, vr, nvr, v);
+}
+
+EXPORT fmi3Status fmi3GetBoolean(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr,
+                                 fmi3Boolean v[], size_t nv)
+{
+    J_OF(inst);
+    CHECK_VALUES("fmi3GetBoolean", vr, nvr, v, nv);
+    fmi2Boolean *b = calloc(nvr ? nvr : 1, sizeof *b);
+    if (!b) return refuse3(J, "fmi3GetBoolean", "out of memory");
+    fmi3Status r = (fmi3Status)fmi2GetBoolean(J->c2, vr, nvr, b);
+    if (r <= fmi3Warning)
+        for (size_t i = 0; i < nvr; i++) v[i] = b[i] != fmi2False;
+    free(b);
+    return r;
+}
+
+EXPORT fmi3Status fmi3SetBoolean(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr,
+                                 const fmi3Boolean v[], size_t nv)
+{
+    J_OF(inst);
+    CHECK_VALUES("fmi3SetBoolean", vr, nvr, v, nv);
+    fmi2Boolean *b = calloc(nvr ? nvr : 1, sizeof *b);
+    if (!b) return refuse3(J, "fmi3SetBoolean", "out of memory");
+    for (size_t i = 0; i < nvr; i++) b[i] = v[i] ? fmi2True : fmi2False;
+    fmi3Status r = (fmi3Status)fmi2SetBoolean(J->c2, vr, nvr, b);
+    free(b);
+    return r;
+}
+
+/* The types this FMU has no variable of: any value reference given is unknown for that type */
+static fmi3Status no_such_type(fmi3Instance inst, const char *fn, const char *type,
+                               const fmi3ValueReference vr[], size_t nvr)
+{
+    J_OF(inst);
+    if (!nvr) return fmi3OK;
+    if (!vr) return refuse3(J, fn, "valueReferences[] is NULL with nValueReferences = %zu", nvr);
+    return refuse3(J, fn, "value reference %u is not a %s variable: this FMU has Float64, "
+                   "Int32, Boolean and String variables only (modelDescription.xml)", vr[0], type);
+}
+
+#define NONE(F, T, CT) \
+    EXPORT fmi3Status fmi3Get##F(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr, \
+                                 T v[], size_t nv) \
+    { (void)v; (void)nv; return no_such_type(inst, "fmi3Get" #F, #F, vr, nvr); } \
+    EXPORT fmi3Status fmi3Set##F(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr, \
+                                 const T v[], size_t nv) \
+    { (void)v; (void)nv; return no_such_type(inst, "fmi3Set" #F, #F, vr, nvr); }
+NONE(Float32, fmi3Float32, 0)
+NONE(Int8, fmi3Int8, 0)
+NONE(UInt8, fmi3UInt8, 0)
+NONE(Int16, fmi3Int16, 0)
+NONE(UInt16, fmi3UInt16, 0)
+NONE(UInt32, fmi3UInt32, 0)
+NONE(Int64, fmi3Int64, 0)
+NONE(UInt64, fmi3UInt64, 0)
+
+EXPORT fmi3Status fmi3GetBinary(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr,
+                                size_t sizes[], fmi3Binary v[], size_t nv)
+{ (void)sizes; (void)v; (void)nv; return no_such_type(inst, "fmi3GetBinary", "Binary", vr, nvr); }
+EXPORT fmi3Status fmi3SetBinary(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr,
+                                const size_t sizes[], const fmi3Binary v[], size_t nv)
+{ (void)sizes; (void)v; (void)nv; return no_such_type(inst, "fmi3SetBinary", "Binary", vr, nvr); }
+EXPORT fmi3Status fmi3GetClock(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr,
+                               fmi3Clock v[])
+{ (void)v; return no_such_type(inst, "fmi3GetClock", "Clock", vr, nvr); }
+EXPORT fmi3Status fmi3SetClock(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr,
+                               const fmi3Clock v[])
+{ (void)v; return no_such_type(inst, "fmi3SetClock", "Clock", vr, nvr); }
+
+/* ---- FMU states: the fmi2 layer's, with its ownership checks (fmi2_loader.c) ---------------- */
+
+EXPORT fmi3Status fmi3GetFMUState(fmi3Instance inst, fmi3FMUState *s)
+{ J_OF(inst); return (fmi3Status)fmi2GetFMUstate(J->c2, s); }
+EXPORT fmi3Status fmi3SetFMUState(fmi3Instance inst, fmi3FMUState s)
+{ J_OF(inst); return (fmi3Status)fmi2SetFMUstate(J->c2, s); }
+EXPORT fmi3Status fmi3FreeFMUState(fmi3Instance inst, fmi3FMUState *s)
+{ J_OF(inst); return (fmi3Status)fmi2FreeFMUstate(J->c2, s); }
+EXPORT fmi3Status fmi3SerializedFMUStateSize(fmi3Instance inst, fmi3FMUState s, size_t *n)
+{ J_OF(inst); return (fmi3Status)fmi2SerializedFMUstateSize(J->c2, s, n); }
+EXPORT fmi3Status fmi3SerializeFMUState(fmi3Instance inst, fmi3FMUState s, fmi3Byte b[],
+                                        size_t n)
+{ J_OF(inst); return (fmi3Status)fmi2SerializeFMUstate(J->c2, s, (fmi2Byte *)b, n); }
+EXPORT fmi3Status fmi3DeserializeFMUState(fmi3Instance inst, const fmi3Byte b[], size_t n,
+                                          fmi3FMUState *s)
+{ J_OF(inst); return (fmi3Status)fmi2DeSerializeFMUstate(J->c2, (const fmi2Byte *)b, n, s); }
+
+/* ---- what this FMU does not provide (its modelDescription.xml says so) ----------------------- */
+
+#define NOT_PROVIDED(call, why) { J_OF(inst); return refuse3(J, call, why); }
+
+EXPORT fmi3Status fmi3GetNumberOfVariableDependencies(fmi3Instance inst, fmi3ValueReference vr,
+                                                      size_t *n)
+{ (void)vr; (void)n; NOT_PROVIDED("fmi3GetNumberOfVariableDependencies", "the dependencies are "
+                                  "not given (ModelStructure has none)") }
+EXPORT fmi3Status fmi3GetVariableDependencies(fmi3Instance inst, fmi3ValueReference d,
+                                              size_t ed[], fmi3ValueReference ind[], size_t ei[],
+                                              fmi3DependencyKind k[], size_t n)
+{ (void)d; (void)ed; (void)ind; (void)ei; (void)k; (void)n;
+  NOT_PROVIDED("fmi3GetVariableDependencies", "the dependencies are not given") }
+EXPORT fmi3Status fmi3GetDirectionalDerivative(fmi3Instance inst, const fmi3ValueReference u[],
+                                               size_t nu, const fmi3ValueReference k[], size_t nk,
+                                               const fmi3Float64 s[], size_t ns,
+                                               fmi3Float64 out[], size_t no)
+{ (void)u; (void)nu; (void)k; (void)nk; (void)s; (void)ns; (void)out; (void)no;
+  NOT_PROVIDED("fmi3GetDirectionalDerivative", "providesDirectionalDerivative is false") }
+EXPORT fmi3Status fmi3GetAdjointDerivative(fmi3Instance inst, const fmi3ValueReference u[],
+                                           size_t nu, const fmi3ValueReference k[], size_t nk,
+                                           const fmi3Float64 s[], size_t ns, fmi3Float64 out[],
+                                           size_t no)
+{ (void)u; (void)nu; (void)k; (void)nk; (void)s; (void)ns; (void)out; (void)no;
+  NOT_PROVIDED("fmi3GetAdjointDerivative", "providesAdjointDerivatives is false") }
+EXPORT fmi3Status fmi3EnterConfigurationMode(fmi3Instance inst)
+NOT_PROVIDED("fmi3EnterConfigurationMode", "this FMU has no structural parameters")
+EXPORT fmi3Status fmi3ExitConfigurationMode(fmi3Instance inst)
+NOT_PROVIDED("fmi3ExitConfigurationMode", "this FMU has no structural parameters")
+EXPORT fmi3Status fmi3GetIntervalDecimal(fmi3Instance inst, const fmi3ValueReference vr[],
+                                         size_t n, fmi3Float64 iv[], fmi3IntervalQualifier q[])
+{ (void)iv; (void)q; return no_such_type(inst, "fmi3GetIntervalDecimal", "Clock", vr, n); }
+EXPORT fmi3Status fmi3GetIntervalFraction(fmi3Instance inst, const fmi3ValueReference vr[],
+                                          size_t n, fmi3UInt64 c[], fmi3UInt64 r[],
+                                          fmi3IntervalQualifier q[])
+{ (void)c; (void)r; (void)q; return no_such_type(inst, "fmi3GetIntervalFraction", "Clock", vr, n); }
+EXPORT fmi3Status fmi3GetShiftDecimal(fmi3Instance inst, const fmi3ValueReference vr[], size_t n,
+                                      fmi3Float64 s[])
+{ (void)s; return no_such_type(inst, "fmi3GetShiftDecimal", "Clock", vr, n); }
+EXPORT fmi3Status fmi3GetShiftFraction(fmi3Instance inst, const fmi3ValueReference vr[], size_t n,
+                                       fmi3UInt64 c[], fmi3UInt64 r[])
+{ (void)c; (void)r; return no_such_type(inst, "fmi3GetShiftFraction", "Clock", vr, n); }
+EXPORT fmi3Status fmi3SetIntervalDecimal(fmi3Instance inst, const fmi3ValueReference vr[],
+                                         size_t n, const fmi3Float64 iv[])
+{ (void)iv; return no_such_type(inst, "fmi3SetIntervalDecimal", "Clock", vr, n); }
+EXPORT fmi3Status fmi3SetIntervalFraction(fmi3Instance inst, const fmi3ValueReference vr[],
+                                          size_t n, const fmi3UInt64 c[], const fmi3UInt64 r[])
+{ (void)c; (void)r; return no_such_type(inst, "fmi3SetIntervalFraction", "Clock", vr, n); }
+EXPORT fmi3Status fmi3SetShiftDecimal(fmi3Instance inst, const fmi3ValueReference vr[], size_t n,
+                                      const fmi3Float64 s[])
+{ (void)s; return no_such_type(inst, "fmi3SetShiftDecimal", "Clock", vr, n); }
+EXPORT fmi3Status fmi3SetShiftFraction(fmi3Instance inst, const fmi3ValueReference vr[], size_t n,
+                                       const fmi3UInt64 c[], const fmi3UInt64 r[])
+{ (void)c; (void)r; return no_such_type(inst, "fmi3SetShiftFraction", "Clock", vr, n); }
+EXPORT fmi3Status fmi3EvaluateDiscreteStates(fmi3Instance inst)
+NOT_PROVIDED("fmi3EvaluateDiscreteStates", "this FMU has no clocks")
+EXPORT fmi3Status fmi3GetOutputDerivatives(fmi3Instance inst, const fmi3ValueReference vr[],
+                                           size_t n, const fmi3Int32 o[], fmi3Float64 v[],
+                                           size_t nv)
+{ (void)vr; (void)n; (void)o; (void)v; (void)nv;
+  NOT_PROVIDED("fmi3GetOutputDerivatives", "maxOutputDerivativeOrder is 0") }
+EXPORT fmi3Status fmi3ActivateModelPartition(fmi3Instance inst, fmi3ValueReference c,
+                                             fmi3Float64 t)
+{ (void)c; (void)t; NOT_PROVIDED("fmi3ActivateModelPartition", "co-simulation only") }
+
+/* Model exchange: not this FMU's interface (fmi3InstantiateModelExchange refuses), but every
+ * function of fmi3Functions.h is exported, as masters look them all up */
+#define ME_ONLY(call) NOT_PROVIDED(call, "a model-exchange function; this FMU is co-simulation only")
+EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance inst)
+ME_ONLY("fmi3EnterContinuousTimeMode")
+EXPORT fmi3Status fmi3CompletedIntegratorStep(fmi3Instance inst, fmi3Boolean np,
+                                              fmi3Boolean *e, fmi3Boolean *t)
+{ (void)np; (void)e; (void)t; ME_ONLY("fmi3CompletedIntegratorStep") }
+EXPORT fmi3Status fmi3SetTime(fmi3Instance inst, fmi3Float64 t)
+{ (void)t; ME_ONLY("fmi3SetTime") }
+EXPORT fmi3Status fmi3SetContinuousStates(fmi3Instance inst, const fmi3Float64 x[], size_t n)
+{ (void)x; (void)n; ME_ONLY("fmi3SetContinuousStates") }
+EXPORT fmi3Status fmi3GetContinuousStateDerivatives(fmi3Instance inst, fmi3Float64 d[], size_t n)
+{ (void)d; (void)n; ME_ONLY("fmi3GetContinuousStateDerivatives") }
+EXPORT fmi3Status fmi3GetEventIndicators(fmi3Instance inst, fmi3Float64 e[], size_t n)
+{ (void)e; (void)n; ME_ONLY("fmi3GetEventIndicators") }
+EXPORT fmi3Status fmi3GetContinuousStates(fmi3Instance inst, fmi3Float64 x[], size_t n)
+{ (void)x; (void)n; ME_ONLY("fmi3GetContinuousStates") }
+EXPORT fmi3Status fmi3GetNominalsOfContinuousStates(fmi3Instance inst, fmi3Float64 x[], size_t n)
+{ (void)x; (void)n; ME_ONLY("fmi3GetNominalsOfContinuousStates") }
+EXPORT fmi3Status fmi3GetNumberOfEventIndicators(fmi3Instance inst, size_t *n)
+{ (void)n; ME_ONLY("fmi3GetNumberOfEventIndicators") }
+EXPORT fmi3Status fmi3GetNumberOfContinuousStates(fmi3Instance inst, size_t *n)
+{ (void)n; ME_ONLY("fmi3GetNumberOfContinuousStates") }

@@ -1,0 +1,88 @@
+/* Shared by the loader's files (compiled together by fmu_src/build.py into the FMU's binary):
+ *   fmi2_loader.c   the fmi2 functions: instances, argument checks, FMU states, status;
+ *   fmi3_loader.c   the fmi3 co-simulation functions, on top of the fmi2 ones (FMI 3.0 FMUs);
+ *   python_env.c    the Python interpreter and pythonfmu's binary, loaded on first use;
+ *   resource_uri.c  fmuResourceLocation (a file: URI) decoded to a folder. */
+#ifndef EMBED_LOADER_H
+#define EMBED_LOADER_H
+
+#include <stddef.h>
+
+#include "fmi2Functions.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- pythonfmu's binary (python_env.c) ----------------------------------------------------- */
+
+#define FMI2_FUNCS(X) X(Instantiate) X(FreeInstance) X(SetDebugLogging) X(SetupExperiment) \
+    X(EnterInitializationMode) X(ExitInitializationMode) X(Terminate) X(Reset) \
+    X(GetReal) X(GetInteger) X(GetBoolean) X(GetString) \
+    X(SetReal) X(SetInteger) X(SetBoolean) X(SetString) \
+    X(GetFMUstate) X(SetFMUstate) X(FreeFMUstate) X(SerializedFMUstateSize) \
+    X(SerializeFMUstate) X(DeSerializeFMUstate) X(GetDirectionalDerivative) \
+    X(SetRealInputDerivatives) X(GetRealOutputDerivatives) X(DoStep)
+
+typedef struct {
+#define FIELD(n) fmi2##n##TYPE *n;
+    FMI2_FUNCS(FIELD)
+#undef FIELD
+    void (*finalize)(void);
+    void *handle;
+} Backend;
+
+extern Backend B;
+
+/* The Python C API initialized (the process's own interpreter, or one started from the
+ * interpreter whose packages requirements.txt names) and pythonfmu's binary loaded: 1, or 0
+ * with a message in err.  Thread-safe. */
+int python_and_backend(const char *requirements, char *err, size_t n);
+
+/* The interpreter started by python_and_backend, for messages ("of this process" if none). */
+const char *started_python(void);
+
+/* ---- instances (fmi2_loader.c) ------------------------------------------------------------ */
+
+typedef struct Saved {              /* an FMU state handed to the master (FMI 2.0 2.1.8) */
+    fmi2FMUstate inner;             /* pythonfmu's copy (a Python object) */
+    struct Saved *next;
+} Saved;
+
+typedef struct {
+    fmi2Component inner;
+    fmi2CallbackFunctions master;   /* the master's callbacks */
+    fmi2CallbackFunctions mine;     /* given to pythonfmu: our filter, with this as environment */
+    char *name;
+    int logging_on;
+    size_t ncat;
+    char **cats;
+    double last_ok_time;            /* fmi2LastSuccessfulTime */
+    int last_ok_set;                /* the slave set it during this call */
+    int override_status;            /* at least this status for the running call, or -1 */
+    int dead;                       /* pythonfmu answered fmi2Fatal: it destroyed its instance */
+    Saved *states;                  /* the states of this instance not freed yet */
+    char *alias;                    /* the resources link's folder (alias_if_needed), or NULL */
+    int early_return_allowed;       /* FMI 3.0: the master allows doStep to return at an event */
+    int returned_early;             /* the slave stopped the running doStep at an event ... */
+    double early_time;              /* ... located at this time */
+} Inst;
+
+/* An instance on the resources folder `resources` (decoded), as fmi2Instantiate makes it;
+ * early_return: the slave may stop a step at an event (fmi3InstantiateCoSimulation's
+ * earlyReturnAllowed).  NULL, with the reason logged through `functions`. */
+Inst *embed_instantiate(fmi2String name, fmi2String guid, const char *resources,
+                        const fmi2CallbackFunctions *functions, fmi2Boolean visible,
+                        fmi2Boolean logging_on, int early_return);
+
+/* ---- fmuResourceLocation (resource_uri.c) ------------------------------------------------- */
+
+/* The folder the file: URI `uri` names, percent-decoded, in out[n]: 1, or 0 with err set. */
+int resource_folder(const char *uri, char *out, size_t n, char *err, size_t en);
+
+/* pythonfmu's binary turns every "%20" of the path it is given into a space; a folder whose
+ * name has "%20" in it is reached through a symbolic link in a private temporary folder:
+ * path rewritten in place, *tmpdir (malloc'ed) to remove with remove_alias.  1, or 0 with
+ * err set. */
+int alias_if_needed(char *path, size_t n, char **tmpdir, char *err, size_t en);
+void remove_alias(char *tmpdir);
+
+#endif
