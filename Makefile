@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 OUT    ?= build
 
-.PHONY: demo test fmus bench hil clean
+.PHONY: demo test docs fmus bench hil clean
 
 $(VENV)/.installed: pyproject.toml .ci/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,9 @@ demo: fmus
 
 test: $(VENV)/.installed
 	$(PY) -m pytest
+
+docs: $(VENV)/.installed
+	$(PY) -m sphinx -W -b html docs $(OUT)/docs
 
 bench: fmus
 	$(PY) benchmarks/bench_disk_ramp.py --fmu $(OUT)/disk_ramp.fmu

@@ -417,10 +417,10 @@ def test_a_state_of_another_fmu_is_refused(disk_fmu, fmu_dir):
         a.close()
 
 
-# ------------------------------------------------------------------------- README
-def test_readme_status_table_is_the_slaves():
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("### status codes"):]
+# ------------------------------------------------------------------------- docs/fmu.md
+def test_documented_status_table_is_the_slaves():
+    text = (ROOT / "docs" / "fmu.md").read_text()
+    section = text[text.index("## status codes"):]
     rows = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", section, re.M))
     assert {int(k): v for k, v in rows.items()} == STATUS
 

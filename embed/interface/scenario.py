@@ -263,7 +263,7 @@ class Scenario:
     def simulator(self, params=None, *, solver="rk4", h_max=1e-3, rtol=1e-8, inputs=None,
                   embedding="symbolic", compiler=None, t0=0.0, formulation="embedding",
                   formulation_options=None, consistent_start=None):
-        """A simulator started at t = t0 from the *_start parameters (eq 20), in the
+        """A simulator started at t = t0 from the ``*_start`` parameters (eq 20), in the
         ``formulation`` asked for (``Simulator``); an input of ``input_defaults`` not given in
         ``inputs`` has its parameter's value, as in the FMU.
 
