@@ -191,7 +191,7 @@ def driven_program(parts, rhs_only=False):
 
     stage = Program(1 + nx + n_rest)
     qs = list(range(1, 1 + n))
-    B, u = speeds(stage, 0, qs)
+    _, u = speeds(stage, 0, qs)
     qdot = u if qdot_t is None else _splice(stage, qdot_t, [0] + qs + u + pr)
     stage = (stage, qdot + u)                       # xdot, then u
     if rhs_only:
