@@ -203,3 +203,44 @@ def test_knee_bend_visits_all_six_phases(sc):
     assert path == [(1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 1)]
     assert sim.impact_count == 4
     assert [g for _, g, _, _ in sim.events].count("stance_knee_bend") == 2
+
+
+def _stride(sc, z):
+    """The stride map P(z), shot with the engine: the reduced state just after the first
+    heel strike from the heel-strike state z (inner leg standing at x = 0), the legs' roles
+    swapped (the new stance leg is the outer one)."""
+    from scenarios.kneed_walker import Q_NAMES, U_NAMES, start_state
+    q0, u0 = start_state(z)
+    sim = sc.simulator({f"{n}_start": float(v) for n, v in zip(Q_NAMES + U_NAMES,
+                                                               np.concatenate((q0, u0)))})
+    t = 0.0
+    while t < 2 * STRIDE:
+        t += 0.05
+        sim.advance(t)
+        strikes = [e for e in sim.impacts if e[1] == "heel_strike"]
+        if strikes:
+            _, _, q, _, u_plus = strikes[0]
+            return reduced(q, u_plus, "o")
+    raise AssertionError(f"no heel strike within {2 * STRIDE} s from {z}")
+
+
+def test_gait_is_stable(sc, walk):
+    """The stride map's Jacobian at the shipped fixed point by forward differences (step
+    1e-7, six strides shot with the engine): its eigenvalues, printed, lie inside the unit
+    circle (the period-one gait attracts nearby states).  Heel strike locks the new swing
+    knee (eq 19), so P's swing thigh and shank rows coincide and two eigenvalues vanish."""
+    z = np.array(FIXED_POINT)
+    Pz = _stride(sc, z)
+    assert np.max(np.abs(Pz - z)) <= 1e-8
+    J = np.empty((6, 6))
+    for k in range(6):
+        dz = np.zeros(6)
+        dz[k] = 1e-7 * max(1.0, abs(z[k]))
+        J[:, k] = (_stride(sc, z + dz) - Pz) / dz[k]
+    ev = sorted(np.linalg.eigvals(J), key=abs, reverse=True)
+    print("\nstride map eigenvalues at the fixed point: " +
+          ", ".join(f"{e.real:+.6f}{e.imag:+.6f}j (|{abs(e):.6f}|)" for e in ev))
+    np.testing.assert_allclose(J[1], J[2], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(J[4], J[5], rtol=0, atol=1e-6)
+    assert abs(ev[0]) < 0.9                  # 0.655 at slope 0.0504 rad
+    assert abs(ev[-1]) < 1e-6 and abs(ev[-2]) < 1e-6

@@ -240,7 +240,7 @@ def make_mode(parts, key, fns=None, backend=None):
         meta.setdefault("nz", len(parts["z"]) if "z" in parts else None)
     if meta["kind"] == "explicit":
         return CompiledMode(meta, key, fns)
-    if meta["kind"] == "driven":
+    if meta["kind"] == "driven" and not isinstance(fns[0], NativeFunction):
         return DrivenMode(meta, key, fns)
     return (ProgramMode if isinstance(fns[0], NativeFunction) else LinearMode)(meta, key, fns)
 

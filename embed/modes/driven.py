@@ -14,10 +14,17 @@ stage:
     B udot = -gamma,  gamma = (B u + C)_q qdot + (B u + C)_t    (eq 12 differentiated)
     B^T lambda = -(F + F*) = -(b + A_u udot)         (F + F* + B^T lambda = 0, Sec 5.4)
 
-so a step costs four solves of B plus the monitors.  x = q; the configuration constraints are
-held by the projection as in every mode (haug_pavesic2023 eq 13-16).  Used where a mode has
-no independent speed and the model no declared forces or auxiliary speeds
-(``driven_parts`` returns None otherwise, and the general embedding runs).
+x = q.  The whole RK4 step is one compiled straight-line program (``driven_program``), as a
+"linear" mode's is (``compile.linear_program``): B, C at each stage, then u = -B^T (B B^T)^-1 C
+(the least-norm solution, which for a square nonsingular B is -B^-1 C), the step's Newton
+correction of Phi(q, t+h) = 0 (haug_pavesic2023 eq 13-14), and the monitors with
+udot = -B^T (B B^T)^-1 gamma and lambda = -(B B^T)^-1 B (F + F*), every solve an LDL^T of the
+definite B B^T (``Program.ldl_solve``, no pivoting: B is nonsingular away from a kinematic
+singularity, where the solve gives inf or nan, which the step's finiteness check reports).
+One call a step, where ``DrivenMode`` (kept for a program that cannot be compiled) makes
+five LU factorizations and seven solves in Python.  Used where a mode has no independent
+speed and the model no declared forces or auxiliary speeds (``driven_parts`` returns None
+otherwise, and the general embedding runs).
 """
 
 from __future__ import annotations
@@ -83,11 +90,20 @@ def driven_parts(model, params, cset, dep, outputs, guards):
 
 
 def compile_driven(parts, key, backend=None):
-    """The compiled functions of a driven mode: [B, C](t, q), qdot(t, q, u) (None when it is u),
+    """The compiled step of a driven mode (``driven_program``: one native function, stepped by
+    ``modes.ProgramMode``) or, if it cannot be compiled, the functions of ``DrivenMode``:
+    [B, C](t, q), qdot(t, q, u) (None when it is u),
     [gamma, b, A_u](t, q, u) and the monitors(t, q, u, udot, lambda); with LLVM unless another
     backend is asked for (the four functions of braun_goldfarb2012's biped compile in about
     0.3 s, and a stage then costs a few microseconds, against 50 us interpreted)."""
     from .compile import lambdify
+    from ..base.errors import CompilationError
+    from ..codegen.native import OPT_RUN, compile_program
+    try:
+        prog, outs = driven_program(parts)
+        return (compile_program(prog, outs, f"the RK4 step of driven mode {key}", OPT_RUN),)
+    except CompilationError:
+        pass
     backend = backend or "llvm"
     sys = lambdify(parts["args_q"], parts["sys"], f"B and C of mode {key}", backend)
     qdot = (None if parts["qdot"] is None else
@@ -137,3 +153,81 @@ class DrivenMode(_SymbolicMode):
 
     def rk4(self, t, h, x, p):
         return rk4_stepwise(self, t, h, x, p)
+
+
+def _least_norm(prog, B, rhs):
+    """-B^T (B B^T)^-1 r for each r in ``rhs`` (registers; B square: -B^-1 r), by one LDL^T
+    of the definite B B^T."""
+    n = len(B)
+    G = [[prog.dot(B[i], B[j]) for j in range(n)] for i in range(n)]
+    out = []
+    for w in prog.ldl_solve(G, rhs):
+        out.append([prog.sub(prog.const(0.0), prog.dot([B[i][k] for i in range(n)], w))
+                    for k in range(n)])
+    return out
+
+
+def driven_program(parts, rhs_only=False):
+    """A driven mode's RK4 step as one straight-line program (``compile.rk4_program``'s
+    layout, arguments [t, h, q..., p..., flag]): each stage u = -B^-1 C (eq 12, D empty) and
+    qdot = W u + X; after the step q <- q - flag Phi_q^T (Phi_q Phi_q^T)^-1 Phi(q, t+h)
+    (haug_pavesic2023 eq 13-14, one Newton step); the monitors at its end with
+    B udot = -gamma and B^T lambda = -(b + A_u udot) (Sec 5.4).  ``rhs_only``: qdot alone."""
+    from .compile import _splice, _template, rhs_program, rk4_program
+    from ..codegen.program import Program
+    q, params = parts["x"], parts["params"]
+    n = nx = len(q)
+    n_rest = len(params) + 1                   # the parameters, then the correction's flag
+    sys_t = _template(parts["args_q"], parts["sys"])
+    qdot_t = None if parts["qdot"] is None else _template(parts["args_u"], parts["qdot"])
+    dyn_t = _template(parts["args_u"], parts["dyn"])
+    mon_t = _template(parts["args_mon"], parts["mon"])
+    pr = list(range(1 + nx, 1 + nx + len(params)))            # the parameters' registers
+
+    def speeds(prog, t, qs):
+        v = _splice(prog, sys_t, [t] + qs + pr)
+        B = [v[i * n:(i + 1) * n] for i in range(n)]
+        return B, _least_norm(prog, B, [v[n * n:]])[0]
+
+    stage = Program(1 + nx + n_rest)
+    qs = list(range(1, 1 + n))
+    _, u = speeds(stage, 0, qs)
+    qdot = u if qdot_t is None else _splice(stage, qdot_t, [0] + qs + u + pr)
+    stage = (stage, qdot + u)                       # xdot, then u
+    if rhs_only:
+        return rhs_program(nx, n_rest, stage)
+    final = Program(1 + nx + n_rest)
+    v = final.call(stage, list(range(final.n_in)))
+    xdot, u = v[:n], v[n:]
+    w = _splice(final, sys_t, [0] + qs + pr)
+    B = [w[i * n:(i + 1) * n] for i in range(n)]
+    d = _splice(final, dyn_t, [0] + qs + u + pr)
+    udot = _least_norm(final, B, [d[:n]])[0]                                # B udot = -gamma
+    ff = [final.add(d[n + i], final.dot(d[2 * n + i * n:2 * n + (i + 1) * n], udot))
+          for i in range(n)]                                                # b + A_u udot
+    G = [[final.dot(B[i], B[j]) for j in range(n)] for i in range(n)]
+    y = final.ldl_solve(G, [[final.dot(B[i], ff) for i in range(n)]])[0]
+    lam = [final.sub(final.const(0.0), r) for r in y]        # B^T lambda = -(F + F*)
+    mon = _splice(final, mon_t, [0] + qs + u + udot + lam + pr)
+    return rk4_program(nx, n_rest, stage, (final, mon + xdot), _correction(parts, n_rest))
+
+
+def _correction(parts, n_rest):
+    """One Newton step toward Phi(q, t) = 0 (``compile.newton_program`` for any number of
+    holonomic rows: Phi_q Phi_q^T by LDL^T), a program of [t, q..., p..., flag]; or None."""
+    from .compile import _splice, _template
+    from ..codegen.program import Program
+    rows = parts["phi"]
+    if not rows:
+        return None
+    q, params = parts["x"], parts["params"]
+    n, mh = len(q), len(rows)
+    tmpl = _template(parts["args_q"], [e for row in rows for e in row])
+    prog = Program(1 + n + n_rest)
+    v = _splice(prog, tmpl, list(range(1 + n + len(params))))
+    rows = [v[k * (n + 1):(k + 1) * (n + 1)] for k in range(mh)]
+    G, r = [row[1:] for row in rows], [row[0] for row in rows]
+    y = prog.ldl_solve([[prog.dot(G[i], G[j]) for j in range(mh)] for i in range(mh)], [r])[0]
+    flag = prog.n_in - 1
+    return prog, [prog.sub(1 + i, prog.mul(flag, prog.dot([G[k][i] for k in range(mh)], y)))
+                  for i in range(n)]

@@ -336,7 +336,9 @@ class ProgramMode(CompiledMode):
                 raise CompilationError(f"mode {self.key} came from the background worker without "
                                        "its right-hand side (ask for it with rhs=True)")
             from .compile import linear_program
+            from .driven import driven_program
             from ..codegen.native import compile_program
-            prog, outs = linear_program(self._parts, rhs_only=True)
+            make = driven_program if self._parts["kind"] == "driven" else linear_program
+            prog, outs = make(self._parts, rhs_only=True)
             self._rhs = compile_program(prog, outs, f"the right-hand side of mode {self.key}")
         return CompiledMode.rhs(self, t, x, p)
