@@ -151,6 +151,11 @@ class Scenario:
         (``Simulator``'s option: full-state formulations only).
     visuals : embed.interface.visuals.Visuals, optional
         The shapes ``embed-fmu animate`` draws (None: the bodies' points).
+    check_entries : dict, optional
+        mode id -> function of the started simulator returning the ``Jump`` by which
+        ``embed-fmu check`` enters that mode (its coordinates and speeds are moved to the
+        nearest consistent state): for a mode that only an extension enters, whose
+        constraints are not even defined at the start state (a fence beyond the ramp's end).
     """
 
     name: str
@@ -176,6 +181,7 @@ class Scenario:
     residual_description: str = RESIDUAL    # of the generated ``constraint_residual``
     consistent_start: bool = True           # correct an inconsistent start (docs/design.md)
     visuals: object = None     # embed.interface.visuals.Visuals: how ``embed-fmu animate`` draws the run
+    check_entries: dict = field(default_factory=dict)   # mode id -> sim -> Jump (the checker's)
 
     def __repr__(self):
         # the generated repr would print the automaton, the model and the compiled modes,
@@ -196,6 +202,15 @@ class Scenario:
         self.extra_outputs = {**{o.name: o.source for o in declared}, **self.extra_outputs}
         if self.outputs is None:
             self.outputs = self._generated_outputs()
+
+    def mode_names(self) -> dict:
+        """{number the ``mode`` output reports: the name of the modes that report it}, several
+        joined by "/" (disk_fence's fences all report 3)."""
+        out = {}
+        for key, m in self.automaton.modes.items():
+            k = key if m.report is None else m.report
+            out[k] = "/".join(filter(None, [out.get(k), m.name]))
+        return out
 
     def _generated_outputs(self) -> list:
         """The automaton's declared outputs shown outside, then ``engine_outputs``."""
