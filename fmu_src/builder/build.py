@@ -384,8 +384,6 @@ def build(model, out: Path, options=None, python: str = "", log=progress) -> Pat
         try:
             fmu = FmuBuilder.build_FMU(script, dest=out, project_files=files,
                                        canGetAndSetFMUstate=True, canSerializeFMUstate=True)
-            slave = sys.modules.get(f"fmu_src{tag}.runtime.slave")
-            status_codes = slave.STATUS if slave else {}
         finally:
             sys.path.remove(str(project))
             for k in [k for k in sys.modules if k.split(".")[0].endswith(tag)]:
@@ -396,6 +394,6 @@ def build(model, out: Path, options=None, python: str = "", log=progress) -> Pat
         guid = ElementTree.fromstring(xml).get("guid")
         log("compiling the FMU's loader")
         install_loader(fmu, name, compile_loader(tmp / "loader.so", guid, python),
-                       {"modelDescription.xml": describe(xml, status_codes)})
+                       {"modelDescription.xml": describe(xml)})
     log(f"wrote {fmu} ({time.perf_counter() - started:.1f} s)")
     return fmu

@@ -161,11 +161,7 @@ def _fmu_of(model: str, raw: dict, tmp: Path, check: bool):
     sc, options, rest = _model(src, raw, others_allowed=check)
     if check and not run_check(sc, out=sys.stderr):
         raise ModelDefinitionError(f"{sc.name}: the checker found errors (above); not built")
-    names = {}
-    for key, m in sc.automaton.modes.items():
-        k = key if m.report is None else m.report
-        names[k] = "/".join(filter(None, [names.get(k), m.name]))
-    return build(src, tmp, options), names, rest
+    return build(src, tmp, options), sc.mode_names(), rest
 
 
 def cmd_info(a) -> int:

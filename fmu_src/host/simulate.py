@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import math
-import re
 import sys
 import time
 from pathlib import Path
@@ -92,14 +91,13 @@ def read_inputs(path: Path, md) -> np.ndarray:
 
 
 def mode_names(md) -> dict:
-    """{number: name} read from the ``mode`` output's description when it lists them as the
-    scenarios generate it ("active mode: 1 sliding, 2 rolling"); else empty (numbers only)."""
+    """{number: name} of the modes, read from the Enumeration type the ``mode`` output is
+    declared with (``fmu_src.runtime.status.type_definitions``); empty (numbers only) for an
+    FMU whose ``mode`` is a plain Integer."""
     v = next((v for v in md.modelVariables if v.name == "mode"), None)
-    text = (v.description or "") if v is not None else ""
-    if not text.startswith("active mode:"):
+    if v is None or v.type != "Enumeration" or v.declaredType is None:
         return {}
-    items = [re.fullmatch(r"\s*(\d+)\s+(.+?)\s*", part) for part in text[12:].split(",")]
-    return {int(m.group(1)): m.group(2) for m in items if m}
+    return {int(item.value): item.name for item in v.declaredType.items}
 
 
 def chosen_outputs(md, names: list | None) -> list:
