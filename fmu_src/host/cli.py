@@ -266,9 +266,9 @@ def cmd_sweep(a) -> int:
               file=sys.stderr)
     if len(failed) > 10:
         print(f"{PROG}: ... {len(failed) - 10} more failed cases", file=sys.stderr)
+    rerun = " (re-run them with --rerun-failed or --cases N,...)" if len(failed) else ""
     print(f"{PROG}: {len(df)} of {len(study.cases())} cases in {a.out}: {len(df) - len(failed)} "
-          f"ok, {len(failed)} failed (re-run them with --rerun-failed or --cases N,...)",
-          file=sys.stderr)
+          f"ok, {len(failed)} failed{rerun}", file=sys.stderr)
     if a.plot:
         from fmu_src.host.study_plot import plot
         from fmu_src.host.study_spec import summary_column
