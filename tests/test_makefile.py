@@ -2,16 +2,12 @@
 installed and how long it takes, and pip's own progress (each package collected) is shown,
 not silenced.  Read from make's dry run (-n: nothing is installed)."""
 
-import shutil
 import subprocess
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_the_installer_announces_itself_and_pip_shows_its_progress(tmp_path):
     venv = tmp_path / "venv"
     proc = subprocess.run(["make", "-n", "-B", f"VENV={venv}", f"{venv}/.installed"],
