@@ -26,7 +26,7 @@ from ..model.context import Context
 from ..base.errors import EmbedError, ModelDefinitionError
 
 RANK_TOL = 1e-9          # a singular value below this (relative to the largest) is zero
-FMU_VARIABLES = ("solver", "h_max", "rtol", "embedding", "status")   # the slave's own
+FMU_VARIABLES = ("solver", "h_max", "rtol", "embedding", "status", "mode_number")  # the slave's
 
 
 @dataclass(frozen=True)

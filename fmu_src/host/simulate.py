@@ -18,7 +18,7 @@ from embed.base.errors import InputError
 
 # recorded whenever the FMU has them: the plot marks events and names modes from them
 MARKS = ("mode", "event_count", "last_event_time")
-NUMPY_TYPES = {"Real": np.float64, "Integer": np.int32, "Boolean": np.bool_}
+NUMPY_TYPES = {"Real": np.float64, "Integer": np.int32, "Enumeration": np.int32, "Boolean": np.bool_}
 
 
 def start_values(md, raw: dict) -> dict:
@@ -35,7 +35,7 @@ def start_values(md, raw: dict) -> dict:
             settable = [n for n, x in variables.items() if x.causality in ("parameter", "input")]
             raise InputError(f"--set {name}: {what} {md.modelName}; it has the parameters and "
                              f"inputs {', '.join(settable)}")
-        like = {"Real": 0.0, "Integer": 0, "Boolean": False, "String": ""}[v.type]
+        like = {"Real": 0.0, "Integer": 0, "Enumeration": 0, "Boolean": False, "String": ""}[v.type]
         default = None if v.start is None else convert(name, v.start, like)
         value = convert(name, text, like, default=default)
         if v.type == "Real" and not math.isfinite(value):

@@ -26,9 +26,9 @@ from embed.hybrid.simulator import EMBEDDINGS, MAX_STEPS
 from fmu_src.runtime import fmu_state
 from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, fmi2_call,
                           refuse_running_call)
-from fmu_src.runtime.status import (ENUMERATIONS, INPUT_REJECTED, REFUSED, STATUS,
-                                   STATUS_DESCRIPTION, as_enumeration, status_of,
-                                   type_definitions)
+from fmu_src.runtime.status import (ENUMERATIONS, INPUT_REJECTED, MODE_NUMBER, REFUSED,
+                                   STATUS, STATUS_DESCRIPTION, add_integer_alias,
+                                   as_enumeration, status_of, type_definitions)
 
 __all__ = ["ScenarioSlave", "STATUS"]
 
@@ -219,10 +219,11 @@ class ScenarioSlave(Fmi2Slave):
             self.fmi_state = saved
         names = {v.get("name") for v in root.iter("ScalarVariable")
                  if v.find("Enumeration") is not None}
-        if names:               # after CoSimulation (UnitDefinitions go between: describe.py)
-            after = root.find("CoSimulation")
-            root.insert(list(root).index(after) + 1,
-                        type_definitions(self.sc.mode_names(), names))
+        after = root.find("CoSimulation")     # then UnitDefinitions (describe.py), the types
+        root.insert(list(root).index(after) + 1,
+                    type_definitions(self.sc.mode_names(), names | {"status"}))
+        if "mode" in names:
+            add_integer_alias(root, "mode", MODE_NUMBER)
         return root
 
     def _register(self, v, causality, getter=None):

@@ -64,8 +64,13 @@ def status_of(exc):
     return INTERNAL
 
 
-STATUS_DESCRIPTION = "0 ok, else the code of the last failed step or refused call (type Status)"
-ENUMERATIONS = {"mode": "Mode", "status": "Status"}   # Integer outputs -> their declared type
+STATUS_DESCRIPTION = ("0 ok, else the code of the last failed step or refused call (the codes: "
+                      "type Status)")
+# Integer outputs declared as Enumerations.  ``status`` stays an Integer (its codes are listed
+# in the type Status all the same): libcosim 0.11 drops Enumeration variables, and a master
+# must see the status; ``mode`` has the Integer alias MODE_NUMBER for such masters.
+ENUMERATIONS = {"mode": "Mode"}
+MODE_NUMBER = "mode_number"
 
 
 def as_enumeration(element, name):
@@ -104,3 +109,21 @@ def _enumeration(types, name, description, items):
     for item, value, text in items:
         SubElement(enum, "Item", {"name": item, "value": str(value),
                                   **({"description": text} if text else {})})
+
+
+def add_integer_alias(root, name, alias):
+    """An Integer output ``alias`` of the Enumeration output ``name`` (same value reference:
+    FMI 2.0 Sec 2.2.7, Integer and Enumeration share value references and are got with
+    fmi2GetInteger), appended to ModelVariables and to ModelStructure's Outputs."""
+    variables = root.find("ModelVariables")
+    index = {v.get("name"): i for i, v in enumerate(variables, start=1)}
+    original = variables[index[name] - 1]
+    copy = SubElement(variables, "ScalarVariable", dict(original.attrib))
+    copy.set("name", alias)
+    copy.set("description", f"{name} as a plain Integer (an alias of {name}, for masters that "
+             "read no Enumeration)")
+    start = original.find("Enumeration").get("start")
+    SubElement(copy, "Integer", {"start": start} if start is not None else {})
+    outputs = root.find("ModelStructure/Outputs")
+    if outputs is not None:
+        SubElement(outputs, "Unknown", index=str(len(variables)))
