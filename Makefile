@@ -7,9 +7,11 @@ OUT    ?= build
 .PHONY: demo test docs fmus bench hil clean
 
 $(VENV)/.installed: pyproject.toml .ci/constraints.txt
+	@echo "== installing embed-fmu and its test tools into $(VENV) (pip, sympy, symengine, fmpy, pythonfmu, ...): a minute or two"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c .ci/constraints.txt -e '.[test]'
+	$(PY) -m pip install --progress-bar off -c .ci/constraints.txt -e '.[test]'
+	@echo "== installed into $(VENV)"
 	touch $@
 
 fmus: $(VENV)/.installed

@@ -42,7 +42,7 @@ def fmu_rate(fmu, t_end=5.0, dt=1e-3):
         reals = [v.valueReference for v in r.md.modelVariables
                  if v.causality == "output" and v.type == "Real"]
         ints = [v.valueReference for v in r.md.modelVariables
-                if v.causality == "output" and v.type == "Integer"]
+                if v.causality == "output" and v.type in ("Integer", "Enumeration")]
         n = int(round(t_end / dt))
         t = 0.0
         t0, c0 = time.perf_counter(), time.process_time()

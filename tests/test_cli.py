@@ -130,7 +130,7 @@ def test_user_model_fmu_validates_and_carries_that_model_only(user_fmu):
     assert md.coSimulation.modelIdentifier == "cart_wall"
     assert md.description == USER_DESCRIPTION
     from fmu_src.host.simulate import mode_names          # the plot's names of an FMU's modes
-    assert mode_names(md) == {1: "free", 2: "on the wall"}
+    assert mode_names(md) == {1: "free", 2: "on_wall"}    # its Mode type: the Modes' names
     res = resources(user_fmu)
     assert res["scenarios"] == {"__init__.py", "cart_wall.py"}
     assert res["fmu_src"] == {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runtime/fmi2.py",

@@ -26,6 +26,6 @@ def test_libcosim_matches_fmpy(disk_fmu, settings):
     assert len(cosim) == len(ref) == 8000
     assert cosim[-1]["event_count"] == 4
     for a, b in zip(cosim, ref):
-        assert a["mode"] == b["mode"] and a["event_count"] == b["event_count"]
+        assert a["mode_number"] == b["mode"] and a["event_count"] == b["event_count"]
         for k in ("q1", "q2", "u1", "u2", "N", "F_f", "last_event_time"):
             assert a[k] == pytest.approx(b[k], abs=1e-9), (k, a["time"])

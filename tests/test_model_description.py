@@ -10,7 +10,7 @@ import pytest
 import build_fmu
 import scenarios
 from fmu_src.builder.describe import base_units
-from fmu_src.runtime.status import STATUS
+from fmu_src.runtime.status import NAMES as STATUS_NAMES, STATUS
 
 NAMES = list(scenarios.NAMES) + list(build_fmu.OTHERS)
 
@@ -26,10 +26,45 @@ def test_model_description_shows_units_and_experiment(fmu_dir, name):
     exp = root.find("DefaultExperiment")
     assert float(exp.get("stopTime")) > 0 and float(exp.get("stepSize")) > 0
     assert root.get("version") and len(root.get("description")) > 20
-    status = [v for v in root.iter("ScalarVariable") if v.get("name") == "status"]
     if name in scenarios.NAMES:
-        for code, meaning in STATUS.items():
-            assert f"{code} {meaning.replace(';', ',')}" in status[0].get("description")
+        status = next(v for v in root.iter("ScalarVariable") if v.get("name") == "status")
+        assert len(status.get("description")) < 100          # one line; the codes: type Status
+        assert status.find("Integer") is not None             # read by every master (libcosim)
+        items = enumeration(root, "Status")
+        assert {int(v): text for _, v, text in items} == STATUS
+        assert [n for n, _, _ in items] == [STATUS_NAMES[int(v)] for _, v, _ in items]
+
+
+def enumeration(root, name):
+    """[(item name, value, description)] of the Enumeration type ``name``."""
+    simple = next(t for t in root.iter("SimpleType") if t.get("name") == name)
+    return [(i.get("name"), i.get("value"), i.get("description"))
+            for i in simple.find("Enumeration").iter("Item")]
+
+
+@pytest.mark.parametrize("name", scenarios.NAMES)
+def test_mode_is_an_enumeration_of_the_mode_names(fmu_dir, name):
+    """``mode`` is declared with the Enumeration type Mode, whose items are the scenario's
+    modes by the number the output reports (issue 29: no names parsed from a description);
+    fmpy reads them (``simulate.mode_names``), and the FMU still validates; the formulation's
+    integer option is an Integer and the soft constraint's gains have force units."""
+    from fmpy import read_model_description
+    from fmpy.validation import validate_fmu
+
+    from fmu_src.host.simulate import mode_names
+    path = str(fmu_dir / f"{name}.fmu")
+    sc = scenarios.load(name).build()
+    md = read_model_description(path)
+    assert mode_names(md) == sc.mode_names() and len(sc.mode_names()) >= 1
+    mode = next(v for v in md.modelVariables if v.name == "mode")
+    assert mode.type == "Enumeration" and int(mode.start) in sc.mode_names()
+    alias = next(v for v in md.modelVariables if v.name == "mode_number")   # for libcosim
+    assert (alias.type, alias.valueReference, alias.causality) == ("Integer",
+                                                                   mode.valueReference, "output")
+    by = {v.name: v for v in md.modelVariables}
+    assert by["projection_iterations"].type == "Integer"
+    assert (by["soft_stiffness"].unit, by["soft_damping"].unit) == ("N/m", "N.s/m")
+    assert validate_fmu(path) == []
 
 
 def test_base_units():

@@ -10,6 +10,7 @@ case twice."""
 
 from __future__ import annotations
 
+import math
 import json
 import subprocess
 import sys
@@ -238,3 +239,52 @@ def test_the_command_line_runs_a_study_file_resumes_and_plots(tmp_path):
     proc = subprocess.run(cmd[:-2], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "cases done" not in proc.stderr    # nothing left to run
     assert sorted((tmp_path / "r" / "cases").glob("*.parquet")) == before
+
+
+# ------------------------------------------------------------------ the plot (issue 29)
+def test_the_sweep_plot_shows_nan_cases_counts_and_every_varied_name():
+    """A synthetic results table (no run): mu against the never-entered mode's first entry
+    (NaN below mu = 0.1, as a disk that never rolls), coloured by J, in one column per value
+    of r; a failed case.  The figure says so: grey triangles at the bottom edge with the
+    legend "never reached", the failed case's code, integer ticks on the event count, the
+    model's name (not its path) in the title and one column of panels per r."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from fmu_src.host.study_plot import figure
+
+    rows = []
+    for r in (0.25, 0.5):
+        for J in (0.1, 0.2):
+            for mu in (0.05, 0.08, 0.2, 0.4):
+                rows.append({"mu": mu, "J": J, "r": r, "status": 0, "events": 1 + (mu > 0.1),
+                             "first_entry_rolling": math.nan if mu < 0.1 else 0.2 / mu})
+    rows.append({"mu": -1.0, "J": 0.1, "r": 0.25, "status": 9, "events": math.nan,
+                 "first_entry_rolling": math.nan})
+    df = pd.DataFrame(rows)
+    fig = figure(df, ["mu", "J", "r"], ["events", "first_entry_rolling"], "/tmp/x/disk_ramp.fmu")
+    try:
+        assert fig._suptitle.get_text() == "disk_ramp: 17 cases, 1 failed"
+        panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+        assert len(panels) == 2 * 2                          # 2 summaries x 2 values of r
+        assert [ax.get_title() for ax in panels[:2]] == ["r = 0.25", "r = 0.5"]
+        legend = [t.get_text() for ax in panels for lg in [ax.get_legend()] if lg
+                  for t in lg.get_texts()]
+        assert sorted(legend) == ["failed (status code)", "never reached (NaN)"]
+        nan_marks = sum(len(c.get_offsets()) for ax in panels[2:] for c in ax.collections
+                        if c.get_offsets().size and (c.get_offsets()[:, 1] == 0).all())
+        assert nan_marks == 2 * 2 * 2                        # mu < 0.1, for 2 J and 2 r
+        assert any(t.get_text() == "9" for t in panels[2].texts)
+        ticks = panels[0].get_yticks()
+        assert all(float(t).is_integer() for t in ticks)
+        assert any(c.get_label() == "<colorbar>" or "J" in c.get_ylabel() for c in fig.axes)
+    finally:
+        plt.close(fig)
+
+
+def test_a_sweep_with_nothing_failed_does_not_suggest_rerunning(tmp_path):
+    cmd = [sys.executable, "-m", "fmu_src.host.cli", "sweep", "disk_ramp", "--vary", "mu=0.2",
+           "--stop-time", "0.1", "--workers", "1", "--out", str(tmp_path / "r")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "1 ok, 0 failed" in proc.stderr and "--rerun-failed" not in proc.stderr

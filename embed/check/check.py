@@ -26,7 +26,7 @@ from ..model.context import Context
 from ..base.errors import EmbedError, ModelDefinitionError
 
 RANK_TOL = 1e-9          # a singular value below this (relative to the largest) is zero
-FMU_VARIABLES = ("solver", "h_max", "rtol", "embedding", "status")   # the slave's own
+FMU_VARIABLES = ("solver", "h_max", "rtol", "embedding", "status", "mode_number")  # the slave's
 
 
 @dataclass(frozen=True)
@@ -256,14 +256,14 @@ def check_modes(scenario) -> list[Finding]:
                                      f"{sorted(aut.discrete)}: {type(exc).__name__}: {exc}"))
     for mode_id, mode_name, guard in aut.unhandled_guards():
         label = mode_label(aut.modes[mode_id])
-        found.append(Finding("error", f"guard {guard!r} in {label}", f"guard {guard!r} of "
-                             f"{label} has no reset map: give it one (Guard(..., reset=...)) "
+        found.append(Finding("error", f"guard {guard!r} in {label}", "it has no reset map: "
+                             f"give it one (Guard(..., reset=...)) "
                              "or give the automaton a transition"))
     if len(aut.modes) > 1:
         for mode in aut.modes.values():
             if not mode.guards:
-                found.append(Finding("warning", mode_label(mode), f"{mode_label(mode)} has no "
-                                     "guard: once entered it is never left; give it a switching "
+                found.append(Finding("warning", mode_label(mode), "it has no guard: "
+                                     "once entered it is never left; give it a switching "
                                      "condition if it should end"))
     return found
 

@@ -94,27 +94,48 @@ def _start(scenario, params, embedding=None):
                              f"defaults: {type(exc).__name__}: {exc}")
 
 
-def _enter(sim, mode, start, u=None, jump=None):
+def _nearest(sim, names, q, discrete):
+    """The configuration on the constraints ``names`` (with the jump's ``discrete`` values)
+    nearest to q (default: the simulator's): where a guard into the mode fires, the mode's
+    constraints hold or nearly, which the start state of the check need not be near (a tip
+    a metre from the point that catches it); the state's own q if none is found near it
+    (the entry then reports why)."""
+    kept = sim.get_state()
+    try:
+        sim.set_discrete(discrete)
+        near = sim.nearest_configuration(names, q)
+        return near if np.isfinite(near).all() else q
+    except EmbedError:
+        return q
+    finally:
+        sim.set_state(kept)
+
+
+def _enter(sim, mode, start, u=None, jump=None, near=False):
     """Enter ``mode`` from the state ``start`` (with the speeds ``u`` if given), through
     ``jump`` (a reset map's jump into it, probed at ``start``: its coordinates, speeds and
     discrete values, consistent with the mode's constraints) if given; a Finding when it
-    cannot be, else None."""
+    cannot be, else None.  With no coordinates from the jump (or ``near``: a scenario's
+    ``check_entries`` state), the mode is entered at the configuration on its constraints
+    nearest to them (``_nearest``)."""
     sim.set_state(start)
     names = tuple(sorted(mode.constraints))
     q, discrete = (None, {}) if jump is None else (jump.q, dict(jump.discrete or {}))
     if u is None and jump is not None:
         u = jump.u
+    if q is None or near:
+        q = _nearest(sim, names, q, discrete)
     try:
         sim.jump_to(mode.id, q=q, u=u, label="check", **discrete)
     except ModelDefinitionError as exc:
         return Finding("error", mode_label(mode),
-                       f"{mode_label(mode)} cannot be entered: {exc}")
+                       f"cannot be entered: {exc}")
     except EmbedError as exc:     # no consistent state near the start: judge B there
         sim.set_state(start)
         return (_rank_finding(sim, mode, names, "at the start state")
                 or _compile_only(sim, mode, names, exc))
     except Exception as exc:  # noqa: BLE001 - the scenario's own code (an enabled(), say)
-        return Finding("error", mode_label(mode), f"entering {mode_label(mode)} raised "
+        return Finding("error", mode_label(mode), f"entering it raised "
                        f"{type(exc).__name__}: {exc}")
     return _rank_finding(sim, mode, names, "at a consistent state")
 
@@ -132,10 +153,10 @@ def _compile_only(sim, mode, names, why):
     except ConstraintRankError:
         pass
     except Exception as exc:  # noqa: BLE001 - a compile error, or the scenario's own code
-        return Finding("error", mode_label(mode), f"{mode_label(mode)} does not compile: "
+        return Finding("error", mode_label(mode), "does not compile: "
                        f"{type(exc).__name__}: {exc}")
-    return Finding("warning", mode_label(mode), f"{mode_label(mode)} could not be entered "
-                   f"from the start state ({type(why).__name__}: {why}): it was compiled "
+    return Finding("warning", mode_label(mode), "could not be entered from the start "
+                   f"state ({type(why).__name__}: {why}): it was compiled "
                    "there but its reset maps were not probed")
 
 
@@ -190,7 +211,11 @@ def probe_modes(scenario, params=None, embedding=None) -> list[Finding]:
     The modes are visited from the start mode on, each entered through the first probed
     reset map that jumps into it (with that jump's coordinates, speeds and discrete
     variables: a lock's held angle set to the angle at the lock, say), a mode no probed jump
-    reaches from the start state with the discrete variables' initial values.
+    reaches from the start state with the discrete variables' initial values, at the
+    configuration on its constraints nearest to the start state.  A mode that only an
+    extension enters (a fence announced at run time) is entered through the scenario's
+    ``check_entries`` jump (``Scenario``), at the configuration on its constraints nearest
+    to that jump's.
 
     Parameters
     ----------
@@ -211,20 +236,23 @@ def probe_modes(scenario, params=None, embedding=None) -> list[Finding]:
     start = sim.get_state()
     aut = sim.automaton
     speeds = _speeds(sim)
-    jumps = {}                        # mode id -> (state, jump) of a probed jump into it
+    entries = dict(getattr(scenario, "check_entries", None) or {})
+    # mode id -> (state, jump) of a probed jump into it (or of the scenario's check entry)
+    jumps = {mid: (start, entry(sim)) for mid, entry in entries.items()}
     todo = sorted(aut.modes.values(), key=lambda md: md.id != sim.mode)
     while todo:
         reached = [md for md in todo if md.id in jumps]
         mode = reached[0] if reached else todo[0]
         todo.remove(mode)
         source, jump = jumps.get(mode.id, (start, None))
-        problem = _enter(sim, mode, source, jump=jump)
+        near = mode.id in entries
+        problem = _enter(sim, mode, source, jump=jump, near=near)
         if problem is not None:
             found.append(problem)
             continue
         states = [sim.get_state()]
         for u in speeds[1:]:
-            if _enter(sim, mode, source, u, jump) is None:
+            if _enter(sim, mode, source, u, jump, near) is None:
                 states.append(sim.get_state())
         for g in mode.guards:
             problem = _probe_guard(sim, mode, states, g.name, aut.zeno is not None, jumps)

@@ -22,7 +22,7 @@ from . import events, state as state_mod, switching
 from ..model.automaton import Automaton, Jump
 from ..check.check import reset_map
 from ..model.context import Context
-from ..base.errors import (EmbedError, InputError, ModelDefinitionError,
+from ..base.errors import (EmbedError, InputError, IntegrationError, ModelDefinitionError,
                      StepBudgetError)
 from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED  # noqa: F401
 from .integrators import make_integrator
@@ -30,7 +30,7 @@ from ..modes.forming import AutomatonForms
 from ..modes.formulations import Formulation, after_step_for
 from ..modes.library import ModeLibrary
 from ..modes.mode_compiler import ModeCompiler
-from .projection import Projection
+from .projection import Projection, nearest_on_manifold, on_manifold
 from .state import RunState
 from .warmup import warm_up
 
@@ -175,6 +175,24 @@ class Simulator(RunState):
         """The dependent speeds chosen for the constraint set ``active`` at (t, q) by
         pivoting on B (gillespie2005 eq 11)."""
         return self.forms.partition(active, t, q, self.pvec)
+
+    def nearest_configuration(self, active, q=None):
+        """The configuration on the holonomic constraints of the set ``active`` nearest to q
+        (default: the current one) at the current time and discrete values: min |q' - q|
+        subject to Phi(q') = 0 (``projection.nearest_on_manifold``, the consistent start);
+        where that iteration does not settle (q far from a curved manifold), one reached by
+        minimum-norm Newton steps (``projection.on_manifold``).  IntegrationError if neither
+        gets there."""
+        q = np.array(self.q if q is None else q, dtype=float)
+        projection = switching.entered(self, tuple(sorted(active)))[1]
+        t, p = self.state.t, self.state.pvec
+        try:
+            return nearest_on_manifold(projection, t, q, p)
+        except IntegrationError as exc:
+            found = on_manifold(projection, t, q, p)
+            if found is None:
+                raise exc
+            return found
 
     def expect_background_mode(self, key):
         """Mode ``key`` was asked of the background workers by someone else (a worker relayed

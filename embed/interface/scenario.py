@@ -155,6 +155,11 @@ class Scenario:
     feasible : sequence of embed.interface.feasibility.Feasible
         What the model's physics asks of a start, a restored state and the parameters
         (``check_feasible``; issue 33).
+    check_entries : dict, optional
+        mode id -> function of the started simulator returning the ``Jump`` by which
+        ``embed-fmu check`` enters that mode (its coordinates and speeds are moved to the
+        nearest consistent state): for a mode that only an extension enters, whose
+        constraints are not even defined at the start state (a fence beyond the ramp's end).
     """
 
     name: str
@@ -181,6 +186,7 @@ class Scenario:
     consistent_start: bool = True           # correct an inconsistent start (docs/design.md)
     visuals: object = None     # embed.interface.visuals.Visuals: how ``embed-fmu animate`` draws the run
     feasible: Sequence = ()                 # [Feasible]: checked at start and restore
+    check_entries: dict = field(default_factory=dict)   # mode id -> sim -> Jump (the checker's)
 
     def __repr__(self):
         # the generated repr would print the automaton, the model and the compiled modes,
@@ -201,6 +207,15 @@ class Scenario:
         self.extra_outputs = {**{o.name: o.source for o in declared}, **self.extra_outputs}
         if self.outputs is None:
             self.outputs = self._generated_outputs()
+
+    def mode_names(self) -> dict:
+        """{number the ``mode`` output reports: the name of the modes that report it}, several
+        joined by "/" (disk_fence's fences all report 3)."""
+        out = {}
+        for key, m in self.automaton.modes.items():
+            k = key if m.report is None else m.report
+            out[k] = "/".join(filter(None, [out.get(k), m.name]))
+        return out
 
     def _generated_outputs(self) -> list:
         """The automaton's declared outputs shown outside, then ``engine_outputs``."""

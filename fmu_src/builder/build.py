@@ -346,8 +346,6 @@ def build(model, out: Path, options=None, python: str = "", log=progress, fmi=(2
         try:
             fmu = FmuBuilder.build_FMU(script, dest=out, project_files=files,
                                        canGetAndSetFMUstate=True, canSerializeFMUstate=True)
-            slave = sys.modules.get(f"fmu_src{tag}.runtime.slave")
-            status_codes = slave.STATUS if slave else {}
         finally:
             sys.path.remove(str(project))
             for k in [k for k in sys.modules if k.split(".")[0].endswith(tag)]:
@@ -359,7 +357,7 @@ def build(model, out: Path, options=None, python: str = "", log=progress, fmi=(2
         log("compiling the FMU's loader")
         install_loader(fmu, name, compile_loader(tmp / "loader.so", guid, python,
                                                       time_reference(xml)),
-                       {"modelDescription.xml": describe(xml, status_codes)})
+                       {"modelDescription.xml": describe(xml)})
     paths = {2: fmu}
     if 3 in fmi:        # alone it takes the FMI 2.0 FMU's place
         paths[3] = as_fmi3(fmu, out / f"{name}{'_fmi3' if 2 in fmi else ''}.fmu")

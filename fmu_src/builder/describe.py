@@ -1,5 +1,5 @@
-"""What FMI tools show of an FMU (build time): units with their SI definitions, and the
-meaning of the ``status`` codes, added to the modelDescription.xml pythonfmu writes."""
+"""What FMI tools show of an FMU (build time): units with their SI definitions, added to the
+modelDescription.xml pythonfmu writes."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ def base_units(unit: str):
     return {k: v for k, v in out.items() if v}
 
 
-def describe(xml: bytes, status_codes: dict) -> bytes:
-    """modelDescription.xml with UnitDefinitions for every unit its Reals name and the status
-    codes spelled out in the description of ``status``."""
+def describe(xml: bytes) -> bytes:
+    """modelDescription.xml with UnitDefinitions for every unit its Reals name (the status
+    codes are spelled out in its Status type: ``fmu_src.runtime.status.type_definitions``)."""
     root = ET.fromstring(xml)
     units = sorted({r.get("unit") for r in root.iter("Real") if r.get("unit")})
     defs = ET.Element("UnitDefinitions")
@@ -42,10 +42,5 @@ def describe(xml: bytes, status_codes: dict) -> bytes:
     if units:
         after = root.find("CoSimulation")
         root.insert(list(root).index(after) + 1 if after is not None else 0, defs)
-    for v in root.iter("ScalarVariable"):
-        if v.get("name") == "status" and v.find("Integer") is not None:
-            v.set("description", "code of the last doStep, initialization or refused call: " +
-                  "; ".join(f"{k} {text.replace(';', ',')}"
-                            for k, text in sorted(status_codes.items())))
     ET.indent(root, "\t")
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8")

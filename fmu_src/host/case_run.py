@@ -328,7 +328,8 @@ def _fmu_reader(r, names):
         groups.setdefault(v.type, ([], []))
         groups[v.type][0].append(i)
         groups[v.type][1].append(v.valueReference)
-    calls = {"Real": r.fmu.getReal, "Integer": r.fmu.getInteger, "Boolean": r.fmu.getBoolean}
+    calls = {"Real": r.fmu.getReal, "Integer": r.fmu.getInteger, "Enumeration": r.fmu.getInteger,
+             "Boolean": r.fmu.getBoolean}
 
     def read():
         out = [0.0] * len(names)

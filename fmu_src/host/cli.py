@@ -173,11 +173,7 @@ def _fmu_of(model: str, raw: dict, tmp: Path, check: bool):
     sc, options, rest = _model(src, raw, others_allowed=check)
     if check and not run_check(sc, out=sys.stderr):
         raise ModelDefinitionError(f"{sc.name}: the checker found errors (above); not built")
-    names = {}
-    for key, m in sc.automaton.modes.items():
-        k = key if m.report is None else m.report
-        names[k] = "/".join(filter(None, [names.get(k), m.name]))
-    return build(src, tmp, options), names, rest
+    return build(src, tmp, options), sc.mode_names(), rest
 
 
 def cmd_info(a) -> int:
@@ -282,9 +278,9 @@ def cmd_sweep(a) -> int:
               file=sys.stderr)
     if len(failed) > 10:
         print(f"{PROG}: ... {len(failed) - 10} more failed cases", file=sys.stderr)
+    rerun = " (re-run them with --rerun-failed or --cases N,...)" if len(failed) else ""
     print(f"{PROG}: {len(df)} of {len(study.cases())} cases in {a.out}: {len(df) - len(failed)} "
-          f"ok, {len(failed)} failed (re-run them with --rerun-failed or --cases N,...)",
-          file=sys.stderr)
+          f"ok, {len(failed)} failed{rerun}", file=sys.stderr)
     if a.plot:
         from fmu_src.host.study_plot import plot
         from fmu_src.host.study_spec import summary_column

@@ -88,7 +88,7 @@ class FmuRunner:
             var = self.vars[k]
             if var.type == "Real":
                 self.fmu.setReal([var.valueReference], [float(v)])
-            elif var.type == "Integer":
+            elif var.type in ("Integer", "Enumeration"):
                 self.fmu.setInteger([var.valueReference], [int(v)])
             elif var.type == "Boolean":
                 self.fmu.setBoolean([var.valueReference], [bool(v)])
@@ -102,7 +102,7 @@ class FmuRunner:
             vr = [var.valueReference]
             if var.type == "Real":
                 out[k] = self.fmu.getReal(vr)[0]
-            elif var.type == "Integer":
+            elif var.type in ("Integer", "Enumeration"):
                 out[k] = self.fmu.getInteger(vr)[0]
             elif var.type == "Boolean":
                 out[k] = self.fmu.getBoolean(vr)[0]

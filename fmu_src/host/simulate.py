@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import math
-import re
 import sys
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from embed.base.errors import InputError
 
 # recorded whenever the FMU has them: the plot marks events and names modes from them
 MARKS = ("mode", "event_count", "last_event_time")
-NUMPY_TYPES = {"Real": np.float64, "Integer": np.int32, "Boolean": np.bool_}
+NUMPY_TYPES = {"Real": np.float64, "Integer": np.int32, "Enumeration": np.int32, "Boolean": np.bool_}
 
 
 def start_values(md, raw: dict) -> dict:
@@ -36,7 +35,7 @@ def start_values(md, raw: dict) -> dict:
             settable = [n for n, x in variables.items() if x.causality in ("parameter", "input")]
             raise InputError(f"--set {name}: {what} {md.modelName}; it has the parameters and "
                              f"inputs {', '.join(settable)}")
-        like = {"Real": 0.0, "Integer": 0, "Boolean": False, "String": ""}[v.type]
+        like = {"Real": 0.0, "Integer": 0, "Enumeration": 0, "Boolean": False, "String": ""}[v.type]
         default = None if v.start is None else convert(name, v.start, like)
         value = convert(name, text, like, default=default)
         if v.type == "Real" and not math.isfinite(value):
@@ -92,14 +91,13 @@ def read_inputs(path: Path, md) -> np.ndarray:
 
 
 def mode_names(md) -> dict:
-    """{number: name} read from the ``mode`` output's description when it lists them as the
-    scenarios generate it ("active mode: 1 sliding, 2 rolling"); else empty (numbers only)."""
+    """{number: name} of the modes, read from the Enumeration type the ``mode`` output is
+    declared with (``fmu_src.runtime.status.type_definitions``); empty (numbers only) for an
+    FMU whose ``mode`` is a plain Integer."""
     v = next((v for v in md.modelVariables if v.name == "mode"), None)
-    text = (v.description or "") if v is not None else ""
-    if not text.startswith("active mode:"):
+    if v is None or v.type != "Enumeration" or v.declaredType is None:
         return {}
-    items = [re.fullmatch(r"\s*(\d+)\s+(.+?)\s*", part) for part in text[12:].split(",")]
-    return {int(m.group(1)): m.group(2) for m in items if m}
+    return {int(item.value): item.name for item in v.declaredType.items}
 
 
 def chosen_outputs(md, names: list | None) -> list:

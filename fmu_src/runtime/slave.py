@@ -27,7 +27,9 @@ from embed.hybrid.simulator import EMBEDDINGS, MAX_STEPS
 from fmu_src.runtime import fmu_state
 from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, fmi2_call,
                           refuse_running_call)
-from fmu_src.runtime.status import INPUT_REJECTED, REFUSED, STATUS, status_of
+from fmu_src.runtime.status import (ENUMERATIONS, INPUT_REJECTED, MODE_NUMBER, REFUSED,
+                                   STATUS, STATUS_DESCRIPTION, add_integer_alias,
+                                   as_enumeration, status_of, type_definitions)
 
 __all__ = ["ScenarioSlave", "STATUS"]
 
@@ -55,12 +57,14 @@ FORMULATION = [
      "(B udot = -gamma - 2 alpha (B u + C) - beta^2 Phi)", "1/s"),
     ("baumgarte_beta", _F.baumgarte_beta, "multipliers/projection: Baumgarte's beta", "1/s"),
     ("projection_tol", _F.projection_tol, "projection: no correction below this residual", ""),
-    ("projection_iterations", float(_F.projection_iterations),
+    ("projection_iterations", int(_F.projection_iterations),
      "projection: corrections of q per step (1: the paper's explicit one)", ""),
     ("projection_rcond", _F.projection_rcond,
      "projection: relative cut-off of the pseudo-inverse", ""),
-    ("soft_stiffness", _F.soft_stiffness, "soft: K_s of wang2019 eq 13-14", ""),
-    ("soft_damping", _F.soft_damping, "soft: K_d of wang2019 eq 13-14", ""),
+    ("soft_stiffness", _F.soft_stiffness, "soft: K_s of wang2019 eq 13-14, lambda = -(K_s Phi "
+     "+ K_d dPhi/dt), per constraint: N/m on a length (N.m/rad on an angle)", "N/m"),
+    ("soft_damping", _F.soft_damping, "soft: K_d of wang2019 eq 13-14, per constraint: N.s/m "
+     "on a length (N.m.s/rad on an angle)", "N.s/m"),
 ]
 # the run's promises (issue 33), registered last too
 RELIABILITY = [
@@ -127,6 +131,9 @@ def _var(v, causality, getter=None, setter=None):
                 e.find(v.type).set(k, x)
             return e
         var.to_xml = to_xml
+    if v.name in ENUMERATIONS and causality == Fmi2Causality.output and v.type == "Integer":
+        integer_xml = var.to_xml
+        var.to_xml = lambda: as_enumeration(integer_xml(), v.name)
     return var
 
 
@@ -209,12 +216,11 @@ class ScenarioSlave(Fmi2Slave):
         for v in (ext.outputs if ext else []):
             self._register(v, Fmi2Causality.output,
                            lambda n=v.name, d=v.start: self.ext.get(n) if self.ext else d)
-        self._register(Var("status", 0, "0 ok; otherwise the code of the last failed step or "
-                           "refused call (README, status codes)", type="Integer"),
+        self._register(Var("status", 0, STATUS_DESCRIPTION, type="Integer"),
                        Fmi2Causality.output)
         for name, start, desc, unit in FORMULATION + RELIABILITY:
             kind = "String" if isinstance(start, str) else "Boolean" if isinstance(start, bool) \
-                else "Real"
+                else "Integer" if isinstance(start, int) else "Real"
             lo, hi = COMMON_RANGES.get(name, (None, None))
             self._register(Var(name, start, desc, unit, type=kind, min=lo, max=hi),
                            Fmi2Causality.parameter)
@@ -230,9 +236,17 @@ class ScenarioSlave(Fmi2Slave):
         FMI 2.0 allows only from initialization mode on, so it reads them as in that mode."""
         saved, self.fmi_state = self.fmi_state, State.INITIALIZATION_MODE
         try:
-            return super().to_xml(model_options or {})
+            root = super().to_xml(model_options or {})
         finally:
             self.fmi_state = saved
+        names = {v.get("name") for v in root.iter("ScalarVariable")
+                 if v.find("Enumeration") is not None}
+        after = root.find("CoSimulation")     # then UnitDefinitions (describe.py), the types
+        root.insert(list(root).index(after) + 1,
+                    type_definitions(self.sc.mode_names(), names | {"status"}))
+        if "mode" in names:
+            add_integer_alias(root, "mode", MODE_NUMBER)
+        return root
 
     def _register(self, v, causality, getter=None):
         """Register the interface variable ``v``; returns its value reference."""

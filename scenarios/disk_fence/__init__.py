@@ -234,7 +234,18 @@ def build() -> Scenario:
         uv = np.array([us * math.cos(ph), us * math.sin(ph), p["u3_start"], us])
         return qv, uv
 
+    def arc_entry(sim):
+        """How ``embed-fmu check`` enters the arc family's mode, which only an announced fence
+        enters (its profile is not defined at the start, 25 m before it begins): the disk one
+        metre past P, on the ramp line's extension (moved onto the arc by the checker), with the
+        discrete values ``announce.activate`` sets."""
+        s, ph, rr = sim.param("L") + 1.0, sim.param("phi"), sim.param("r")
+        qv = np.array([s * math.cos(ph) - rr * math.sin(ph), s * math.sin(ph) + rr * math.cos(ph),
+                       0.0, s])
+        return Jump(ARC, {"contact": 1.0, "fence": -1.0}, q=qv, u=np.zeros(4))
+
     return Scenario("disk_fence", aut, parameters, [], interface, initial_state, visuals=visuals(model),
+                    check_entries={ARC: arc_entry},
                     extra_outputs={"contact": ("discrete", "contact")},
                     positive=("m", "J", "r", "L", "g"), embedding="background",
                     precompile=True, extension=FENCE_EXTENSION, feasible=[

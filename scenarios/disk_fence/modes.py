@@ -85,11 +85,16 @@ def fence_mode(uid, profile: FenceProfile | None, L_f, mode_id=None):
     L_f = sp.Float(L_f) if isinstance(L_f, (int, float)) else L_f     # a number or a symbol
     L_f = to_symengine(L_f) if isinstance(x, se.Basic) else L_f
     return ({cx: (q[0] - x), cy: (q[1] - y)},
-            Mode(FENCE_BASE + uid if mode_id is None else mode_id, f"fence {uid}", (cx, cy), (), (
+            Mode(FENCE_BASE + uid if mode_id is None else mode_id, _fence_name(uid), (cx, cy), (), (
                 Guard("fence_end", L + L_f - q[3], -1),
                 Guard("back_to_ramp", q[3] - L, -1),
                 Guard("release", N, -1)),
                 outputs=(("N", N),), report=FENCE))
+
+
+def _fence_name(uid):
+    """The mode's name: "fence 3" for the third fence announced, "fence_arc" for a family."""
+    return f"fence{uid}" if str(uid).startswith("_") else f"fence {uid}"
 
 
 def _centre_and_normal_se(profile):

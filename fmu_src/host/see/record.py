@@ -54,11 +54,7 @@ class Record:
 
 
 def mode_names(sc) -> dict:
-    out = {}
-    for key, m in sc.automaton.modes.items():
-        k = key if m.report is None else m.report
-        out[k] = "/".join(filter(None, [out.get(k), m.name]))
-    return out
+    return sc.mode_names()
 
 
 def read_inputs(path) -> tuple:
