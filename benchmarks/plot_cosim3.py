@@ -26,6 +26,7 @@ def main(argv=None):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from fmu_src.builder.build import build
     from fmu_src.host.cosim3 import run
 

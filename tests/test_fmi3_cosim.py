@@ -10,6 +10,8 @@
    FMI 2.0 FMU's results bit for bit; with it the located event times are the FMI 2.0 FMU's
    ``last_event_time`` values (1e-12 s)."""
 
+import itertools
+
 import numpy as np
 import pytest
 from fmpy import simulate_fmu
@@ -39,7 +41,7 @@ def _replayed_commands(rows):
     """The PI law at each communication point t_k after the first: e = setpoint - u1(t_k),
     I += e (t_k - t_k-1), command = kp e + ki I limited to +-limit."""
     out, integral = [], 0.0
-    for a, b in zip(rows, rows[1:]):
+    for a, b in itertools.pairwise(rows):
         e = SETPOINT - b["u1"]
         integral += e * (b["time"] - a["time"])
         out.append(max(-LIMIT, min(LIMIT, KP * e + KI * integral)))
@@ -48,7 +50,7 @@ def _replayed_commands(rows):
 
 def _reactions(rows):
     """(located event time, the first time a command is computed from a state after it)."""
-    return [(b["last_event_time"], b["time"]) for a, b in zip(rows, rows[1:])
+    return [(b["last_event_time"], b["time"]) for a, b in itertools.pairwise(rows)
             if b["event_count"] != a["event_count"]]
 
 
@@ -106,12 +108,12 @@ def test_fmi3_early_return_at_the_fmi2_event_times(pair):
     r2 = simulate_fmu(fmu2, stop_time=STOP, output_interval=H)
     r3 = simulate_fmu(fmu3, stop_time=STOP, output_interval=H, early_return_allowed=True)
     # FMI 2.0: the last event located in each step, read at the step's end
-    last = [float(b["last_event_time"]) for a, b in zip(r2, r2[1:])
+    last = [float(b["last_event_time"]) for a, b in itertools.pairwise(r2)
             if b["event_count"] != a["event_count"]]
-    counts2 = [int(b["event_count"]) for a, b in zip(r2, r2[1:])
+    counts2 = [int(b["event_count"]) for a, b in itertools.pairwise(r2)
                if b["event_count"] != a["event_count"]]
     # FMI 3.0 with early return: a sample at each event, at its located time
-    seen = [(float(b["time"]), int(b["event_count"])) for a, b in zip(r3, r3[1:])
+    seen = [(float(b["time"]), int(b["event_count"])) for a, b in itertools.pairwise(r3)
             if b["event_count"] != a["event_count"]]
     # one early return per step with an event here (no two events in one step of these runs)
     assert [c for _, c in seen] == counts2 == list(range(1, len(last) + 1))
