@@ -6,12 +6,15 @@
    the communication points; with early return the first command computed from the state after
    each located event is issued at the event time (to 1e-9 s), without it at the next grid point,
    up to one communication step late.
-2. pendulum_belt and disk_fence built as FMI 3.0 and stepped by fmpy: without early return the
+2. pendulum_belt and disk_fence built as FMI 3.0 and stepped by fmpy and fmusim: without early return the
    FMI 2.0 FMU's results bit for bit; with it the located event times are the FMI 2.0 FMU's
    ``last_event_time`` values (1e-12 s)."""
 
+import csv
 import itertools
+import subprocess
 
+import masters
 import numpy as np
 import pytest
 from fmpy import simulate_fmu
@@ -120,3 +123,28 @@ def test_fmi3_early_return_at_the_fmi2_event_times(pair):
     for (t3, _), t in zip(seen, last):
         assert abs(t3 - t) <= 1e-12, (t3, t)
     assert len(r3) == len(r2) + len(last)
+
+
+def _fmusim(fmu, out, *flags):
+    argv, _ = masters.command("fmusim", fmu, out, STOP, H)
+    proc = subprocess.run(argv[:-1] + list(flags) + [argv[-1]], env=masters.env(),
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    with open(out) as f:
+        return [{k.strip('"'): v for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+@pytest.mark.skipif(not (masters.MASTERS / "run").exists(), reason="no fmusim (tools/masters)")
+def test_fmusim_fmi3_early_return_at_the_fmi2_event_times(pair, tmp_path):
+    fmu2, fmu3 = (str(p) for p in pair)
+    plain2 = _fmusim(fmu2, tmp_path / "fmi2.csv")
+    assert _fmusim(fmu3, tmp_path / "fmi3.csv") == plain2      # the same numbers, printed alike
+    changed = [b for a, b in itertools.pairwise(plain2) if b["event_count"] != a["event_count"]]
+    for flags, extra in ((["--early-return-allowed"], 1),
+                         (["--early-return-allowed", "--event-mode-used"], 2)):
+        rows = _fmusim(fmu3, tmp_path / "early.csv", *flags)
+        seen = [b for a, b in itertools.pairwise(rows) if b["event_count"] != a["event_count"]]
+        assert [int(b["event_count"]) for b in seen] == list(range(1, len(changed) + 1))
+        for b, c in zip(seen, changed, strict=True):
+            assert abs(float(b["time"]) - float(c["last_event_time"])) <= 1e-12, (b, c)
+        assert len(rows) == len(plain2) + extra * len(changed)
