@@ -41,7 +41,8 @@ def main(argv=None):
         import build_fmu
         build_fmu.build("pendulum_chain", Path(a.fmu).parent)
     from fmu_src.host.master import FmuRunner
-    r = FmuRunner(a.fmu, strings={"embedding": a.embedding})
+    r = FmuRunner(a.fmu, params={"real_time": True},      # a HIL rig keeps wall time
+                  strings={"embedding": a.embedding})
     schedule = {1000: ("pin", 2), 4000: ("pin", 1), 6000: ("pin", 2)}
     res = run(r, a.seconds, OUT_REAL, OUT_INT, schedule)
     r.close()

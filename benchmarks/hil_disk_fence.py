@@ -45,7 +45,8 @@ def main(argv=None):
         build_fmu.build("disk_fence", Path(a.fmu).parent)
 
     from fmu_src.host.master import FmuRunner
-    r = FmuRunner(a.fmu, strings={"embedding": "background"})
+    r = FmuRunner(a.fmu, params={"real_time": True},      # a HIL rig keeps wall time
+                  strings={"embedding": "background"})
     if a.curve:
         r.fmu.setString([r.vr("fence_curve")], [a.curve])
     res = run(r, a.seconds, OUT_REAL, OUT_INT,

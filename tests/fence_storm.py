@@ -90,12 +90,12 @@ def main(fmu, opts):
     start = float(opts.get("start", 0.5))
     count = int(opts.get("count", 1 << 30))
     amps = opts.get("amplitudes", [0.002, 0.004, 0.003, 0.005][:n_inst])
-    params = {}
+    params = {"real_time": True}          # a paced 1 kHz master: answers taken as they arrive
     if opts.get("near_fence"):
         # from rest down the (frictionless: the disk slides) ramp: a = g sin|phi|
         a = G * math.sin(-PHI_SLOW)
         reach = duration - 2.0
-        params = {"phi": PHI_SLOW, "q4_start": 25.3 - 0.5 * a * reach ** 2}
+        params.update({"phi": PHI_SLOW, "q4_start": 25.3 - 0.5 * a * reach ** 2})
     runs = [FmuRunner(fmu, params=params, strings={"embedding": "background"},
                       instance=f"storm{i}") for i in range(n_inst)]
     info = [{"max_step": 0.0, "at": None, "version": 0, "text": "", "n": 0,
