@@ -25,7 +25,6 @@ SUBLAYERS = {
 # changes no code): (importing file, sub-package imported).  Each is to be removed, none added.
 KNOWN_UPWARD = {
     ("embed/modes/formulations.py", "hybrid"),    # after_step_for: switching.after_step, reselect
-    ("embed/modes/terms_program.py", "hybrid"),   # ACTIVATION_TOL, PHI_TOL
 }
 
 

@@ -350,7 +350,8 @@ def test_the_looped_partition_gives_the_straight_line_bit_for_bit(m, n, monkeypa
     general B, on columns that tie (equal, or within ``TIE``: the first, a later speed,
     wins) and on a zero B; the choice is ``embedding.partition``'s."""
     import embed.codegen.reduction as reduction
-    from embed.embedding.embedding import RANK_TOL, TIE, partition
+    from embed.base.tolerances import PIVOT_RANK_TOL as RANK_TOL
+    from embed.embedding.embedding import TIE, partition
     from embed.modes.terms_program import partitioned
     rng = np.random.default_rng(n)
     outs = {}

@@ -25,7 +25,6 @@ from ..model.automaton import Jump, impact_problem
 from ..model.context import Context
 from ..base.errors import EmbedError, ModelDefinitionError
 
-RANK_TOL = 1e-9          # a singular value below this (relative to the largest) is zero
 FMU_VARIABLES = ("solver", "h_max", "rtol", "embedding", "status")   # the slave's own
 
 

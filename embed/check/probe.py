@@ -17,7 +17,8 @@ from itertools import combinations
 
 import numpy as np
 
-from .check import RANK_TOL, Finding, mode_label, reset_map
+from .check import Finding, mode_label, reset_map
+from ..base.tolerances import REDUNDANCY_TOL
 from ..model.context import Context
 from ..base.errors import ConstraintRankError, EmbedError, ModelDefinitionError
 
@@ -30,7 +31,7 @@ def _rank(B):
     if B.size == 0:
         return 0
     s = np.linalg.svd(B, compute_uv=False)
-    return int(np.sum(s > RANK_TOL * max(1.0, float(s[0]))))
+    return int(np.sum(s > REDUNDANCY_TOL * max(1.0, float(s[0]))))
 
 
 def redundant_groups(B, names) -> list[tuple]:

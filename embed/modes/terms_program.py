@@ -23,16 +23,15 @@ import numpy as np
 import symengine as se
 
 from .compile import _splice, _template, newton_program, rhs_program, rk4_program
-from ..hybrid.activation import ACTIVATION_TOL
 from ..model.constraints import gamma, moving_B, phi_and_gradient
-from ..embedding.embedding import RANK_TOL, TIE
+from ..embedding.embedding import TIE
 from ..base.errors import CompilationError
+from ..base.tolerances import ACTIVATION_TOL, PHI_TOL, PIVOT_RANK_TOL
 from ..model.model import TIME
 from .modes import ProgramMode
 from ..codegen.native import Buffer, compile_program
 from .numeric import lam_symbol
 from ..codegen.program import Program
-from ..hybrid.projection import PHI_TOL
 from ..codegen import reduction
 
 MAX_M = 3
@@ -375,7 +374,7 @@ class TermsProgramMode(ProgramMode):
         self._enter(self._e_in.at, self._e_out.at)
         head = out[:2 + 3 * m].tolist()
         diag = head[2:2 + m]
-        if not (head[0] <= PHI_TOL and diag[-1] > RANK_TOL * max(diag[0], 1.0)):
+        if not (head[0] <= PHI_TOL and diag[-1] > PIVOT_RANK_TOL * max(diag[0], 1.0)):
             return None         # (head[0] is nan where any output is not finite)
         dep = tuple(int(d) for d in head[2 + m:2 + 2 * m])
         x = out[2 + 3 * m:2 + 3 * m + nx].copy()
