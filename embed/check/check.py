@@ -24,8 +24,8 @@ import symengine as se
 from ..model.automaton import Jump, impact_problem
 from ..model.context import Context
 from ..base.errors import EmbedError, ModelDefinitionError
+from ..base.reserved import FMU_VARIABLES
 
-FMU_VARIABLES = ("solver", "h_max", "rtol", "embedding", "status")   # the slave's own
 
 
 @dataclass(frozen=True)
@@ -280,7 +280,7 @@ def check_parameters(scenario, params=None) -> list[Finding]:
                              f"value: add Var({name!r}, <value>, ...) to the scenario's "
                              "parameters"))
     for v in scenario.parameters:
-        problem = _bad_value(scenario, v, values[v.name])
+        problem = v.problem(values[v.name])
         if problem:
             found.append(Finding("error", f"parameter {v.name!r}", problem))
     listed = [(n, "positive") for n in scenario.positive] + \
@@ -321,24 +321,6 @@ def check_interface(scenario) -> list[Finding]:
                              "once among parameters, inputs, outputs and the FMU's own "
                              f"{FMU_VARIABLES}; rename one"))
     return found
-
-
-def _bad_value(scenario, v, value):
-    if v.type not in ("Real", "Integer"):
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return f"{v.name} = {value!r} is not a number"
-    if not math.isfinite(x):
-        return f"{v.name} = {value!r} is not finite"
-    if v.name in scenario.positive and x <= 0:
-        return f"{v.name} = {value!r} must be positive"
-    if v.name in scenario.nonnegative and x < 0:
-        return f"{v.name} = {value!r} must not be negative"
-    if v.min is not None and x < v.min or v.max is not None and x > v.max:
-        return f"{v.name} = {value!r} lies outside [{v.min}, {v.max}]"
-    return None
 
 
 def check_outputs(scenario) -> list[Finding]:

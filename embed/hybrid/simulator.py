@@ -107,9 +107,7 @@ class Simulator(RunState):
         missing = [str(s) for s in m.params if str(s) not in params]
         if missing:
             raise InputError(f"parameters {missing} have no value")
-        pvec = np.zeros(len(self.psyms))
-        for i, s in enumerate(m.params):
-            pvec[i] = float(params[str(s)])
+        pvec = self.forms.parameter_vector(params)
         # every parameter, also those only the reset maps read (restitution, zone layout, ...)
         self.params = {k: v for k, v in params.items() if isinstance(v, (int, float))}
         self.integrator = make_integrator(solver, h_max, rtol)

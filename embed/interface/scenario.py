@@ -11,7 +11,8 @@ initial state (eq 20's x_0) from the model's coordinates and speeds (``Start``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -37,6 +38,13 @@ class Var:
         Real, Integer, Boolean or String.
     min, max : float, optional
         The range a master may set (FMI min/max); None: unbounded.
+    min_excluded : bool
+        ``min`` itself is refused (x > min): a ``positive`` parameter is min 0 excluded.
+    choices : tuple of str
+        A String's allowed values (compared stripped and lower-case); empty: any.
+
+    The one check of a value from outside (``problem``, ``convert``): the FMU's setters,
+    ``embed.check`` and the studies all ask the variable.
     """
 
     name: str
@@ -46,6 +54,53 @@ class Var:
     type: str = "Real"       # Real, Integer, Boolean, String
     min: float | None = None   # the range a master may set (FMI min/max); None: unbounded
     max: float | None = None
+    min_excluded: bool = False   # x > min (``Scenario.positive``), not x >= min
+    choices: tuple = ()          # a String's allowed values; empty: any
+
+    def problem(self, value) -> str | None:
+        """What is wrong with ``value`` for this variable, naming it, or None: a String not
+        among ``choices``; a Real or Integer that is not a finite number or lies outside
+        [min, max] (a sign named as such when min is 0)."""
+        if self.type == "Boolean":
+            return None
+        if self.type == "String":
+            if self.choices and str(value).strip().lower() not in self.choices:
+                return f"{self.name} = {value!r} is not one of {self.choices}"
+            return None
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            return f"{self.name} = {value!r} is not a number"
+        if not math.isfinite(x):
+            return f"{self.name} = {value!r} is not finite"
+        lo, hi = self.min, self.max
+        if lo is not None and (x <= lo if self.min_excluded else x < lo):
+            if lo == 0:
+                return f"{self.name} = {value!r} must " + (
+                    "be positive" if self.min_excluded else "not be negative")
+            return f"{self.name} = {value!r} lies outside {self._range()}"
+        if hi is not None and x > hi:
+            return f"{self.name} = {value!r} lies outside {self._range()}"
+        return None
+
+    def _range(self) -> str:
+        return f"{'(' if self.min_excluded else '['}{self.min}, {self.max}]"
+
+    def convert(self, value):
+        """``value`` (that ``problem`` found nothing wrong with) as this variable holds it."""
+        if self.type == "String":
+            return str(value).strip().lower() if self.choices else str(value)
+        if self.type == "Boolean":
+            return bool(value)
+        return int(value) if self.type == "Integer" else float(value)
+
+    def with_sign(self, positive: bool = False, nonnegative: bool = False) -> "Var":
+        """This variable with ``positive`` (> 0) or ``nonnegative`` (>= 0) folded into its
+        range (a range of its own that says as much is kept)."""
+        if not (positive or nonnegative) or self.min is not None and (
+                self.min > 0 or self.min == 0 and (self.min_excluded or not positive)):
+            return self
+        return replace(self, min=0.0, min_excluded=bool(positive))
 
 
 @dataclass(frozen=True)
@@ -138,7 +193,7 @@ class Scenario:
     extension : class, optional
         FMU-side handling of extra inputs (see the field's comment).
     positive, nonnegative : tuple of str
-        Parameters that must be > 0, >= 0.
+        Parameters that must be > 0, >= 0: folded into their Vars' ranges (``Var.with_sign``).
     start : sequence of Start
         Start values, descriptions and units of coordinates and speeds.  With ``start``
         or without ``initial_state``, a parameter ``<name>_start`` is generated for every
@@ -197,6 +252,8 @@ class Scenario:
                 if not _declared(v, self.parameters, self.name)]
         if self.initial_state is None:
             self.initial_state = StartState(q_names, u_names)
+        self.parameters = [v.with_sign(v.name in self.positive, v.name in self.nonnegative)
+                           for v in self.parameters]
         declared = [o for o in aut.declared_outputs if o.source[0] in ("lambda", "discrete")]
         self.extra_outputs = {**{o.name: o.source for o in declared}, **self.extra_outputs}
         if self.outputs is None:
@@ -241,20 +298,14 @@ class Scenario:
         raise KeyError(f"scenario {self.name!r}: output {name!r} is neither an automaton output, "
                        f"constraint_residual nor one of {SIM_ATTRIBUTES}")
 
+    def reader(self, name) -> Callable:
+        """The function ``sim -> value`` of output ``name`` (``output_reader`` at ``source``):
+        the one reader of outputs, used by ``observe``, the FMU and the studies."""
+        return output_reader(name, *self.source(name))
+
     def observe(self, sim) -> dict:
         """Values of every output at the simulator's current state."""
-        out = {}
-        for v in self.outputs:
-            kind, where = self.source(v.name)
-            if kind == "mon":
-                out[v.name] = float(sim.mon[where])
-            elif kind == "lambda":
-                out[v.name] = sim.constraint_forces().get(where, 0.0)
-            elif kind == "discrete":
-                out[v.name] = sim.discrete[where]
-            else:
-                out[v.name] = getattr(sim, where)
-        return out
+        return {v.name: self.reader(v.name)(sim) for v in self.outputs}
 
     def defaults(self) -> dict:
         """Parameter name -> default value."""
@@ -292,6 +343,23 @@ class Scenario:
         """InputError naming the value unless the simulator's state (a start, a restored
         state) meets the scenario's ``feasible`` conditions (``embed.feasibility``)."""
         check_state(self.feasible, sim, self.name)
+
+
+def output_reader(name: str, kind: str, where) -> Callable:
+    """The function ``sim -> value`` of an output that lives where ``Scenario.source`` says:
+    ``mon`` an entry of the compiled mode's monitor vector, ``lambda`` a constraint's
+    multiplier (0 while it is inactive), ``discrete`` a discrete variable, ``attr`` an
+    attribute of the simulator."""
+    if kind == "mon":
+        return lambda sim: float(sim.mon[where])
+    if kind == "lambda":
+        return lambda sim: sim.constraint_forces().get(where, 0.0)
+    if kind == "discrete":
+        return lambda sim: sim.discrete[where]
+    if kind == "attr":
+        return lambda sim: getattr(sim, where)
+    raise ModelDefinitionError(f"output {name!r} is of kind {kind!r}; use ('lambda', "
+                               "constraint) or ('discrete', variable)")
 
 
 def start_parameters(names: Sequence[str], start: Sequence[Start] = ()) -> list:
