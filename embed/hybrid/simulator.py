@@ -20,7 +20,7 @@ import numpy as np
 
 from . import events, state as state_mod, switching
 from ..model.automaton import Automaton, Jump
-from ..check.check import reset_map
+from ..model.reset_maps import reset_map
 from ..model.context import Context
 from ..base.errors import (EmbedError, InputError, ModelDefinitionError,
                      StepBudgetError)

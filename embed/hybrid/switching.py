@@ -20,7 +20,7 @@ import numpy as np
 from . import events
 from .activation import ACTIVATION_TOL, activation_jump
 from ..model.automaton import Jump
-from ..check.check import reset_map
+from ..model.reset_maps import reset_map
 from ..model.context import Context
 from ..embedding.embedding import partition
 from ..base.errors import IntegrationError, ZenoError
