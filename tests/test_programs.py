@@ -1,5 +1,5 @@
 """Straight-line programs (embed.codegen.program), their LLVM compile (embed.codegen.native) and the modes built
-on them: the symbolic path's one-call RK4 step (compile.linear_program) and the compiled-terms
+on them: the symbolic path's one-call RK4 step (programs.linear_program) and the compiled-terms
 path with the partition as data (embed.modes.terms_program), checked against numpy's solvers and
 against the augmented Lagrange multiplier system written out in tests/test_pendulums.py."""
 
@@ -44,7 +44,7 @@ def test_an_operation_of_the_same_registers_is_computed_once():
     """Value numbering (``Program._op``): two constraint templates spliced on the same q give
     one sin q and one q * q, not two; a constant's sign is kept (-0 is not +0), and each call
     is its own event, its results apart."""
-    from embed.modes.compile import _splice, _template
+    from embed.modes.programs import _splice, _template
     q = se.Symbol("q")
     tmpl = _template([q], [se.sin(q) * q ** 2, se.cos(q)])
     P = Program(1)
@@ -582,7 +582,7 @@ def test_prepare_rehearses_the_switch_and_changes_nothing():
 
 @pytest.mark.parametrize("embedding", ["symbolic", "numeric"])
 def test_a_step_takes_its_first_stage_from_where_the_last_ended(embedding):
-    """First same as last (``program.Memo``, ``compile.rk4_program``): a step that starts where
+    """First same as last (``program.Memo``, ``programs.rk4_program``): a step that starts where
     the last ended, with the same parameters and partition, takes xdot there from the module's
     memo instead of evaluating the stage again; the step is the same to the bit as one that
     evaluates it (the memo cleared), and the memo is what it reads (poisoned, the step

@@ -55,7 +55,7 @@ def driven_parts(model, params, cset, dep, outputs, guards):
     n = model.n
     if len(dep) != n or len(cset) != n or model.forces or model.aux:
         return None
-    from .compile import max_abs          # (compile and numeric import this module's users)
+    from .functions import max_abs        # (compile and numeric import this module's users)
     from .numeric import lam_symbol
     terms = model.linear_terms()
     if terms.nonlinear is not None:
@@ -87,7 +87,7 @@ def compile_driven(parts, key, backend=None):
     [gamma, b, A_u](t, q, u) and the monitors(t, q, u, udot, lambda); with LLVM unless another
     backend is asked for (the four functions of braun_goldfarb2012's biped compile in about
     0.3 s, and a stage then costs a few microseconds, against 50 us interpreted)."""
-    from .compile import lambdify
+    from .functions import lambdify
     backend = backend or "llvm"
     sys = lambdify(parts["args_q"], parts["sys"], f"B and C of mode {key}", backend)
     qdot = (None if parts["qdot"] is None else

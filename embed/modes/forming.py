@@ -17,7 +17,8 @@ import dataclasses
 import numpy as np
 import symengine as se
 
-from .compile import mode_parts, norm1
+from .compile import mode_parts
+from .functions import norm1
 from ..model.constraints import ConstraintSet, moving_B, velocity
 from .driven import driven_parts
 from ..embedding.embedding import ModeEquations, embed, partition
