@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fmu_src.runtime.fence import FenceGeometry
+from scenarios.disk_fence.extension import FenceGeometry
 from fmu_src.host.master import FmuRunner
 from scenarios import disk_fence
 from scenarios.disk_fence import announce, family, jet_mode, jobs, modes
