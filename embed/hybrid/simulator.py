@@ -152,7 +152,7 @@ class Simulator(RunState):
         """Set discrete variables by name now (a scenario's own event), into the parameter
         vector too."""
         self.state.discrete = {**self.state.discrete, **{k: float(v) for k, v in values.items()}}
-        self._sync_discrete()
+        self.sync_discrete()
 
     @property
     def automaton(self):
@@ -179,9 +179,32 @@ class Simulator(RunState):
         it): take the answer when it comes, and do not ask again."""
         self.library.submitted.setdefault(key, time.perf_counter())
 
-    def _sync_discrete(self):
+    def sync_discrete(self):
+        """The discrete variables (``state.discrete``, just changed) into the parameter
+        vector, where the compiled modes read them."""
         st, o = self.state, self.discrete_offset
         st.pvec[o:o + len(self.dnames)] = [float(st.discrete[k]) for k in self.dnames]
+
+    # the stepping's own flags (``advance``): which event was rehearsed, whether the inputs
+    # or the state changed since the monitors were computed, whether an input's new value
+    # asks the guards to be armed again.  Changed by switching.py through these calls.
+    def entered_mode(self):
+        """A mode was just entered: its monitors are fresh, its guards armed, nothing of it
+        rehearsed."""
+        self._rehearsed = None
+        self._dirty = self._rearm = False
+
+    def rehearsing(self, mode, gi):
+        """The event of switching condition ``gi`` of ``mode`` is being rehearsed."""
+        self._rehearsed = (mode, gi)
+
+    def step_flags(self):
+        """The stepping's flags, to be given back to ``restore_step_flags`` (a rehearsal that
+        runs the simulator and undoes it)."""
+        return self._rehearsed, self._dirty, self._rearm
+
+    def restore_step_flags(self, flags):
+        self._rehearsed, self._dirty, self._rearm = flags
 
     def start(self, t0: float, q0, u0) -> None:
         """Initial reset map (eq 20): choose the first mode and embed it.  With more than one
@@ -200,7 +223,7 @@ class Simulator(RunState):
         self.integrator.restart(st.t)     # the fixed-step grid starts here
         st.x = np.array(q0, dtype=float)
         st.mon = np.array(u0, dtype=float)
-        self._sync_discrete()
+        self.sync_discrete()
         if len(self.aut.modes) > 1:
             self.mode_compiler.numeric_terms()
             for name in self.aut.constraints:      # each constraint's own terms (Sec 5.5)
@@ -391,7 +414,7 @@ class Simulator(RunState):
             switching.apply(self, Jump(mode, discrete, q=q, u=u))
         except EmbedError:        # nothing entered: the state before the reset is kept
             state_mod.rollback(self.state, self.integrator, saved)
-            self._sync_discrete()
+            self.sync_discrete()
             self._dirty = True
             raise
         switching.record(self, label, before)
@@ -429,7 +452,7 @@ class Simulator(RunState):
         if self._checkpoint is None:
             return
         state_mod.rollback(self.state, self.integrator, self._checkpoint)
-        self._sync_discrete()
+        self.sync_discrete()
         self._dirty = True
 
     def advance(self, t_end, stop_at_event=False):
