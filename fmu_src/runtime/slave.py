@@ -11,7 +11,6 @@ the FMI logger and reported in ``status`` (see ``STATUS``).  No exception reache
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import weakref
@@ -225,8 +224,6 @@ class ScenarioSlave(Fmi2Slave):
         """Register the interface variable ``v``; returns its value reference."""
         if causality != Fmi2Causality.output:
             setattr(self, v.name, v.start)
-        if v.min is None and (v.name in self.sc.positive or v.name in self.sc.nonnegative):
-            v = dataclasses.replace(v, min=0.0)     # declared in modelDescription too
         var = _var(v, causality, getter)
         self.register_variable(var)
         self._specs[var.value_reference] = (v, causality)
