@@ -6,9 +6,11 @@ maps in time order (several per communication step if need be) and re-embeds on 
 change from the shared mode library (``embed.modes.library``, ``embed.modes.mode_compiler``).  Numeric only:
 the symbolic work is done by ``embed.modes.forming`` and ``embed.modes.compile`` the first time a mode is
 visited.  Configuration constraints are held by ``embed.hybrid.projection`` (haug_pavesic2023 eq
-13-16).  Everything that decides the future is one ``embed.hybrid.state.RunState``, which this class
-extends: its fields are the simulator's own attributes (``sim.t``, ``sim.x``, ``sim.mon``, ...;
-no indirection in the stepping loop or for the FMU's reads).  See docs/design.md.
+13-16).  Everything that decides the future is one ``embed.hybrid.state.RunState``, the
+simulator's field ``state`` (the model, compiled, apart from the state that runs on it, as
+MuJoCo's mjModel/mjData); its fields read as the simulator's too (``sim.t``, ``sim.x``,
+``sim.mon``, ...: read-only views), and the modules that change it do so through
+``sim.state`` or the simulator's calls.  See docs/design.md.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ MAX_STEPS = 2_000_000  # internal steps one advance may take (slider_crank3 in 1
                        # communication steps at h_max = 1 ms takes 1e5); beyond: StepBudgetError
 
 
-class Simulator(RunState):
+class Simulator:
     """Steps a hybrid automaton in time; the numeric heart that the FMU wraps.
 
     Parameters
@@ -114,12 +116,10 @@ class Simulator(RunState):
         self.outputs = self.forms.outputs
         self.mode_compiler = ModeCompiler(self.forms, embedding, compiler, self.integrator.uses_rhs,
                                           self.formulation)
-        # the running state's fields are this object's own attributes (read in the stepping
-        # loop and by the FMU at every step: no indirection); before the first mode x holds q
+        # the running state (``embed.hybrid.state.RunState``); before the first mode x holds q
         # and mon holds u
-        RunState.__init__(self, x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
-                          discrete=dict(automaton.discrete), projection=Projection())
-        self.state = self         # the running state (``embed.hybrid.state.RunState``): our own fields
+        self.state = RunState(x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
+                              discrete=dict(automaton.discrete), projection=Projection())
         if embedding != "symbolic" or self.formulation.full_state:
             self.mode_compiler.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
@@ -162,7 +162,8 @@ class Simulator(RunState):
     @property
     def active_mode(self):
         """The automaton's ``Mode`` the simulator is in (None before it starts)."""
-        return None if self.mode is None else self.aut.modes[self.mode]
+        mode = self.state.mode
+        return None if mode is None else self.aut.modes[mode]
 
     def set_parameters(self, values):
         """Set the whole parameter vector (parameters, inputs, discrete variables, in
@@ -172,7 +173,7 @@ class Simulator(RunState):
     def partition(self, active, t, q):
         """The dependent speeds chosen for the constraint set ``active`` at (t, q) by
         pivoting on B (gillespie2005 eq 11)."""
-        return self.forms.partition(active, t, q, self.pvec)
+        return self.forms.partition(active, t, q, self.state.pvec)
 
     def expect_background_mode(self, key):
         """Mode ``key`` was asked of the background workers by someone else (a worker relayed
@@ -311,7 +312,7 @@ class Simulator(RunState):
             Its current value (ModelDefinitionError if there is none).
         """
         if name in self.pnames:
-            return float(self.pvec[self.pnames.index(name)])
+            return float(self.state.pvec[self.pnames.index(name)])
         try:
             return float(self.params[name])
         except KeyError:
@@ -439,10 +440,11 @@ class Simulator(RunState):
         switching.record(self, label, before)
 
     def _accept(self, y):
-        nx = self.compiled_mode.nx
+        st = self.state
+        nx = st.compiled_mode.nx
         state_mod.check_finite(self, y, "state")
-        self.x = y[:nx]
-        self.mon = y[nx:-1]
+        st.x = y[:nx]
+        st.mon = y[nx:-1]
 
     # ---------------------------------------------------------------- advance
     def rollback(self):
@@ -503,7 +505,7 @@ class Simulator(RunState):
         return early
 
     def _advance(self, t_end, stop_at_event=False):
-        st = self           # the running state's fields are this object's
+        st = self.state
         if self.compiler is not None:
             self.poll_background()
         if self._dirty:     # inputs changed at this communication point: a condition may be due now
@@ -591,3 +593,11 @@ class Simulator(RunState):
         nothing of the simulator changes."""
         return state_mod.check_state(self, s)
 
+
+def _view(name):
+    return property(lambda sim: getattr(sim.state, name),
+                    doc=f"``state.{name}`` (``embed.hybrid.state.RunState``), read-only here")
+
+
+for _field in state_mod.FIELDS:        # sim.t, sim.x, sim.mon, ...: views of sim.state
+    setattr(Simulator, _field.name, _view(_field.name))

@@ -272,11 +272,11 @@ def output_reader(name: str, kind: str, where) -> Callable:
     multiplier (0 while it is inactive), ``discrete`` a discrete variable, ``attr`` an
     attribute of the simulator."""
     if kind == "mon":
-        return lambda sim: float(sim.mon[where])
+        return lambda sim: float(sim.state.mon[where])
     if kind == "lambda":
         return lambda sim: sim.constraint_forces().get(where, 0.0)
     if kind == "discrete":
-        return lambda sim: sim.discrete[where]
+        return lambda sim: sim.state.discrete[where]
     if kind == "attr":
         return lambda sim: getattr(sim, where)
     raise ModelDefinitionError(f"output {name!r} is of kind {kind!r}; use ('lambda', "
