@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fmu_src.runtime.fence import FenceGeometry
+from scenarios.disk_fence.extension import FenceGeometry
 from fmu_src.host.master import FmuRunner
 from scenarios import disk_fence
 from scenarios.disk_fence import announce, family, jet_mode, jobs, modes
@@ -155,7 +155,7 @@ def test_the_familys_terms_with_a_profiles_jet_are_the_profiles_own(text, same, 
     import symengine as se
 
     from embed import ConstraintSet, holonomic
-    from embed.modes.compile import lambdify
+    from embed.modes.functions import lambdify
     from embed.model.model import TIME
     from embed.modes.numeric import ConstraintTerms, EntryTerms, lam_symbol
     sim = SC.simulator(embedding="numeric")

@@ -146,12 +146,12 @@ def test_text_never_becomes_an_expression():
 
 
 def test_a_tape_computes_what_the_compiled_function_computes():
-    """compile.Tape (plain-float operations, for small functions shipped at run time) against
+    """functions.Tape (plain-float operations, for small functions shipped at run time) against
     symengine's LLVM Lambdify of the same expressions, through a pickle; a failing
     operation (log of a negative number, pow of one) gives nan, as LLVM does."""
     import pickle
 
-    from embed.modes.compile import Tape
+    from embed.modes.functions import Tape
     s, t = se.symbols("s t")
     exprs = [se.sin(3 * s) * se.exp(-t / 10) + s ** 4 - 2 * s * t, se.sqrt(1 + s ** 2) / (2 + t),
              se.log(2 + s) - se.atan(t) ** 2 + se.tanh(s * t), se.Abs(s - t) * se.sign(s),
@@ -173,7 +173,7 @@ def test_a_tape_leaves_the_cyclic_collector_nothing_to_visit():
     import gc
     import pickle
 
-    from embed.modes.compile import Tape
+    from embed.modes.functions import Tape
     s = se.Symbol("s")
     h = 0.002 * s ** 2
     for i in range(1, 6):

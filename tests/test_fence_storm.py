@@ -55,7 +55,7 @@ def within_budget(d):
     context switch): CI once counted 14 steps of 10-100 ms off their core in one soak, without
     telling which.  The figures name the step in which the cyclic collector ran longest
     (``max_gc``, ``gc_at``, ``gc_what``: generation, objects freed): full passes over the
-    fences' tapes once took 41-61 ms of a step late in the soak (``compile.Tape``)."""
+    fences' tapes once took 41-61 ms of a step late in the soak (``functions.Tape``)."""
     figures = json.dumps({k: d[k] for k in (
         "max_step", "at", "max_own", "own_at", "max_cpu", "cpu_at", "max_blocked", "blocked_at",
         "steps_blocked_10ms", "max_stalled", "stalled_at", "steps_stalled_10ms", "max_gc", "gc_at",

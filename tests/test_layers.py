@@ -7,6 +7,7 @@ counts as much as one at the top."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,6 @@ SUBLAYERS = {
 # changes no code): (importing file, sub-package imported).  Each is to be removed, none added.
 KNOWN_UPWARD = {
     ("embed/modes/formulations.py", "hybrid"),    # after_step_for: switching.after_step, reselect
-    ("embed/modes/terms_program.py", "hybrid"),   # ACTIVATION_TOL, PHI_TOL
 }
 
 
@@ -132,3 +132,105 @@ def test_the_check_sees_imports_of_every_form(tmp_path):
     found = {name for name, _ in imported_modules(nested / "m.py", "embed.hybrid.m", False)}
     assert found == {"embed.model.model", "embed.hybrid.events", "embed.modes.compile"}
     assert [sub_package(n, "embed") for n in sorted(found)] == ["hybrid", "model", "modes"]
+
+
+# ------------------------------------------------------------------------- no circles
+def module_graph():
+    """{module: {(module it imports, line)}} over every module of PACKAGES (an import of a
+    package's ``__init__`` counts only when written: Python runs the parents' ``__init__``
+    of every import, and the fronts import their sub-packages by design; imports under
+    ``if TYPE_CHECKING:`` never run and do not count)."""
+    files = {}
+    for package in PACKAGES:
+        for path in modules(package):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            is_package = parts[-1] == "__init__"
+            files[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    graph = {}
+    for dotted, (path, is_package) in files.items():
+        out = set()
+        tree = ast.parse(path.read_text(), str(path))
+        typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                       and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+                       for n in ast.walk(block)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:      # read by type checkers, never run
+                continue
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                here = dotted.split(".") if is_package else dotted.split(".")[:-1]
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(here[:len(here) - node.level + 1] + ([base] if base else []))
+                # ``from package import module`` imports the module, not only the package
+                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in files]
+                names = subs if subs and len(subs) == len(node.names) else [base] + subs
+            out.update((n, node.lineno) for n in names if n in files and n != dotted)
+        graph[dotted] = out
+    return graph
+
+
+def circles(graph):
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w, _ in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    """No circle of imports, also none through an import inside a function (issue 28:
+    compile <-> modes, check <-> probe and disk_fence -> fmu_src.fence -> disk_fence were)."""
+    graph = module_graph()
+    found = circles(graph)
+    report = ["  ".join(f"{m} -> {', '.join(sorted(n for n, _ in graph[m] if n in comp))}"
+                        for m in comp) for comp in found]
+    assert not found, "\n".join(report)
+
+
+STRING_NAME = re.compile(r"(%s)(\.\w+)+(:\w+)?" % "|".join(PACKAGES))
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_string_names_a_module_of_a_layer_above(package):
+    """A module named in a string ("fmu_src.runtime.fence", "pkg.mod:name", imported later by
+    ``load_target``) is an import too: none of a layer above the one naming it."""
+    bad = []
+    for path in modules(package):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and STRING_NAME.fullmatch(node.value)
+                    and node.value.split(".")[0] in FORBIDDEN[package]):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno} names {node.value!r}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_circle_finder_finds_circles():
+    graph = {"a": {("b", 1)}, "b": {("c", 2)}, "c": {("a", 3)}, "d": {("a", 4)}, "e": set()}
+    assert circles(graph) == [["a", "b", "c"]]
+    assert circles({"a": {("b", 1)}, "b": set()}) == []

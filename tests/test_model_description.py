@@ -77,8 +77,8 @@ def test_base_units():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_fmu_carries_its_own_model_only(fmu_dir, name):
-    """resources/: embed<tag>/ whole, fmu_src<tag>/ the slave's modules (disk_fence's adds
-    its fence extension, pi_controller has its controller only), scenarios<tag>/ this
+    """resources/: embed<tag>/ whole, fmu_src<tag>/ the slave's modules (pi_controller has
+    its controller only), scenarios<tag>/ this
     scenario (a module, or a package folder with its parts) and nothing of the others."""
     with zipfile.ZipFile(fmu_dir / f"{name}.fmu") as z:
         files = [n.split("/", 2) for n in z.namelist() if n.startswith("resources/")]
@@ -93,7 +93,7 @@ def test_fmu_carries_its_own_model_only(fmu_dir, name):
                                    f"{build_fmu.OTHERS[name][0].replace('.', '/')}.py"}
         assert "scenarios" not in tree
         return
-    assert tree["fmu_src"] == slave | ({"runtime/fence.py"} if name == "disk_fence" else set())
+    assert tree["fmu_src"] == slave
     own = {f for f in tree["scenarios"] if f != "__init__.py"}
     assert own and all(f == f"{name}.py" or f.startswith(f"{name}/") for f in own), own
     assert "embed" in tree and "hybrid/simulator.py" in tree["embed"]

@@ -1,5 +1,5 @@
 """Straight-line programs (embed.codegen.program), their LLVM compile (embed.codegen.native) and the modes built
-on them: the symbolic path's one-call RK4 step (compile.linear_program) and the compiled-terms
+on them: the symbolic path's one-call RK4 step (programs.linear_program) and the compiled-terms
 path with the partition as data (embed.modes.terms_program), checked against numpy's solvers and
 against the augmented Lagrange multiplier system written out in tests/test_pendulums.py."""
 
@@ -44,7 +44,7 @@ def test_an_operation_of_the_same_registers_is_computed_once():
     """Value numbering (``Program._op``): two constraint templates spliced on the same q give
     one sin q and one q * q, not two; a constant's sign is kept (-0 is not +0), and each call
     is its own event, its results apart."""
-    from embed.modes.compile import _splice, _template
+    from embed.modes.programs import _splice, _template
     q = se.Symbol("q")
     tmpl = _template([q], [se.sin(q) * q ** 2, se.cos(q)])
     P = Program(1)
@@ -350,7 +350,8 @@ def test_the_looped_partition_gives_the_straight_line_bit_for_bit(m, n, monkeypa
     general B, on columns that tie (equal, or within ``TIE``: the first, a later speed,
     wins) and on a zero B; the choice is ``embedding.partition``'s."""
     import embed.codegen.reduction as reduction
-    from embed.embedding.embedding import RANK_TOL, TIE, partition
+    from embed.base.tolerances import PIVOT_RANK_TOL as RANK_TOL
+    from embed.embedding.embedding import TIE, partition
     from embed.modes.terms_program import partitioned
     rng = np.random.default_rng(n)
     outs = {}
@@ -565,14 +566,14 @@ def test_prepare_rehearses_the_switch_and_changes_nothing():
     tq = np.concatenate(([sim.t], qm, sim.pvec))
     assert np.abs(projection.phi(tq)[0]).max() <= 1e-12
     before = sim.get_state()
-    flags = (dict(sim.last_impulse), sim._dirty, sim._rearm, sim.event_count)
+    flags = (dict(sim.last_impulse), sim.step_flags(), sim.event_count)
     sim.prepare(active)
     assert any(k[:2] == (sim.state.mode, active) for k in sim.library.numeric_modes)
     after = sim.get_state()
     assert set(after) == set(before)
     for k in before:
         assert np.array_equal(np.asarray(after[k], dtype=object), np.asarray(before[k], dtype=object)), k
-    assert (dict(sim.last_impulse), sim._dirty, sim._rearm, sim.event_count) == flags
+    assert (dict(sim.last_impulse), sim.step_flags(), sim.event_count) == flags
     sim.pvec[sim.pnames.index("d")] = 10.0                     # beyond the chain's reach
     assert on_manifold(projection, sim.t, sim.q, sim.pvec) is None
     sim.prepare(active)
@@ -581,7 +582,7 @@ def test_prepare_rehearses_the_switch_and_changes_nothing():
 
 @pytest.mark.parametrize("embedding", ["symbolic", "numeric"])
 def test_a_step_takes_its_first_stage_from_where_the_last_ended(embedding):
-    """First same as last (``program.Memo``, ``compile.rk4_program``): a step that starts where
+    """First same as last (``program.Memo``, ``programs.rk4_program``): a step that starts where
     the last ended, with the same parameters and partition, takes xdot there from the module's
     memo instead of evaluating the stage again; the step is the same to the bit as one that
     evaluates it (the memo cleared), and the memo is what it reads (poisoned, the step

@@ -188,7 +188,9 @@ def main(argv=None):
         stdout.write(frame((cid, rid, obj)))
         stdout.flush()
 
-    from embed.modes.compile import compile_parts, lambdify, linear_program
+    from embed.modes.compile import compile_parts
+    from embed.modes.functions import lambdify
+    from embed.modes.programs import linear_program
     from embed.codegen.native import OPT_FAST, OPT_RUN, NativeFunction, compile_program
     from embed.embedding.embedding import EXPLICIT_OPS_OFFLINE
     from embed.modes.forming import AutomatonForms

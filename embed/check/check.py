@@ -1,4 +1,4 @@
-"""A scenario checked before it ships, and the reset maps' jumps checked as they happen.
+"""A scenario checked before it ships.
 
 ``check_scenario`` reads a scenario (docs/design.md, "Data flow": the hybrid automaton of
 gillespie2005 Sec 4 over its model) the way the engine will run it and lists what is wrong,
@@ -8,139 +8,23 @@ parameters with no value, outputs that resolve to nothing, redundant constraint 
 eq 7 losing rank at a consistent state), reset maps (eq 19-20) that fail or jump nowhere, and
 modes with no way out.  It compiles every mode and enters it through the engine's public calls.
 
-``reset_map`` is what the simulator calls instead of a scenario's ``transition``, ``zeno`` or
-``initial``: the same call, with its ``Jump`` validated, so that a reset map with no branch for
-a guard or a jump to nowhere is a ``ModelDefinitionError`` naming mode and guard, never an
-AssertionError or a bare KeyError from deep inside the engine.
+The reset maps are probed through ``embed.model.reset_maps.reset_map``, the call the
+simulator makes at every event; the modes are entered by ``embed.check.probe``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import symengine as se
 
-from ..model.automaton import Jump, impact_problem
-from ..model.context import Context
-from ..base.errors import EmbedError, ModelDefinitionError
-
-RANK_TOL = 1e-9          # a singular value below this (relative to the largest) is zero
-FMU_VARIABLES = ("solver", "h_max", "rtol", "embedding", "status", "mode_number")  # the slave's
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing ``check_scenario`` found.
-
-    level: "error" (the model cannot run as written) or "warning"; item: the offending guard,
-    output, mode, constraint, parameter or discrete variable; message: what is wrong and the fix.
-    """
-
-    level: str
-    item: str
-    message: str
-
-
-# ------------------------------------------------------------------- the jumps at run time
-def _where(aut, ctx, kind, guard):
-    if kind == "initial":
-        return "the initial reset map (eq 20)"
-    mode = aut.modes.get(ctx.mode)
-    name = f" {mode.name!r}" if mode is not None else ""
-    return f"the {kind} reset map of mode {ctx.mode}{name}, guard {guard!r}"
-
-
-def jump_problem(aut, jump) -> str | None:
-    """What keeps the automaton ``aut`` from applying ``jump`` (a reset map's result), or None.
-
-    Parameters
-    ----------
-    aut : Automaton
-        The automaton (a simulator's own view: modes added at run time count).
-    jump : object
-        What a reset map returned.
-
-    Returns
-    -------
-    str or None
-        The problem, worded to follow the name of the reset map.
-    """
-    if not isinstance(jump, Jump):
-        return f"returned {jump!r}, not a Jump; return Jump(mode, {{discrete: value}}, ...)"
-    if jump.mode not in aut.modes:
-        return f"jumps to mode {jump.mode!r}, which does not exist; modes: {sorted(aut.modes)}"
-    unknown = [k for k in jump.discrete if k not in aut.discrete]
-    if unknown:
-        return (f"sets discrete variables {unknown} that the automaton does not declare; "
-                f"declared: {sorted(aut.discrete)}: declare them in Automaton(discrete=...) or "
-                "correct the names")
-    if jump.constraints is not None:
-        unknown = [c for c in jump.constraints if c not in aut.constraints]
-        if unknown:
-            return (f"activates constraints {unknown}, which do not exist; known: "
-                    f"{sorted(aut.constraints)}")
-    if jump.impact_constraints is not None:
-        return impact_problem(aut, jump)
-    return None
-
-
-def reset_map(aut, kind: str, ctx: Context, guard: str | None = None) -> Jump:
-    """Call the automaton's reset map ``kind`` ("transition", "zeno": (ctx, guard); "initial":
-    (ctx)) and check its jump (``jump_problem``).
-
-    Parameters
-    ----------
-    aut : Automaton
-    kind : str
-    ctx : Context
-        The state at the event.
-    guard : str or None
-        The switching condition that fired (None for "initial").
-
-    Returns
-    -------
-    Jump
-
-    Raises
-    ------
-    ModelDefinitionError
-        The reset map raised something other than an engine error (an AssertionError for a
-        guard it has no branch for, a KeyError, ...) or returned a jump the automaton cannot
-        apply; the message names mode and guard.
-    EmbedError
-        The reset map's own engine error (an impact it cannot resolve, say), as raised.
-    """
-    try:
-        jump = aut.initial(ctx) if kind == "initial" else getattr(aut, kind)(ctx, guard)
-    except ModelDefinitionError as exc:
-        if guard is not None and repr(guard) in str(exc):
-            raise             # it names its guard already (a guard without a reset map)
-        raise ModelDefinitionError(f"{_where(aut, ctx, kind, guard)}: {exc}") from exc
-    except EmbedError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a scenario's bug, named with its mode and guard
-        raise ModelDefinitionError(
-            f"{_where(aut, ctx, kind, guard)} raised {type(exc).__name__}: {exc}; give it a "
-            "branch for every guard of every mode (and read only declared discrete variables "
-            "and parameters)") from exc
-    if isinstance(jump, (list, tuple)) and jump:     # several jumps at one instant, in order
-        problems = [jump_problem(aut, j) for j in jump]
-        problem = next((f"(jump {i + 1} of {len(jump)}) {p}" for i, p in enumerate(problems)
-                        if p is not None), None)
-    else:
-        problem = jump_problem(aut, jump)
-    if problem is not None:
-        raise ModelDefinitionError(f"{_where(aut, ctx, kind, guard)} {problem}")
-    return jump
+from ..base.reserved import RESERVED
+from ..model.reset_maps import jump_problem, reset_map  # noqa: F401 - the checker's own too
+from .findings import Finding, mode_label
+from .probe import probe_modes
 
 
 # --------------------------------------------------------------------- static checks
-def mode_label(mode) -> str:
-    """How findings and messages name a mode: its id and name."""
-    return f"mode {mode.id} {mode.name!r}"
-
-
 def _known_symbols(aut):
     m = aut.model
     names = {str(s) for s in list(m.q) + list(m.u) + list(m.forces) + list(m.params)
@@ -281,7 +165,7 @@ def check_parameters(scenario, params=None) -> list[Finding]:
                              f"value: add Var({name!r}, <value>, ...) to the scenario's "
                              "parameters"))
     for v in scenario.parameters:
-        problem = _bad_value(scenario, v, values[v.name])
+        problem = v.problem(values[v.name])
         if problem:
             found.append(Finding("error", f"parameter {v.name!r}", problem))
     listed = [(n, "positive") for n in scenario.positive] + \
@@ -316,30 +200,12 @@ def check_interface(scenario) -> list[Finding]:
     ext = scenario.extension
     extra = list(getattr(ext, "inputs", ())) + list(getattr(ext, "outputs", ()))
     names = ([v.name for v in scenario.parameters + scenario.inputs + scenario.outputs + extra]
-             + list(FMU_VARIABLES))
+             + list(RESERVED))
     for name in sorted({n for n in names if names.count(n) > 1}):
         found.append(Finding("error", f"variable {name!r}", f"{name!r} is declared more than "
                              "once among parameters, inputs, outputs and the FMU's own "
-                             f"{FMU_VARIABLES}; rename one"))
+                             f"{RESERVED}; rename one"))
     return found
-
-
-def _bad_value(scenario, v, value):
-    if v.type not in ("Real", "Integer"):
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return f"{v.name} = {value!r} is not a number"
-    if not math.isfinite(x):
-        return f"{v.name} = {value!r} is not finite"
-    if v.name in scenario.positive and x <= 0:
-        return f"{v.name} = {value!r} must be positive"
-    if v.name in scenario.nonnegative and x < 0:
-        return f"{v.name} = {value!r} must not be negative"
-    if v.min is not None and x < v.min or v.max is not None and x > v.max:
-        return f"{v.name} = {value!r} lies outside [{v.min}, {v.max}]"
-    return None
 
 
 def check_outputs(scenario) -> list[Finding]:
@@ -394,6 +260,5 @@ def check_scenario(scenario, params=None, embedding=None) -> list[Finding]:
         found.append(Finding("warning", "modes", "the modes were not compiled nor their reset "
                              "maps probed: fix the errors above first"))
     else:
-        from .probe import probe_modes
         found += probe_modes(scenario, params, embedding)
     return sorted(found, key=lambda f: f.level != "error")

@@ -1,7 +1,7 @@
 """A scenario's modes entered, compiled and their reset maps probed, for ``embed.check.check``.
 
 A simulator is started from the scenario's defaults (the initial reset map, gillespie2005
-eq 20, validated by ``embed.check.check.reset_map``).  From that start state every mode is entered
+eq 20, validated by ``embed.model.reset_maps.reset_map``).  From that start state every mode is entered
 through ``Simulator.jump_to``: its configuration projected on the mode's constraints
 (haug_pavesic2023 eq 13-16), the speeds made consistent (mueller eq 7), the speeds partitioned
 (eq 11) and the mode compiled; there its constraint Jacobian B (eq 7) must have full rank, and
@@ -17,7 +17,9 @@ from itertools import combinations
 
 import numpy as np
 
-from .check import RANK_TOL, Finding, mode_label, reset_map
+from .findings import Finding, mode_label
+from ..model.reset_maps import reset_map
+from ..base.tolerances import REDUNDANCY_TOL
 from ..model.context import Context
 from ..base.errors import ConstraintRankError, EmbedError, ModelDefinitionError
 
@@ -30,7 +32,7 @@ def _rank(B):
     if B.size == 0:
         return 0
     s = np.linalg.svd(B, compute_uv=False)
-    return int(np.sum(s > RANK_TOL * max(1.0, float(s[0]))))
+    return int(np.sum(s > REDUNDANCY_TOL * max(1.0, float(s[0]))))
 
 
 def redundant_groups(B, names) -> list[tuple]:

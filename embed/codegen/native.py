@@ -431,7 +431,7 @@ class Buffer:
 
 class NativeFunction:
     """A compiled program: ``unsafe_real(args, out)`` writes the outputs for a float64 array
-    of ``n_in`` arguments into ``out`` (the interface of ``compile.Compiled``)."""
+    of ``n_in`` arguments into ``out`` (the interface of ``embed.modes.functions.Compiled``)."""
 
     __slots__ = ("obj", "name", "n_in", "n_out", "exports", "opt", "entries", "memo",
                  "memo_size", "_f")

@@ -22,9 +22,8 @@ import symengine as se
 
 from ..model.constraints import ConstraintSet, block_inverse
 from ..base.errors import ConstraintRankError, ModelDefinitionError, SymbolicBudgetError
+from ..base.tolerances import PIVOT_RANK_TOL
 from ..model.model import TIME, Model, to_symengine
-
-RANK_TOL = 1e-10
 
 
 def _pivoted_qr(a):
@@ -93,9 +92,9 @@ def partition(B_num: np.ndarray, names=()) -> tuple:
     else:
         diag, piv = _pivoted_qr(B_num[:, ::-1])
     scale = max(diag[0], 1.0) if len(diag) else 1.0
-    if m > n or len(diag) < m or diag[m - 1] <= RANK_TOL * scale:
+    if m > n or len(diag) < m or diag[m - 1] <= PIVOT_RANK_TOL * scale:
         dr, prow = _pivoted_qr(B_num.T)
-        rank = int(np.sum(dr > RANK_TOL * max(dr[0], 1.0)))
+        rank = int(np.sum(dr > PIVOT_RANK_TOL * max(dr[0], 1.0)))
         bad = [names[i] for i in prow[rank:]] if names else list(prow[rank:])
         raise ConstraintRankError(
             f"active constraints {list(names)} are redundant or inconsistent at this state "

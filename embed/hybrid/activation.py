@@ -12,10 +12,9 @@ from __future__ import annotations
 from scipy.linalg.lapack import dgesv
 
 from ..base.errors import ConstraintRankError
+from ..base.tolerances import ACTIVATION_TOL
 from .projection import max_abs
 
-
-ACTIVATION_TOL = 1e-12   # no jump when |B u + C| <= ACTIVATION_TOL max(1, |u|)
 
 
 def activation_jump(K, rhs, u, names, t, tol=ACTIVATION_TOL):

@@ -13,8 +13,8 @@ below -PROBE_G).  See docs/design.md, "Data flow": the integrator + event locato
 from __future__ import annotations
 
 from ..base.errors import EventLocationError
+from ..base.tolerances import EVENT_TOL
 
-EVENT_TOL = 1e-12     # width of the bracket around a located event time (s)
 PROBE = 1e-7          # s: how far ahead a condition left at zero is looked at (arm)
 PROBE_G = 1e-9        # a condition this close to zero counts as at zero
 UNARMED, ARMED, HELD = 0, 1, 2

@@ -31,9 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from embed.base.errors import ImpactError
-
-RTOL = 1e-12   # relative threshold for singular matrices and round-off
-ETOL = 1e-9    # relative round-off allowed on the contact work before a law counts as gaining
+from embed.base.tolerances import IMPACT_ETOL as ETOL, IMPACT_RTOL as RTOL
 
 
 @dataclass(frozen=True)

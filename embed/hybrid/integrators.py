@@ -16,9 +16,9 @@ import math
 import numpy as np
 
 from ..base.errors import InputError, IntegrationError
+from ..base.tolerances import GRID_TOL
 
 
-GRID_TOL = 1e-12   # s: an end of step this close to a grid point is the grid point
 
 
 class RK4:

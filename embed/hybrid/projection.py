@@ -19,8 +19,8 @@ import numpy as np
 from scipy.linalg.lapack import dgesv
 
 from ..base.errors import ConstraintRankError, IntegrationError
+from ..base.tolerances import PHI_TOL
 
-PHI_TOL = 1e-12       # configuration constraints are held to this by Newton iteration
 MAX_ITERATIONS = 12
 
 

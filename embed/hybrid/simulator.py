@@ -6,9 +6,11 @@ maps in time order (several per communication step if need be) and re-embeds on 
 change from the shared mode library (``embed.modes.library``, ``embed.modes.mode_compiler``).  Numeric only:
 the symbolic work is done by ``embed.modes.forming`` and ``embed.modes.compile`` the first time a mode is
 visited.  Configuration constraints are held by ``embed.hybrid.projection`` (haug_pavesic2023 eq
-13-16).  Everything that decides the future is one ``embed.hybrid.state.RunState``, which this class
-extends: its fields are the simulator's own attributes (``sim.t``, ``sim.x``, ``sim.mon``, ...;
-no indirection in the stepping loop or for the FMU's reads).  See docs/design.md.
+13-16).  Everything that decides the future is one ``embed.hybrid.state.RunState``, the
+simulator's field ``state`` (the model, compiled, apart from the state that runs on it, as
+MuJoCo's mjModel/mjData); its fields read as the simulator's too (``sim.t``, ``sim.x``,
+``sim.mon``, ...: read-only views), and the modules that change it do so through
+``sim.state`` or the simulator's calls.  See docs/design.md.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 
 from . import events, state as state_mod, switching
 from ..model.automaton import Automaton, Jump
-from ..check.check import reset_map
+from ..model.reset_maps import reset_map
 from ..model.context import Context
 from ..base.errors import (EmbedError, InputError, IntegrationError, ModelDefinitionError,
                      StepBudgetError)
@@ -40,7 +42,7 @@ MAX_STEPS = 2_000_000  # internal steps one advance may take (slider_crank3 in 1
                        # communication steps at h_max = 1 ms takes 1e5); beyond: StepBudgetError
 
 
-class Simulator(RunState):
+class Simulator:
     """Steps a hybrid automaton in time; the numeric heart that the FMU wraps.
 
     Parameters
@@ -107,21 +109,17 @@ class Simulator(RunState):
         missing = [str(s) for s in m.params if str(s) not in params]
         if missing:
             raise InputError(f"parameters {missing} have no value")
-        pvec = np.zeros(len(self.psyms))
-        for i, s in enumerate(m.params):
-            pvec[i] = float(params[str(s)])
+        pvec = self.forms.parameter_vector(params)
         # every parameter, also those only the reset maps read (restitution, zone layout, ...)
         self.params = {k: v for k, v in params.items() if isinstance(v, (int, float))}
         self.integrator = make_integrator(solver, h_max, rtol)
         self.outputs = self.forms.outputs
         self.mode_compiler = ModeCompiler(self.forms, embedding, compiler, self.integrator.uses_rhs,
                                           self.formulation)
-        # the running state's fields are this object's own attributes (read in the stepping
-        # loop and by the FMU at every step: no indirection); before the first mode x holds q
+        # the running state (``embed.hybrid.state.RunState``); before the first mode x holds q
         # and mon holds u
-        RunState.__init__(self, x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
-                          discrete=dict(automaton.discrete), projection=Projection())
-        self.state = self         # the running state (``embed.hybrid.state.RunState``): our own fields
+        self.state = RunState(x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
+                              discrete=dict(automaton.discrete), projection=Projection())
         if embedding != "symbolic" or self.formulation.full_state:
             self.mode_compiler.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
@@ -154,7 +152,7 @@ class Simulator(RunState):
         """Set discrete variables by name now (a scenario's own event), into the parameter
         vector too."""
         self.state.discrete = {**self.state.discrete, **{k: float(v) for k, v in values.items()}}
-        self._sync_discrete()
+        self.sync_discrete()
 
     @property
     def automaton(self):
@@ -164,7 +162,8 @@ class Simulator(RunState):
     @property
     def active_mode(self):
         """The automaton's ``Mode`` the simulator is in (None before it starts)."""
-        return None if self.mode is None else self.aut.modes[self.mode]
+        mode = self.state.mode
+        return None if mode is None else self.aut.modes[mode]
 
     def set_parameters(self, values):
         """Set the whole parameter vector (parameters, inputs, discrete variables, in
@@ -174,7 +173,7 @@ class Simulator(RunState):
     def partition(self, active, t, q):
         """The dependent speeds chosen for the constraint set ``active`` at (t, q) by
         pivoting on B (gillespie2005 eq 11)."""
-        return self.forms.partition(active, t, q, self.pvec)
+        return self.forms.partition(active, t, q, self.state.pvec)
 
     def nearest_configuration(self, active, q=None):
         """The configuration on the holonomic constraints of the set ``active`` nearest to q
@@ -199,9 +198,32 @@ class Simulator(RunState):
         it): take the answer when it comes, and do not ask again."""
         self.library.submitted.setdefault(key, time.perf_counter())
 
-    def _sync_discrete(self):
+    def sync_discrete(self):
+        """The discrete variables (``state.discrete``, just changed) into the parameter
+        vector, where the compiled modes read them."""
         st, o = self.state, self.discrete_offset
         st.pvec[o:o + len(self.dnames)] = [float(st.discrete[k]) for k in self.dnames]
+
+    # the stepping's own flags (``advance``): which event was rehearsed, whether the inputs
+    # or the state changed since the monitors were computed, whether an input's new value
+    # asks the guards to be armed again.  Changed by switching.py through these calls.
+    def entered_mode(self):
+        """A mode was just entered: its monitors are fresh, its guards armed, nothing of it
+        rehearsed."""
+        self._rehearsed = None
+        self._dirty = self._rearm = False
+
+    def rehearsing(self, mode, gi):
+        """The event of switching condition ``gi`` of ``mode`` is being rehearsed."""
+        self._rehearsed = (mode, gi)
+
+    def step_flags(self):
+        """The stepping's flags, to be given back to ``restore_step_flags`` (a rehearsal that
+        runs the simulator and undoes it)."""
+        return self._rehearsed, self._dirty, self._rearm
+
+    def restore_step_flags(self, flags):
+        self._rehearsed, self._dirty, self._rearm = flags
 
     def start(self, t0: float, q0, u0) -> None:
         """Initial reset map (eq 20): choose the first mode and embed it.  With more than one
@@ -220,7 +242,7 @@ class Simulator(RunState):
         self.integrator.restart(st.t)     # the fixed-step grid starts here
         st.x = np.array(q0, dtype=float)
         st.mon = np.array(u0, dtype=float)
-        self._sync_discrete()
+        self.sync_discrete()
         if len(self.aut.modes) > 1:
             self.mode_compiler.numeric_terms()
             for name in self.aut.constraints:      # each constraint's own terms (Sec 5.5)
@@ -308,7 +330,7 @@ class Simulator(RunState):
             Its current value (ModelDefinitionError if there is none).
         """
         if name in self.pnames:
-            return float(self.pvec[self.pnames.index(name)])
+            return float(self.state.pvec[self.pnames.index(name)])
         try:
             return float(self.params[name])
         except KeyError:
@@ -411,7 +433,7 @@ class Simulator(RunState):
             switching.apply(self, Jump(mode, discrete, q=q, u=u))
         except EmbedError:        # nothing entered: the state before the reset is kept
             state_mod.rollback(self.state, self.integrator, saved)
-            self._sync_discrete()
+            self.sync_discrete()
             self._dirty = True
             raise
         switching.record(self, label, before)
@@ -436,10 +458,11 @@ class Simulator(RunState):
         switching.record(self, label, before)
 
     def _accept(self, y):
-        nx = self.compiled_mode.nx
+        st = self.state
+        nx = st.compiled_mode.nx
         state_mod.check_finite(self, y, "state")
-        self.x = y[:nx]
-        self.mon = y[nx:-1]
+        st.x = y[:nx]
+        st.mon = y[nx:-1]
 
     # ---------------------------------------------------------------- advance
     def rollback(self):
@@ -449,7 +472,7 @@ class Simulator(RunState):
         if self._checkpoint is None:
             return
         state_mod.rollback(self.state, self.integrator, self._checkpoint)
-        self._sync_discrete()
+        self.sync_discrete()
         self._dirty = True
 
     def advance(self, t_end, stop_at_event=False):
@@ -500,7 +523,7 @@ class Simulator(RunState):
         return early
 
     def _advance(self, t_end, stop_at_event=False):
-        st = self           # the running state's fields are this object's
+        st = self.state
         if self.compiler is not None:
             self.poll_background()
         if self._dirty:     # inputs changed at this communication point: a condition may be due now
@@ -588,3 +611,11 @@ class Simulator(RunState):
         nothing of the simulator changes."""
         return state_mod.check_state(self, s)
 
+
+def _view(name):
+    return property(lambda sim: getattr(sim.state, name),
+                    doc=f"``state.{name}`` (``embed.hybrid.state.RunState``), read-only here")
+
+
+for _field in state_mod.FIELDS:        # sim.t, sim.x, sim.mon, ...: views of sim.state
+    setattr(Simulator, _field.name, _view(_field.name))

@@ -20,7 +20,7 @@ import numpy as np
 from . import events
 from .activation import ACTIVATION_TOL, activation_jump
 from ..model.automaton import Jump
-from ..check.check import reset_map
+from ..model.reset_maps import reset_map
 from ..model.context import Context
 from ..embedding.embedding import partition
 from ..base.errors import IntegrationError, ZenoError
@@ -123,7 +123,7 @@ def apply(sim, jump: Jump):
     before = st.active
     if jump.discrete:
         st.discrete = {**st.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
-        sim._sync_discrete()
+        sim.sync_discrete()
     impulses = {}
     if jump.impact_constraints is not None:      # the impact's own set, then the mode's
         u_plus, impulses = impact_speeds(sim, jump, target(sim, jump)[2], sim.u)
@@ -171,8 +171,7 @@ def apply(sim, jump: Jump):
     st.kappa0 = float(st.mon[compiled.i_kappa])
     st.enabled = tuple(g.enabled is None or bool(g.enabled(st.discrete)) for g in mode.guards)
     st.armed = events.arm(st.mon[compiled.sl_guards].tolist(), lambda: guards_later(sim))
-    sim._rehearsed = None
-    sim._dirty = sim._rearm = False
+    sim.entered_mode()
 
 def guards_later(sim):
     """The switching conditions an instant (PROBE) after the current state (events.arm)."""
@@ -238,7 +237,7 @@ def rehearse(sim, gi):
     Changes no state; a failure here is left for the event itself to report.  Returns
     whether the rehearsal went through."""
     st = sim.state
-    sim._rehearsed = (st.mode, gi)
+    sim.rehearsing(st.mode, gi)
     try:
         name = sim.aut.modes[st.mode].guards[gi].name
         jump = sim.aut.transition(Context(sim, name), name)
@@ -273,7 +272,7 @@ def rehearse_entry(sim, active):
     q = on_manifold(entered(sim, active)[1], st.t, sim.q, st.pvec)
     if q is None:
         return
-    kept = sim.get_state(), sim.last_impulse, sim._rehearsed, sim._dirty, sim._rearm
+    kept = sim.get_state(), sim.last_impulse, sim.step_flags()
     try:
         apply(sim, Jump(st.mode, constraints=active, q=q))
         sim.advance(st.t + sim.integrator.h_max)
@@ -281,7 +280,8 @@ def rehearse_entry(sim, active):
         pass
     finally:
         sim.set_state(kept[0])
-        sim.last_impulse, sim._rehearsed, sim._dirty, sim._rearm = kept[1:]
+        sim.last_impulse = kept[1]
+        sim.restore_step_flags(kept[2])
 
 def locate(sim, gi, x0, p, h, gb):
     """Earliest tau in (0, h] where guard gi falls to its firing level (``events.locate``

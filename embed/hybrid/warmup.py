@@ -13,7 +13,7 @@ import numpy as np
 import symengine as se
 from scipy.linalg.lapack import dgesv
 
-from ..modes.compile import lambdify
+from ..modes.functions import lambdify
 from ..embedding.embedding import kappa, partition
 from ..modes.numeric import EntryTerms
 

@@ -18,34 +18,10 @@ import numpy as np
 
 from ..model.automaton import SIM_ATTRIBUTES, Automaton
 from ..base.errors import ModelDefinitionError
+from .variables import Var
 from .feasibility import check_parameters, check_state
 from ..modes.library import ModeLibrary
 from ..hybrid.simulator import Simulator
-
-
-@dataclass(frozen=True)
-class Var:
-    """A variable of the interface: a parameter, an input or an output.
-
-    Parameters
-    ----------
-    name : str
-    start : number or str
-        Default (parameters, inputs) or start value (outputs).
-    description, unit : str
-    type : str
-        Real, Integer, Boolean or String.
-    min, max : float, optional
-        The range a master may set (FMI min/max); None: unbounded.
-    """
-
-    name: str
-    start: object
-    description: str = ""
-    unit: str = ""
-    type: str = "Real"       # Real, Integer, Boolean, String
-    min: float | None = None   # the range a master may set (FMI min/max); None: unbounded
-    max: float | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +114,7 @@ class Scenario:
     extension : class, optional
         FMU-side handling of extra inputs (see the field's comment).
     positive, nonnegative : tuple of str
-        Parameters that must be > 0, >= 0.
+        Parameters that must be > 0, >= 0: folded into their Vars' ranges (``Var.with_sign``).
     start : sequence of Start
         Start values, descriptions and units of coordinates and speeds.  With ``start``
         or without ``initial_state``, a parameter ``<name>_start`` is generated for every
@@ -203,6 +179,8 @@ class Scenario:
                 if not _declared(v, self.parameters, self.name)]
         if self.initial_state is None:
             self.initial_state = StartState(q_names, u_names)
+        self.parameters = [v.with_sign(v.name in self.positive, v.name in self.nonnegative)
+                           for v in self.parameters]
         declared = [o for o in aut.declared_outputs if o.source[0] in ("lambda", "discrete")]
         self.extra_outputs = {**{o.name: o.source for o in declared}, **self.extra_outputs}
         if self.outputs is None:
@@ -256,20 +234,14 @@ class Scenario:
         raise KeyError(f"scenario {self.name!r}: output {name!r} is neither an automaton output, "
                        f"constraint_residual nor one of {SIM_ATTRIBUTES}")
 
+    def reader(self, name) -> Callable:
+        """The function ``sim -> value`` of output ``name`` (``output_reader`` at ``source``):
+        the one reader of outputs, used by ``observe``, the FMU and the studies."""
+        return output_reader(name, *self.source(name))
+
     def observe(self, sim) -> dict:
         """Values of every output at the simulator's current state."""
-        out = {}
-        for v in self.outputs:
-            kind, where = self.source(v.name)
-            if kind == "mon":
-                out[v.name] = float(sim.mon[where])
-            elif kind == "lambda":
-                out[v.name] = sim.constraint_forces().get(where, 0.0)
-            elif kind == "discrete":
-                out[v.name] = sim.discrete[where]
-            else:
-                out[v.name] = getattr(sim, where)
-        return out
+        return {v.name: self.reader(v.name)(sim) for v in self.outputs}
 
     def defaults(self) -> dict:
         """Parameter name -> default value."""
@@ -307,6 +279,23 @@ class Scenario:
         """InputError naming the value unless the simulator's state (a start, a restored
         state) meets the scenario's ``feasible`` conditions (``embed.feasibility``)."""
         check_state(self.feasible, sim, self.name)
+
+
+def output_reader(name: str, kind: str, where) -> Callable:
+    """The function ``sim -> value`` of an output that lives where ``Scenario.source`` says:
+    ``mon`` an entry of the compiled mode's monitor vector, ``lambda`` a constraint's
+    multiplier (0 while it is inactive), ``discrete`` a discrete variable, ``attr`` an
+    attribute of the simulator."""
+    if kind == "mon":
+        return lambda sim: float(sim.state.mon[where])
+    if kind == "lambda":
+        return lambda sim: sim.constraint_forces().get(where, 0.0)
+    if kind == "discrete":
+        return lambda sim: sim.state.discrete[where]
+    if kind == "attr":
+        return lambda sim: getattr(sim, where)
+    raise ModelDefinitionError(f"output {name!r} is of kind {kind!r}; use ('lambda', "
+                               "constraint) or ('discrete', variable)")
 
 
 def start_parameters(names: Sequence[str], start: Sequence[Start] = ()) -> list:

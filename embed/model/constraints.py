@@ -8,11 +8,15 @@ constraint is given directly as an expression linear in u; B and C are read off.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import symengine as se
 
 from ..base.errors import ModelDefinitionError
-from .model import TIME, Model
+from .symbols import TIME
+
+if TYPE_CHECKING:              # annotations only: a model's module reaches these through joints
+    from .model import Model
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ def forces_at(sim, mode_id, discrete, t, q, u):
     st = sim.state
     saved = st.discrete
     st.discrete = dict(discrete)
-    sim._sync_discrete()
+    sim.sync_discrete()
     try:
         active = tuple(sorted(sim.aut.modes[mode_id].constraints))
         dep = sim.forms.partition(active, t, q, sim.pvec)
@@ -95,5 +95,5 @@ def forces_at(sim, mode_id, discrete, t, q, u):
         mon = compiled.monitors(t, np.concatenate((q, u[list(compiled.ind)])), sim.pvec)
     finally:
         st.discrete = saved
-        sim._sync_discrete()
+        sim.sync_discrete()
     return dict(zip(map(str, sim.model.forces), mon[compiled.sl_forces].tolist()))

@@ -17,8 +17,7 @@ import symengine as se
 from sympy.physics.mechanics import KanesMethod, dynamicsymbols
 
 from ..base.errors import ModelDefinitionError
-
-TIME = se.Symbol("t")
+from .symbols import TIME
 
 
 def to_symengine(e):

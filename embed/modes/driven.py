@@ -62,7 +62,7 @@ def driven_parts(model, params, cset, dep, outputs, guards):
     n = model.n
     if len(dep) != n or len(cset) != n or model.forces or model.aux:
         return None
-    from .compile import max_abs          # (compile and numeric import this module's users)
+    from .functions import max_abs        # (compile and numeric import this module's users)
     from .numeric import lam_symbol
     terms = model.linear_terms()
     if terms.nonlinear is not None:
@@ -96,7 +96,7 @@ def compile_driven(parts, key, backend=None):
     [gamma, b, A_u](t, q, u) and the monitors(t, q, u, udot, lambda); with LLVM unless another
     backend is asked for (the four functions of braun_goldfarb2012's biped compile in about
     0.3 s, and a stage then costs a few microseconds, against 50 us interpreted)."""
-    from .compile import lambdify
+    from .functions import lambdify
     from ..base.errors import CompilationError
     from ..codegen.native import OPT_RUN, compile_program
     try:

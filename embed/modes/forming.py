@@ -17,7 +17,8 @@ import dataclasses
 import numpy as np
 import symengine as se
 
-from .compile import mode_parts, norm1
+from .compile import mode_parts
+from .functions import norm1
 from ..model.constraints import ConstraintSet, moving_B, velocity
 from .driven import driven_parts
 from ..embedding.embedding import ModeEquations, embed, partition
@@ -123,8 +124,9 @@ class AutomatonForms:
         m.linear_terms()         # the model's coefficients, read once before any embedding
 
     def parameter_vector(self, params):
-        """The parameter vector for the parameter values ``params`` (by name): inputs 0,
-        discrete variables at their initial values."""
+        """The parameter vector (``pnames`` order) for the parameter values ``params`` (by
+        name): inputs 0, discrete variables at their initial values.  The one place it is
+        laid out: the simulator and the background worker start from it."""
         p = np.zeros(len(self.psyms))
         for i, s in enumerate(self.model.params):
             p[i] = float(params[str(s)])

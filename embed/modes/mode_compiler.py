@@ -11,6 +11,7 @@ compiled goes to the ``ModeLibrary`` the simulators of a scenario share.  See do
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -23,6 +24,44 @@ from ..model.constraints import moving_B
 from ..codegen.native import OPT_RUN
 from .numeric import EntryTerms, NumericMode, NumericTerms
 from .terms_program import TermsProgramMode, make_terms_mode
+
+
+@dataclass(frozen=True)
+class Path:
+    """How a mode not in the library is made, on one embedding path (``PATHS``).
+
+    reuse_numeric: a numeric mode made before serves (else only the symbolic library's);
+    program_first: a prepared compiled-terms program serves before any embedding; embeds: the
+    mode is embedded and compiled symbolically here (eq 11-16), with ``backend`` (None:
+    ``functions.BACKEND``) and, if ``prepare_reselections``, the compiled-terms program of its
+    re-selections prepared too; submits: a mode made numeric is asked of the background
+    workers."""
+
+    reuse_numeric: bool
+    program_first: bool
+    embeds: bool
+    backend: str | None = None
+    prepare_reselections: bool = False
+    submits: bool = False
+
+
+# (embedding, starting: the initial mode being entered) -> its path.  A re-selection of the
+# independent speeds (Sec 5.4) reuses numeric modes and takes a prepared program first on
+# every path; a stub constraint or a set over the symbolic budget is never embedded.
+SYMBOLIC = Path(reuse_numeric=False, program_first=False, embeds=True, prepare_reselections=True)
+NUMERIC = Path(reuse_numeric=True, program_first=True, embeds=False)
+PATHS = {
+    ("symbolic", False): SYMBOLIC,
+    ("symbolic", True): SYMBOLIC,
+    ("numeric", False): NUMERIC,
+    ("numeric", True): NUMERIC,
+    # the first mode of a background simulator is compiled at set-up, with LLVM; the others
+    # run numeric (a prepared program first) until the workers' answers come
+    ("background", False): Path(reuse_numeric=True, program_first=True, embeds=False,
+                                submits=True),
+    ("background", True): Path(reuse_numeric=True, program_first=False, embeds=True,
+                               backend="llvm", submits=True),
+}
 
 
 class ModeCompiler:
@@ -211,15 +250,15 @@ class ModeCompiler:
         key = (mode_id, active, tuple(dep))
         if self.formulation.full_state:
             return self.full_state(mode, active, key)
+        path = PATHS[self.embedding, self.starting]
         compiled = library.mode(key)
-        if compiled is None and (self.embedding != "symbolic" or reselect
+        if compiled is None and (path.reuse_numeric or reselect
                                  or active in library.over_budget):
             compiled = library.numeric_modes.get(key)     # entered before: nothing to make
         if compiled is not None:
             return compiled
         prepared = self.terms_mode(mode_id, active, dep)
-        if prepared is not None and (reselect or self.embedding == "numeric" or (
-                self.embedding == "background" and not self.starting)):
+        if prepared is not None and (reselect or path.program_first):
             library.numeric_modes[key] = prepared       # nothing embedded: no embed_times
             return prepared
         t0 = time.perf_counter()
@@ -227,12 +266,8 @@ class ModeCompiler:
         # elsewhere) has nothing to embed symbolically: its modes come ready-made (a family's
         # embedding) or run on the numeric path
         stub = any(not forms.automaton.constraints[c].B for c in active)
-        symbolic = (not stub and active not in library.over_budget
-                    and (self.embedding == "symbolic"
-                         or (self.starting and self.embedding == "background")))
+        symbolic = path.embeds and not stub and active not in library.over_budget
         if symbolic:
-            # the first mode of a background simulator is compiled at set-up, with LLVM (a
-            # numeric simulator's stays numeric: the path asked for, on re-entry too)
             try:
                 parts = forms.mode_parts(key)
             except SymbolicBudgetError as exc:      # too large to embed: the numeric path,
@@ -240,12 +275,10 @@ class ModeCompiler:
                 symbolic = False
                 if self._wants_program(active):
                     prepared = self.terms_mode(mode_id, active, dep, build=True)
-        if symbolic and self.embedding == "symbolic":
-            compiled = library.install(key, make_mode(parts, key))
-            if self._wants_program(active):   # its re-selections: prepared now, not in a step
-                self.terms_mode(mode_id, active, dep, build=True)
-        elif symbolic:
-            compiled = library.install(key, make_mode(parts, key, backend="llvm"))
+        if symbolic:
+            compiled = library.install(key, make_mode(parts, key, backend=path.backend))
+            if path.prepare_reselections and self._wants_program(active):
+                self.terms_mode(mode_id, active, dep, build=True)   # not in a step later
         else:
             compiled = library.numeric_modes.get(key) or prepared
             if compiled is None:
@@ -257,7 +290,7 @@ class ModeCompiler:
             # the worker embeds what runs on numpy (NumericMode); a compiled-terms program is
             # one compiled call a step already, as fast as the symbolic path's: asking for its
             # partitions would only take the stepping process's core from it (a 1 kHz loop)
-            if (self.embedding == "background" and not stub
+            if (path.submits and not stub
                     and active not in library.over_budget
                     and not isinstance(compiled, TermsProgramMode)
                     and key not in library.submitted):

@@ -243,7 +243,7 @@ class CompiledMode(_SymbolicMode):
             if self._f is None:
                 raise CompilationError(f"mode {self.key} came from the background worker without "
                                        "its right-hand side (ask for it with rhs=True)")
-            from .compile import lambdify      # compiled on first use (the adaptive solver)
+            from .functions import lambdify    # compiled on first use (the adaptive solver)
             self._rhs = lambdify(self._args, self._f, f"the right-hand side of mode {self.key}")
         out = np.empty(self.nx)
         self._rhs.unsafe_real(self._load(t, 0.0, x, p), out)
@@ -282,10 +282,10 @@ class LinearMode(_SymbolicMode):
 class ProgramMode(CompiledMode):
     """Symbolic path for larger modes: the whole RK4 step, with eq 15-16 solved at every
     stage by an unrolled LDL^T, and the monitors at its end, as one compiled straight-line
-    program (``compile.linear_program``, ``embed.codegen.native``): one call a step, like
+    program (``programs.linear_program``, ``embed.codegen.native``): one call a step, like
     ``CompiledMode``'s composed step."""
 
-    correct = 1.0      # the step's Newton correction of Phi(q) (``compile.newton_program``)
+    correct = 1.0      # the step's Newton correction of Phi(q) (``programs.newton_program``)
 
     def __init__(self, meta, key, fns):
         CompiledMode.__init__(self, meta, key, fns)
@@ -294,7 +294,7 @@ class ProgramMode(CompiledMode):
         # numpy's ``.ctypes.data`` costs 1.5 us a call warm and 30-40 us in a step that
         # finds it cold (an event step)
         self._call, self._mon_entry = fns[0]._f, fns[0].entries["monitors"]
-        # (the final stage alone writes xdot after the monitors: ``compile.rk4_program``)
+        # (the final stage alone writes xdot after the monitors: ``programs.rk4_program``)
         self._y, self._m = Buffer(self.nx + self.n_mon + 1), Buffer(self.n_mon + self.nx)
 
     def rk4(self, t, h, x, p):
@@ -304,7 +304,7 @@ class ProgramMode(CompiledMode):
         return self._y.array.copy()
 
     def monitors(self, t, x, p):
-        """The monitors at x: the step's final stage alone (``compile.rk4_program``), called
+        """The monitors at x: the step's final stage alone (``programs.rk4_program``), called
         on the arguments [t, x..., rest...] (the step's, with t written over h)."""
         b = self._load(t, 0.0, x, p)
         b[1] = t
@@ -335,7 +335,7 @@ class ProgramMode(CompiledMode):
             if self._parts is None:
                 raise CompilationError(f"mode {self.key} came from the background worker without "
                                        "its right-hand side (ask for it with rhs=True)")
-            from .compile import linear_program
+            from .programs import linear_program
             from .driven import driven_program
             from ..codegen.native import compile_program
             make = driven_program if self._parts["kind"] == "driven" else linear_program

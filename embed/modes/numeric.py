@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import symengine as se
 
-from .compile import lambdify
+from .functions import lambdify
 from ..model.constraints import gamma, moving_B, phi_and_gradient, velocity
 from ..embedding.embedding import kappa
 from ..base.errors import ConstraintRankError, ModelDefinitionError

@@ -1,7 +1,7 @@
 """The compiled-terms path as one straight-line program, with the partition as data.
 
 gillespie2005 Sec 5.5 and eq 11-16, evaluated numerically but compiled once per mode and
-constraint set: the RK4 step of ``compile.linear_program``'s layout, whose stages evaluate the
+constraint set: the RK4 step of ``programs.linear_program``'s layout, whose stages evaluate the
 unconstrained terms F + F* = b + A_u udot and qdot = W u + X, each active constraint's B, C and
 gamma = Bdot u + Cdot, and then embed: the dependent block B1 of B (its columns chosen by the
 permutation ``perm`` = [ind..., dep...], given as arguments), D = -B1^-1 B_ind and E = -B1^-1 C
@@ -22,17 +22,16 @@ import math
 import numpy as np
 import symengine as se
 
-from .compile import _splice, _template, newton_program, rhs_program, rk4_program
-from ..hybrid.activation import ACTIVATION_TOL
+from .programs import _splice, _template, newton_program, rhs_program, rk4_program
 from ..model.constraints import gamma, moving_B, phi_and_gradient
-from ..embedding.embedding import RANK_TOL, TIE
+from ..embedding.embedding import TIE
 from ..base.errors import CompilationError
+from ..base.tolerances import ACTIVATION_TOL, PHI_TOL, PIVOT_RANK_TOL
 from ..model.model import TIME
 from .modes import ProgramMode
 from ..codegen.native import Buffer, compile_program
 from .numeric import lam_symbol
 from ..codegen.program import Program
-from ..hybrid.projection import PHI_TOL
 from ..codegen import reduction
 
 MAX_M = 3
@@ -61,7 +60,7 @@ def constraint_template(model, c, psyms):
 
 
 def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, watch):
-    """The program (``compile.rk4_program``) and its stage (xdot, eq 2 and 16): arguments [t, h, x..., p..., perm...,
+    """The program (``programs.rk4_program``) and its stage (xdot, eq 2 and 16): arguments [t, h, x..., p..., perm...,
     iperm...] (x = [q, u_ind]), outputs [x(t+h)..., monitors(x(t+h))..., sum |x_i(t+h)|]
     (``modes.MonitorLayout``).
 
@@ -375,7 +374,7 @@ class TermsProgramMode(ProgramMode):
         self._enter(self._e_in.at, self._e_out.at)
         head = out[:2 + 3 * m].tolist()
         diag = head[2:2 + m]
-        if not (head[0] <= PHI_TOL and diag[-1] > RANK_TOL * max(diag[0], 1.0)):
+        if not (head[0] <= PHI_TOL and diag[-1] > PIVOT_RANK_TOL * max(diag[0], 1.0)):
             return None         # (head[0] is nan where any output is not finite)
         dep = tuple(int(d) for d in head[2 + m:2 + 2 * m])
         x = out[2 + 3 * m:2 + 3 * m + nx].copy()

@@ -157,7 +157,7 @@ def namespaced(source: str, tag: str) -> str:
 
 def _referenced(path: Path, dotted: str, is_package: bool) -> set:
     """Dotted names of our packages' modules the module ``dotted`` (file ``path``) imports or
-    names in a string (``"fmu_src.runtime.fence"``, ``"scenarios.fence.jobs:prepare"``); relative
+    names in a string (``"scenarios.disk_fence.jobs:prepare_fence"``); relative
     imports resolved.  A name may end in an attribute: ``contents`` keeps the module part."""
     here = dotted.split(".") if is_package else dotted.split(".")[:-1]
     out = set()

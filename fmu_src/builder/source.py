@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from embed.base.errors import InputError, ModelDefinitionError
+from embed.base.errors import EmbedError, InputError, ModelDefinitionError
 
 ROOT = Path(__file__).resolve().parents[2]
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -246,3 +246,26 @@ def _import(src: ModelSource):
         del sys.modules[name]
         raise
     return module
+
+
+def load_with_sets(src: ModelSource, raw: dict, others_allowed: bool = False) -> tuple:
+    """(Scenario, build options, other ``--set`` texts) of the model ``src``: the ``--set``
+    names that are keywords of its ``build()`` are its options (converted); the others are
+    refused unless ``others_allowed``.  An exception of the model's own code (its import or
+    ``build()``) is shown with its traceback and becomes a ModelDefinitionError naming the
+    file."""
+    import traceback
+
+    try:
+        params = inspect.signature(src.build_function()).parameters
+        options = build_options(src, {k: v for k, v in raw.items() if k in params})
+        rest = {k: v for k, v in raw.items() if k not in params}
+        if rest and not others_allowed:
+            build_options(src, rest)                 # refuses them, naming the first
+        return src.load(options), options, rest
+    except EmbedError:
+        raise
+    except Exception as exc:
+        traceback.print_exc()
+        raise ModelDefinitionError(f"{src.init_file}: the model's code failed: "
+                             f"{type(exc).__name__}: {exc}") from None

@@ -206,35 +206,14 @@ def scenario(plan: Plan):
     return _CACHE[key]
 
 
-def _engine_readers(sc, names):
-    """One function of the simulator per output name (``Scenario.source``)."""
-    out = []
-    for name in names:
-        kind, where = sc.source(name)
-        if kind == "mon":
-            out.append(lambda sim, i=where: sim.mon[i])
-        elif kind == "lambda":
-            out.append(lambda sim, c=where: sim.constraint_forces().get(c, 0.0))
-        elif kind == "discrete":
-            out.append(lambda sim, k=where: sim.discrete[k])
-        else:
-            out.append(lambda sim, a=where: getattr(sim, a))
-    return out
-
-
 def engine_problems(sc, params: dict, inputs: dict) -> list:
     """What the FMU would refuse of these values (fmu_src.runtime.slave's rules): a parameter's
-    (embed.check.check.check_parameters) or an input's (finite, its Var's range)."""
+    (embed.check.check.check_parameters) or an input's (``Var.problem``)."""
     from embed.check.check import check_parameters
 
     problems = [f.message for f in check_parameters(sc, params) if f.level == "error"]
-    ranges = {v.name: v for v in sc.inputs}
-    for name, x in inputs.items():
-        v = ranges[name]
-        if not math.isfinite(x):
-            problems.append(f"{name} = {x!r} is not finite")
-        elif v.min is not None and x < v.min or v.max is not None and x > v.max:
-            problems.append(f"{name} = {x!r} lies outside [{v.min}, {v.max}]")
+    variables = {v.name: v for v in sc.inputs}
+    problems += [p for p in (variables[name].problem(x) for name, x in inputs.items()) if p]
     return problems
 
 
@@ -245,7 +224,7 @@ def _engine_run(plan: Plan, params: dict, inputs: dict, rec: Record) -> dict:
         raise Failure(INPUT_REJECTED, "; ".join(problems))
     p = {**sc.defaults(), **params}
     sim = sc.simulator(p, solver=plan.solver, h_max=plan.h_max, inputs=inputs)
-    readers = _engine_readers(sc, rec.data)
+    readers = [sc.reader(name) for name in rec.data]
     rec.add(0.0, [f(sim) for f in readers])
     t = 0.0
     for _ in range(rec.time.size - 1):

@@ -28,37 +28,13 @@ import zipfile
 from pathlib import Path
 
 from embed.base.errors import EmbedError, InputError, ModelDefinitionError
+from fmu_src.builder.source import load_with_sets as _model
 
 PROG = "embed-fmu"
 
 
 def _err(message: str) -> None:
     print(f"{PROG}: error: {message}", file=sys.stderr)
-
-
-def _model(src, raw: dict, others_allowed: bool = False) -> tuple:
-    """(Scenario, build options, other ``--set`` texts) of the model ``src``: the ``--set``
-    names that are keywords of its ``build()`` are its options (converted); the others are
-    refused unless ``others_allowed``.  An exception of the model's own code (its import or
-    ``build()``) is shown with its traceback and becomes a ModelDefinitionError naming the
-    file."""
-    import inspect
-
-    from fmu_src.builder.source import build_options
-
-    try:
-        params = inspect.signature(src.build_function()).parameters
-        options = build_options(src, {k: v for k, v in raw.items() if k in params})
-        rest = {k: v for k, v in raw.items() if k not in params}
-        if rest and not others_allowed:
-            build_options(src, rest)                 # refuses them, naming the first
-        return src.load(options), options, rest
-    except EmbedError:
-        raise
-    except Exception as exc:
-        traceback.print_exc()
-        raise ModelDefinitionError(f"{src.init_file}: the model's code failed: "
-                             f"{type(exc).__name__}: {exc}") from None
 
 
 def run_check(sc, params=None, out=sys.stdout) -> bool:

@@ -1,10 +1,11 @@
 """The SSP co-simulation example: pi_controller.fmu drives disk_ramp.fmu's F_ext so that the
 disk's speed u1 reaches the controller's set point.  ``write_ssp`` packs the two FMUs and
-their connections as an SSP file (OMSimulator and ecos run it); ``run_fmpy`` is the same
-coupling scripted with fmpy.
+their connections as an SSP file (OMSimulator, ecos and fmpy's SSP master run it: ``run_ssp``
+is ``fmpy.ssp.simulation.simulate_ssp``); ``run_fmpy`` is the same coupling scripted with
+fmpy, kept as the cross-check that records every output of the disk.
 
     python -m fmu_src.host.ssp DIR     # DIR holds disk_ramp.fmu and pi_controller.fmu: writes
-                                  # DIR/speed_control.ssp and prints the fmpy run's last row
+                                  # DIR/speed_control.ssp and prints its run's last row
 """
 
 from __future__ import annotations
@@ -66,6 +67,15 @@ def write_ssp(out: Path, fmu_dir: Path) -> Path:
     return Path(out)
 
 
+def run_ssp(ssp: Path, stop=8.0, h=0.01):
+    """The .ssp run by fmpy's SSP master (``simulate_ssp``, a Jacobi master too): a record
+    array of time and the connectors (``disk.u1``, ``pi.command``, ...).  Its conventions:
+    the connectors start at 0 (not at the outputs' start values), and the row of time t holds
+    the values after the step from t."""
+    from fmpy.ssp.simulation import simulate_ssp
+    return simulate_ssp(str(ssp), stop_time=stop, step_size=h)
+
+
 def run_fmpy(fmu_dir: Path, stop=8.0, h=0.01):
     """The coupling stepped with fmpy: at each communication point every output is passed to
     the inputs it feeds, then both FMUs step (a Jacobi master, as OMSimulator and ecos)."""
@@ -92,5 +102,7 @@ def run_fmpy(fmu_dir: Path, stop=8.0, h=0.01):
 
 if __name__ == "__main__":
     d = Path(sys.argv[1])
-    print(write_ssp(d / "speed_control.ssp", d))
-    print(run_fmpy(d)[-1])
+    ssp = write_ssp(d / "speed_control.ssp", d)
+    print(ssp)
+    last = run_ssp(ssp)[-1]
+    print(dict(zip(last.dtype.names, last.tolist())))

@@ -98,7 +98,6 @@ def apply(slave, state) -> None:
     if state["sim"] is not None:
         slave.sim.set_state(state["sim"])
         check_simulator(slave, state)
-    slave._publish()
 
 def check_simulator(slave, state):
     """The simulator as restored: its arrays of the lengths its mode needs, finite, and

@@ -11,7 +11,6 @@ the FMI logger and reported in ``status`` (see ``STATUS``).  No exception reache
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import weakref
@@ -173,7 +172,8 @@ class ScenarioSlave(Fmi2Slave):
             start = self.sc.embedding if name == "embedding" else start
             lo, hi = COMMON_RANGES.get(name, (None, None))
             self._register(Var(name, start, desc, unit, type="String" if isinstance(start, str)
-                               else "Real", min=lo, max=hi), Fmi2Causality.parameter)
+                               else "Real", min=lo, max=hi, choices=STRING_CHOICES.get(name, ())),
+                           Fmi2Causality.parameter)
         for v in self.sc.parameters:
             self._register(v, Fmi2Causality.parameter)
         self._inputs_set = set()     # inputs the master has set (see Scenario.input_defaults)
@@ -187,29 +187,15 @@ class ScenarioSlave(Fmi2Slave):
         self._ext_inputs = [v.name for v in ext.inputs] if ext else []
         for v in (ext.inputs if ext else []):
             self._register(v, Fmi2Causality.input)
-        self._mon = np.zeros(1 + max([0] + [self.sc.source(v.name)[1] for v in self.sc.outputs
-                                            if self.sc.source(v.name)[0] == "mon"]))
-        for v in self.sc.outputs:
-            kind, where = self.sc.source(v.name)
-            if kind == "mon":
-                self._mon[where] = v.start
         failed = self._start_sim(worker=False)     # exact start values of the outputs
         if failed is not None:
             self._fail(failed, rollback=False)
-        # Output getters read the engine's monitor vector directly: publishing a step's
-        # results is one reference assignment (``_publish``).
+        # every output through the scenario's one reader (``Scenario.reader``); its start
+        # value while there is no simulator
         self._getters = {}     # value reference -> getter, Real outputs
         for v in self.sc.outputs:
-            kind, where = self.sc.source(v.name)
-            if kind == "mon":
-                getter = (lambda i=where: self._mon[i])
-            elif kind == "lambda":
-                getter = (lambda c=where: self.sim.constraint_forces().get(c, 0.0)
-                          if self.sim else 0.0)
-            elif kind == "discrete":
-                getter = (lambda k=where, d=v.start: self.sim.discrete[k] if self.sim else d)
-            else:
-                getter = (lambda a=where, d=v.start: getattr(self.sim, a) if self.sim else d)
+            getter = (lambda r=self.sc.reader(v.name), d=v.start:
+                      d if self.sim is None else r(self.sim))
             vr = self._register(v, Fmi2Causality.output, getter)
             if v.type == "Real":
                 self._getters[vr] = getter
@@ -222,8 +208,8 @@ class ScenarioSlave(Fmi2Slave):
             kind = "String" if isinstance(start, str) else "Boolean" if isinstance(start, bool) \
                 else "Integer" if isinstance(start, int) else "Real"
             lo, hi = COMMON_RANGES.get(name, (None, None))
-            self._register(Var(name, start, desc, unit, type=kind, min=lo, max=hi),
-                           Fmi2Causality.parameter)
+            self._register(Var(name, start, desc, unit, type=kind, min=lo, max=hi,
+                               choices=STRING_CHOICES.get(name, ())), Fmi2Causality.parameter)
 
     def _formulation(self):
         """(formulation, its options) from the FMU parameters (their defaults before they are
@@ -252,8 +238,6 @@ class ScenarioSlave(Fmi2Slave):
         """Register the interface variable ``v``; returns its value reference."""
         if causality != Fmi2Causality.output:
             setattr(self, v.name, v.start)
-        if v.min is None and (v.name in self.sc.positive or v.name in self.sc.nonnegative):
-            v = dataclasses.replace(v, min=0.0)     # declared in modelDescription too
         var = _var(v, causality, getter)
         self.register_variable(var)
         self._specs[var.value_reference] = (v, causality)
@@ -347,8 +331,8 @@ class ScenarioSlave(Fmi2Slave):
                                     embedding=embedding, compiler=bc, t0=self.start_time,
                                     formulation=formulation, formulation_options=options)
             if not np.isfinite(sim.mon).all():
-                bad = [v.name for v in self.sc.outputs if self.sc.source(v.name)[0] == "mon"
-                       and not math.isfinite(sim.mon[self.sc.source(v.name)[1]])]
+                bad = [name for name, x in self.sc.observe(sim).items()
+                       if isinstance(x, float) and not math.isfinite(x)]
                 raise EmbedError(f"the initial state is not finite (outputs {bad}); check the "
                                  "parameters' magnitudes")
             self.sim = sim
@@ -358,9 +342,7 @@ class ScenarioSlave(Fmi2Slave):
                 self.ext = self.sc.extension(
                     self.sim, bc, lambda msg: self.log(msg, Fmi2Status.warning))
         except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu
-            self._publish()
             return exc
-        self._publish()
         return None
 
     @fmi2_call("do_step", default=lambda self, *a: True)
@@ -381,7 +363,6 @@ class ScenarioSlave(Fmi2Slave):
                          Fmi2Status.warning)
         except Exception as exc:   # noqa: BLE001
             self._fail(exc)
-            self._publish()
             self.fmi_state = State.STEP_FAILED
             self.loader.successful_until(t0)
             if _model_broken(exc):      # no retry gets past it: every later step refuses too
@@ -390,7 +371,6 @@ class ScenarioSlave(Fmi2Slave):
             else:
                 self.loader.report(DISCARD)
             return True
-        self._publish()
         self.t_comm = current_time + step_size
         if early:           # FMI 3.0: the step ends at the event it located (fmi3_loader.c)
             self.t_comm = self.sim.t
@@ -464,10 +444,6 @@ class ScenarioSlave(Fmi2Slave):
         if rollback and self.sim is not None:
             self.sim.rollback()
 
-    def _publish(self):
-        if self.sim is not None:
-            self._mon = self.sim.mon
-
     # ------------------------------------------------------- get and set
     def _spec(self, vr, type_name):
         spec = self._specs.get(vr)
@@ -537,34 +513,14 @@ class ScenarioSlave(Fmi2Slave):
         return v
 
     def _check_value(self, vr, value):
-        """A value from outside, checked against its variable's rules; returns it converted."""
+        """A value from outside, checked by its variable (``Var.problem``); returns it
+        converted."""
         v, causality = self._specs[vr]
-        if v.type == "String":
-            text = str(value)
-            choices = STRING_CHOICES.get(v.name)
-            if choices is not None:
-                text = text.strip().lower()
-                if text not in choices:
-                    raise CallError(f"{v.name} = {value!r} is not one of {choices}; the "
-                                    f"previous value {getattr(self, v.name)!r} is kept",
-                                    code=INPUT_REJECTED)
-            return text
-        if v.type == "Boolean":
-            return bool(value)
-        number = float(value)
-        problem = None
-        if not math.isfinite(number):
-            problem = "is not finite"
-        elif v.name in self.sc.positive and number <= 0:
-            problem = "must be positive"
-        elif v.name in self.sc.nonnegative and number < 0:
-            problem = "must not be negative"
-        elif v.min is not None and number < v.min or v.max is not None and number > v.max:
-            problem = f"lies outside [{v.min}, {v.max}]"
+        problem = v.problem(value)
         if problem:
-            raise CallError(f"{v.name} = {value!r} {problem}; the previous value "
-                            f"{getattr(self, v.name)!r} is kept", code=INPUT_REJECTED)
-        return int(value) if v.type == "Integer" else number
+            raise CallError(f"{problem}; the previous value {getattr(self, v.name)!r} is kept",
+                            code=INPUT_REJECTED)
+        return v.convert(value)
 
     @fmi2_call("set_real")
     def set_real(self, vrs, values):

@@ -26,7 +26,7 @@ fence if one is known, else into free flight), back from the fence onto the ramp
 two contact constraints are the force on the disk centre, N its normal component.
 
 The package's modules (the scenario itself is this ``__init__``; the FMU side, inputs,
-outputs and state, is ``fmu_src/runtime/fence.py``):
+outputs and state, is ``extension``):
 
 | module | what |
 |---|---|
@@ -38,6 +38,7 @@ outputs and state, is ``fmu_src/runtime/fence.py``):
 | ``jet_mode`` | one profile's mode on the family's embedding, evaluated with its jet |
 | ``announce`` | announcing a fence to a simulator (discrete variables, checks) |
 | ``jobs`` | the fast worker's job: check, differentiate, relay the embedding request |
+| ``extension`` | the fence's FMU inputs and outputs, announcements and their answers (``Scenario.extension``) |
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsym
 from embed import (Automaton, Feasible, Guard, Jump, Mode, Model, Scenario, Var, engine_outputs,
                    holonomic, motion)
 from embed import Curve, Sphere, Visuals
-from embed.base.targets import ExtensionReference
 
 from . import jobs
+from .extension import FENCE_INPUTS, FENCE_OUTPUTS, FenceGeometry  # noqa: F401 - the interface
 from .modes import ARC, FENCE_BASE, FREE, POLY, POLY_C, RAMP, arc_family, normal_force, poly_family
 
 # the fast worker's jobs (embed.background.worker: "module:function"), and what it runs once at start
@@ -83,33 +84,6 @@ def build_model():
     loads = [(C, -m * g * frame.y)]
     kd = [qi.diff() - ui for qi, ui in zip(q, u)]
     return Model(frame, q, u, kd, [disk], loads, params=[m, J, r, phi, L, g], name="disk_fence")
-
-
-# the FMU inputs and outputs of the run-time fence, served by fmu_src/runtime/fence.py
-FENCE_INPUTS = [
-    Var("fence_radius", 10.0, "radius R of the arc fence (used when fence_curve is empty)",
-        "m"),
-    Var("fence_length", 6.7, "extent of the fence along the ramp direction beyond P", "m"),
-    Var("fence_version", 0, "bump to announce the fence described by the other inputs",
-        type="Integer"),
-    Var("fence_curve", "", "fence height profile h(s) over the ramp line (s from P); empty: "
-        "the arc of radius fence_radius", type="String"),
-]
-FENCE_OUTPUTS = [
-    Var("geometry_status", 0, "0 ok; otherwise the geometry code of the last rejected "
-        "announcement (1 syntax, 2 not allowed, 3 not finite, 4 not tangent at P, "
-        "5 not smooth, 6 curvature, 7 bad radius or length, 8 checks too slow, 9 announced while "
-        "the disk rolls on a fence, 10 the background workers never answered)", type="Integer"),
-    Var("embed_pending", 0.0, "an announced fence is being embedded", type="Boolean"),
-    Var("embed_latency", 0.0, "wall seconds from the last accepted announcement to its "
-        "fence mode being ready", "s"),
-    Var("geometry_version_active", 0, "the fence version in use", type="Integer"),
-    Var("answers_late", 0, "real_time only: times the disk left the ramp's end while an "
-        "announced fence was still being prepared (an offline run waits and meets it)",
-        type="Integer"),
-]
-FENCE_EXTENSION = ExtensionReference("fmu_src.runtime.fence", "FenceGeometry", FENCE_INPUTS,
-                                      FENCE_OUTPUTS)
 
 
 def over_ramp(d):
@@ -248,7 +222,7 @@ def build() -> Scenario:
                     check_entries={ARC: arc_entry},
                     extra_outputs={"contact": ("discrete", "contact")},
                     positive=("m", "J", "r", "L", "g"), embedding="background",
-                    precompile=True, extension=FENCE_EXTENSION, feasible=[
+                    precompile=True, extension=FenceGeometry, feasible=[
                         Feasible("the disk starts beyond the ramp's end (q4 > L)",
                                  guard="ramp_end"),
                         Feasible("the ramp pulls the disk (a tensile normal force in contact)",

@@ -1,6 +1,6 @@
 """The fence of any profile: its terms and its symbolic embedding formed once a process with h an
 undefined function of q4, so that a profile announced at run time steps at once, given only
-its jet (h and three derivatives at s = q4 - L) as a ``compile.Tape``.  gillespie2005 Sec 5.5
+its jet (h and three derivatives at s = q4 - L) as a ``functions.Tape``.  gillespie2005 Sec 5.5
 (the numeric path: ``profile_family``, ``ProfileTerms``) and eq 11-16 (the symbolic path:
 ``profile_family_modes``, ``jet_mode.JetMode``); ``install_profile`` puts both in the
 simulator's caches for one profile.
@@ -14,7 +14,7 @@ import numpy as np
 import symengine as se
 
 from embed import Constraint, ConstraintSet, Guard, Mode, holonomic
-from embed.modes.compile import Tape, lambdify
+from embed.modes.functions import Tape, lambdify
 from embed.embedding.embedding import EXPLICIT_OPS_OFFLINE
 from embed.base.errors import ModelDefinitionError
 from embed.model.model import TIME
@@ -118,7 +118,7 @@ def jet_function(profile):
 
     Returns
     -------
-    embed.modes.compile.Tape of one input (s) and four outputs.
+    embed.modes.functions.Tape of one input (s) and four outputs.
     """
     return Tape([se.Symbol(SIGMA.name)], profile.jet())
 
@@ -191,7 +191,7 @@ def install_profile(sim, uid, L_f, jet):
         the fence's number (``modes.fence_uid``).
     L_f : float
         the fence's length.
-    jet : embed.modes.compile.Tape
+    jet : embed.modes.functions.Tape
         s -> (h, h', h'', h^(3)) (``jet_function``).
 
     Returns

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import symengine as se
 
-from embed.modes.compile import Layout
+from embed.modes.modes import Layout
 
 JET = tuple(se.Symbol(f"fence_h{k}") for k in range(4))    # d^k h / ds^k at s = q4 - L
 LF_JET = se.Symbol("fence_Lf")

@@ -24,9 +24,8 @@ def scenario_of(model: str, raw: dict):
         sc = _from_fmu(Path(model))
         rest = raw
     else:
-        from fmu_src.host.cli import _model
-        from fmu_src.builder.source import resolve
-        sc, _, rest = _model(resolve(model), raw, others_allowed=True)
+        from fmu_src.builder.source import load_with_sets, resolve
+        sc, _, rest = load_with_sets(resolve(model), raw, others_allowed=True)
     starts = {v.name: v.start for v in list(sc.parameters) + list(sc.inputs)}
     for name in rest:
         if name not in starts:

@@ -1,6 +1,7 @@
-"""The FMU side of disk_fence's run-time fence: the inputs fence_radius, fence_length,
+"""disk_fence's run-time fence as FMU variables: the inputs fence_radius, fence_length,
 fence_version and fence_curve announce a fence, the outputs report it (``FenceGeometry``,
-the extension ``fmu_src/runtime/slave.py`` calls before every step and for the FMU state).
+the scenario's ``extension``, which the FMU's slave calls before every step and for the FMU
+state; it knows nothing of FMI).
 
 What this class does with an announcement: an arc sets the compiled arc family's discrete
 variables at once (``scenarios.disk_fence.announce.announce_arc``); any other text goes to the fast
@@ -21,15 +22,38 @@ import time
 
 import numpy as np
 
-from scenarios.disk_fence import FENCE_INPUTS, FENCE_OUTPUTS
-from scenarios.disk_fence import jobs
-from scenarios.disk_fence.announce import (activate, announce_arc, check_length,
-                                           check_not_on_fence, profile_of)
-from scenarios.disk_fence.checks import validate
-from scenarios.disk_fence.family import (install_profile, jet_function, profile_family,
-                                    profile_family_modes)
-from scenarios.disk_fence.modes import ARC, FENCE_BASE, fence_uid
-from scenarios.disk_fence.profile import GEOMETRY_NO_ANSWER, FenceProfile, GeometryError
+from embed import Var
+
+from . import jobs
+from .announce import activate, announce_arc, check_length, check_not_on_fence, profile_of
+from .checks import validate
+from .family import install_profile, jet_function, profile_family, profile_family_modes
+from .modes import ARC, FENCE_BASE, fence_uid
+from .profile import GEOMETRY_NO_ANSWER, FenceProfile, GeometryError
+
+# the FMU inputs and outputs of the run-time fence, served by FenceGeometry
+FENCE_INPUTS = [
+    Var("fence_radius", 10.0, "radius R of the arc fence (used when fence_curve is empty)",
+        "m"),
+    Var("fence_length", 6.7, "extent of the fence along the ramp direction beyond P", "m"),
+    Var("fence_version", 0, "bump to announce the fence described by the other inputs",
+        type="Integer"),
+    Var("fence_curve", "", "fence height profile h(s) over the ramp line (s from P); empty: "
+        "the arc of radius fence_radius", type="String"),
+]
+FENCE_OUTPUTS = [
+    Var("geometry_status", 0, "0 ok; otherwise the geometry code of the last rejected "
+        "announcement (1 syntax, 2 not allowed, 3 not finite, 4 not tangent at P, "
+        "5 not smooth, 6 curvature, 7 bad radius or length, 8 checks too slow, 9 announced while "
+        "the disk rolls on a fence, 10 the background workers never answered)", type="Integer"),
+    Var("embed_pending", 0.0, "an announced fence is being embedded", type="Boolean"),
+    Var("embed_latency", 0.0, "wall seconds from the last accepted announcement to its "
+        "fence mode being ready", "s"),
+    Var("geometry_version_active", 0, "the fence version in use", type="Integer"),
+    Var("answers_late", 0, "real_time only: times the disk left the ramp's end while an "
+        "announced fence was still being prepared (an offline run waits and meets it)",
+        type="Integer"),
+]
 
 
 class FenceGeometry:
