@@ -78,7 +78,7 @@ def cmd_animate(a) -> int:
         print(f"{PROG}: wrote {a.out}", file=sys.stderr)
     if a.gif:
         from fmu_src.host.see import gif
-        gif.write(Path(a.gif), rec, kin, sc.name, max_frames=a.gif_frames)
+        gif.write(Path(a.gif), rec, kin, sc.name, fps=a.gif_fps, max_frames=a.gif_frames)
         print(f"{PROG}: wrote {a.gif}", file=sys.stderr)
     return 0
 
@@ -131,8 +131,11 @@ def add_commands(sub, model_help: str, sets: dict) -> None:
                                                 "coordinate)")
     p.add_argument("--out", default="run.html", metavar="HTML", help="(default run.html)")
     p.add_argument("--gif", metavar="GIF", help="also write the animation as a GIF")
-    p.add_argument("--gif-frames", type=int, default=100, metavar="N",
-                   help="at most N frames in the GIF (default 100)")
+    p.add_argument("--gif-fps", type=float, default=25.0, metavar="F",
+                   help="GIF frames per second of run time (default 25; every k-th recorded "
+                        "frame)")
+    p.add_argument("--gif-frames", type=int, default=None, metavar="N",
+                   help="at most N frames in the GIF (default: no limit)")
     p.set_defaults(func=cmd_animate)
 
     p = sub.add_parser("graph", help="the hybrid automaton as Mermaid text and SVG",
