@@ -57,20 +57,13 @@ def _from_fmu(fmu: Path):
 
 
 def cmd_animate(a) -> int:
-    from fmu_src.host.see import kinematics, page, record
+    from fmu_src.host.see import kinematics, page
     from fmu_src.builder.source import parse_set
 
     sc, params = scenario_of(a.model, parse_set(a.set))
     kin = kinematics.Kinematics(sc)
     started = time.perf_counter()
-    if a.csv:
-        rec = record.from_table(sc, record.read_csv(Path(a.csv)), params)
-    elif a.model.endswith(".fmu"):
-        rec = _fmu_run(a, params, sc)
-    else:
-        inputs = {k: v for k, v in params.items() if k in {x.name for x in sc.inputs}}
-        sim = sc.simulator({k: v for k, v in params.items() if k not in inputs}, inputs=inputs)
-        rec = record.from_engine(sc, params, a.input, a.stop_time, a.fps, sim=sim)
+    rec = recorded(a, sc, params)
     print(f"{PROG}: recorded {rec.frames} frames ({time.perf_counter() - started:.1f} s)",
           file=sys.stderr)
     if a.out:
@@ -83,17 +76,18 @@ def cmd_animate(a) -> int:
     return 0
 
 
-def _fmu_run(a, params, sc):
-    from fmpy import read_model_description
-
-    from fmu_src.host import simulate
+def recorded(a, sc, params):
+    """The run ``animate`` draws (``record.Record``): read from ``a.csv``, stepped in the FMU
+    ``a.model`` with fmpy, or run in the engine; with the inputs of ``a.input``."""
     from fmu_src.host.see import record
 
-    md = read_model_description(a.model)
-    inputs = simulate.read_inputs(Path(a.input), md) if a.input else None
-    outs = [v.name for v in md.modelVariables if v.causality == "output"]
-    result = simulate.run(Path(a.model), a.stop_time, 1.0 / a.fps, params, inputs, outs)
-    return record.from_table(sc, {n: result[n] for n in result.dtype.names}, params)
+    if a.csv:
+        return record.from_table(sc, record.read_csv(Path(a.csv)), params)
+    if a.model.endswith(".fmu"):
+        return _fmu_run(a, params, sc)
+    inputs = {k: v for k, v in params.items() if k in {x.name for x in sc.inputs}}
+    sim = sc.simulator({k: v for k, v in params.items() if k not in inputs}, inputs=inputs)
+    return record.from_engine(sc, params, a.input, a.stop_time, a.fps, sim=sim)
 
 
 def cmd_graph(a) -> int:

@@ -64,6 +64,7 @@ class Kinematics:
         self.dim = v.dim
         self.names = column_names(sc)
         self.symbols = [sp.Symbol(n) for n in self.names]
+        self.used = set()                # the names some visual uses (a run needs only these)
         self.scenario = sc.name
         self._point_fn = self._compile([c for p in v.points.values() for c in self.place(p)])
         self.point_names = list(v.points)
@@ -80,6 +81,7 @@ class Kinematics:
             raise ModelDefinitionError(
                 f"{self.scenario}: a visual uses {unknown}, which are neither coordinates, "
                 "speeds, parameters, inputs, discrete variables, forces nor lambda_<constraint>")
+        self.used |= {str(s) for s in e.free_symbols}
         return e
 
     def place(self, p) -> list:
@@ -126,8 +128,9 @@ class Kinematics:
 
     # ---------------------------------------------------------------- evaluate
     def columns(self, rec) -> list:
-        """The run's columns in argument order (``record.Record.column``)."""
-        return [rec.column(n) for n in self.names]
+        """The run's columns in argument order (``record.Record.column``); a name no visual
+        uses is 0 (an FMU's outputs need not hold the speeds, say)."""
+        return [rec.column(n) if n in self.used or n == "t" else 0.0 for n in self.names]
 
     def points(self, rec) -> np.ndarray:
         """The declared points at every frame: (frames, points, dim)."""

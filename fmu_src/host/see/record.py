@@ -133,11 +133,16 @@ def _report(sc, mode):
 def from_table(sc, table: dict, params=None) -> Record:
     """A run from output columns (an FMU's result, a ``simulate`` CSV): ``table`` name -> array,
     with ``time``.  Events are where ``event_count`` steps (at ``last_event_time``), impacts where
-    ``impact_count`` does; the guards' names are not in the outputs ("event")."""
+    ``impact_count`` does; the guards' names are not in the outputs ("event").  An output that
+    carries a coordinate, a speed, a discrete variable or a multiplier under another name
+    (kneed_walker's ``hip_x`` is ``qx``) fills that column (``aliases``)."""
     t = np.asarray(table["time"], dtype=float)
     values = {**sc.defaults(), **{v.name: v.start for v in sc.inputs}, **(params or {})}
     values.update({k: v for k, v in sc.automaton.discrete.items()})
     values.update({k: np.asarray(v, dtype=float) for k, v in table.items() if k != "time"})
+    for out, col in aliases(sc).items():
+        if out in table and col not in table:
+            values[col] = np.asarray(table[out], dtype=float)
     values["_forces"] = tuple(str(f) for f in sc.automaton.model.forces)
     mode = np.asarray(table.get("mode", np.ones_like(t)), dtype=int)
     events = []
@@ -150,6 +155,28 @@ def from_table(sc, table: dict, params=None) -> Record:
                 events.append(Event(float(at[i]), "event", int(mode[i - 1]), int(mode[i]),
                                     bool(imp is not None and imp[i] != imp[i - 1])))
     return Record(sc.name, t, values, mode, events, mode_names(sc))
+
+
+def aliases(sc) -> dict:
+    """Output name -> the run column it carries: a coordinate or speed (an output whose
+    expression is that symbol alone), a discrete variable, or a multiplier ``lambda_<c>``."""
+    import sympy as sp
+    from sympy.core.function import AppliedUndef
+
+    aut = sc.automaton
+    coords = {str(s) for s in aut.model.q + aut.model.u}
+    out = {}
+    for o in getattr(aut, "declared_outputs", ()):
+        if o.discrete is not None:
+            out[o.name] = o.discrete
+        elif o.multiplier is not None:
+            out[o.name] = "lambda_" + o.multiplier
+        elif o.expr is not None:
+            e = sp.sympify(o.expr)
+            name = str(e.func) if isinstance(e, AppliedUndef) else str(e)
+            if name in coords:
+                out[o.name] = name
+    return out
 
 
 def read_csv(path: Path) -> dict:
