@@ -234,26 +234,29 @@ def test_cli_animate_and_gif(tmp_path):
     assert Image.open(gif).n_frames == 3
 
 
-def test_cli_animate_with_input(tmp_path):
+def test_cli_animate_with_input(runs, tmp_path):
     """pendulum_belt with the belt speed v_b_in from a CSV: the run is the engine's with that
-    input set (linearly interpolated) before each frame; a CSV naming no input is refused."""
+    input (linearly interpolated) set at each frame and held to the next, as an FMI master
+    does; a CSV naming no input is refused."""
     from fmu_src.host.cli import main, parser
     from fmu_src.host.see.commands import recorded
     path = tmp_path / "belt.csv"
-    path.write_text("time,v_b_in\n0,0.5\n0.5,-1.5\n")
-    argv = ["animate", "pendulum_belt", "--input", str(path), "--stop-time", "0.5", "--fps", "10",
+    path.write_text("time,v_b_in\n0,0.5\n1.2,-1.5\n")
+    argv = ["animate", "pendulum_belt", "--input", str(path), "--stop-time", "1.2", "--fps", "10",
             "--out", str(tmp_path / "belt.html")]
     assert main(argv) == 0
-    sc = scenarios.load("pendulum_belt").build()
+    sc = runs.scenario("pendulum_belt")
     rec = recorded(parser().parse_args(argv), sc, {})
-    v = 0.5 - 4 * rec.t
+    v = 0.5 - 2 / 1.2 * rec.t
     np.testing.assert_allclose(rec.column("v_b_in"), v, atol=1e-12)
+    still = record.from_engine(sc, stop_time=1.2, fps=10)          # the belt at its start speed
+    assert np.abs(rec.column("q1") - still.column("q1")).max() > 1e-3
     sim = sc.simulator()
-    for k, t in enumerate(rec.t):
-        sim.set_inputs({"v_b_in": float(v[k])})
+    for k, t in enumerate(rec.t):         # each frame's input held over the next step
         if t > sim.state.t:
             sim.advance(t)
         assert (rec.column("q1")[k], rec.column("q2")[k]) == pytest.approx(tuple(sim.q), abs=1e-12)
+        sim.set_inputs({"v_b_in": float(v[k])})
     path.write_text("time,v_belt\n0,1\n1,1\n")
     with pytest.raises(InputError, match="v_belt"):
         recorded(parser().parse_args(argv), sc, {})

@@ -90,6 +90,26 @@ def recorded(a, sc, params):
     return record.from_engine(sc, params, a.input, a.stop_time, a.fps, sim=sim)
 
 
+def _fmu_run(a, params, sc):
+    """The FMU stepped by fmpy at the frames (``simulate.run``), its outputs and inputs
+    recorded."""
+    import numpy as np
+    from fmpy import read_model_description
+
+    from fmu_src.host import simulate
+    from fmu_src.host.see import record
+
+    md = read_model_description(a.model)
+    inputs = simulate.read_inputs(Path(a.input), md) if a.input else None
+    outs = [v.name for v in md.modelVariables if v.causality in ("output", "input")]
+    result = simulate.run(Path(a.model), a.stop_time, 1.0 / a.fps, params, inputs, outs)
+    table = {n: result[n] for n in result.dtype.names}
+    if a.input:         # fmpy records the value held over the step just made: the CSV's at t
+        times, series = record.read_inputs(a.input)
+        table.update({k: np.interp(table["time"], times, v) for k, v in series.items()})
+    return record.from_table(sc, table, params)
+
+
 def cmd_graph(a) -> int:
     from fmu_src.host.see import graph, graph_svg
     from fmu_src.builder.source import parse_set

@@ -45,7 +45,7 @@ def write(path: Path, rec, kin, title="", fps=25.0, max_frames=None, dpi=60,
     from matplotlib.figure import Figure
     from PIL import Image
 
-    from fmu_src.host.see.page import _bounds
+    from fmu_src.host.see.page import _bounds, _group
 
     dim = kin.dim
     strokes = kin.strokes(rec)
@@ -71,13 +71,15 @@ def write(path: Path, rec, kin, title="", fps=25.0, max_frames=None, dpi=60,
     else:
         ax.set_aspect("equal")
     ax.set_title(title, fontsize=10)
-    moving = []
     for s in strokes:
-        xyz = s.xyz[0]
-        (ln,) = ax.plot(*[xyz[:, i] for i in range(dim)], color=s.color,
-                        lw=max(1.0, s.width * 0.6), animated=not s.static)
-        if not s.static:
-            moving.append((s, ln))
+        if s.static:
+            ax.plot(*[s.xyz[0][:, i] for i in range(dim)], color=s.color,
+                    lw=max(1.0, s.width * 0.6))
+    moving = []         # the moving shapes of one colour and width: one line, as on the page
+    for _, color, lw, xyz in _group([s for s in strokes if not s.static]):
+        (ln,) = ax.plot(*[xyz[0][:, i] for i in range(dim)], color=color,
+                        lw=max(1.0, lw * 0.6), animated=True)
+        moving.append((xyz, ln))
     # the timeline: the mode as a step line, events (impacts red x), a moving cursor
     modes = sorted(set(rec.mode_names) | {int(m) for m in rec.mode})
     tl.step(rec.t, rec.mode, where="post", color="#2c3e50", lw=2)
@@ -102,8 +104,8 @@ def write(path: Path, rec, kin, title="", fps=25.0, max_frames=None, dpi=60,
     palette = None
     for k in frames:
         canvas.restore_region(background)
-        for s, ln in moving:
-            xyz = s.xyz[k]
+        for frames_xyz, ln in moving:
+            xyz = frames_xyz[k]
             ln.set_data(xyz[:, 0], xyz[:, 1])
             if dim == 3:
                 ln.set_3d_properties(xyz[:, 2])

@@ -120,7 +120,7 @@ def draw(sc):
     start = first + np.array([-(node_box[order[0]]["h"][0] + 1.0), 0.0]) if order else first
     ax.plot(*start, "o", color="k", ms=8)
     # the arrows, and each label at its arrow's midpoint
-    labels, shown, pairs, seen = [], set(), {}, set()
+    labels, shown, pairs, seen, apexes = [], set(), {}, set(), []
     for e in edges:
         key = (e.source, e.target, e.guard)
         if key in seen or e.target not in pos:
@@ -129,9 +129,14 @@ def draw(sc):
         style = dict(color="#c0392b" if e.impact else "#2c3e50", lw=2.0 if e.impact else 1.2,
                      linestyle="--" if e.kind in ("zeno", "initial") else "-",
                      arrowstyle="-|>", mutation_scale=14, zorder=2)
-        if e.source == "start":
+        if e.source == "start":       # to a mode past the first: bent around the first
+            j = pairs["start"] = pairs.get("start", -1) + (e.target != order[0])
+            rad = 0 if e.target == order[0] else (-1) ** j * (0.35 + 0.15 * (j // 2))
             ax.add_patch(FancyArrowPatch(start, pos[e.target], patchB=texts[e.target]
-                                         .get_bbox_patch(), shrinkA=5, shrinkB=2, **style))
+                                         .get_bbox_patch(), shrinkA=5, shrinkB=2,
+                                         connectionstyle=f"arc3,rad={rad}", **style))
+            d = pos[e.target] - start
+            apexes.append((start + pos[e.target]) / 2 + 0.5 * rad * np.array([d[1], -d[0]]))
             continue
         a, b = pos[e.source], pos[e.target]
         pair = frozenset((e.source, e.target))
@@ -157,6 +162,7 @@ def draw(sc):
             d = b - a
             anchor = (a + b) / 2 + 0.5 * rad * np.array([d[1], -d[0]])
             push = np.zeros(2)
+        apexes.append(anchor)
         t = ax.text(*anchor, _label_text(e, shown), ha="center", va="center", fontsize=6.5,
                     color=style["color"], zorder=5, bbox=dict(boxstyle="round,pad=0.25",
                                                               fc="white", ec=style["color"],
@@ -173,7 +179,8 @@ def draw(sc):
             ax.plot([edge[0], anchor[0]], [edge[1], anchor[1]], ":", color=color, lw=0.8,
                     zorder=1)
     # resize the figure to what was drawn, one inch per unit still
-    allb = moving + list(node_box.values()) + [{"c": start, "h": np.array([0.2, 0.2])}]
+    allb = moving + list(node_box.values()) + [{"c": c, "h": np.array([0.2, 0.2])}
+                                               for c in [start] + apexes]
     lo = np.min([b["c"] - b["h"] for b in allb], axis=0) - 0.3
     hi = np.max([b["c"] + b["h"] for b in allb], axis=0) + 0.3
     hi[1] += 0.45

@@ -97,18 +97,18 @@ class Kinematics:
         return [[self.plain(a.dot(b)) for b in (N.x, N.y, N.z)] for a in (frame.x, frame.y, frame.z)]
 
     def _prepare(self, item):
-        if isinstance(item, Segment):
+        if _is(item, Segment):
             return self._compile(self.place(item.a) + self.place(item.b))
-        if isinstance(item, Sphere):
+        if _is(item, Sphere):
             axes = self._axes(item.frame) if item.frame is not None else []
             return self._compile(self.place(item.center) + [self.plain(item.radius)]
                                  + [c for a in axes for c in a])
-        if isinstance(item, Box):
+        if _is(item, Box):
             return self._compile(self.place(item.center) + [self.plain(s) for s in item.size]
                                  + [c for a in self._axes(item.frame) for c in a])
-        if isinstance(item, Cylinder):
+        if _is(item, Cylinder):
             return self._compile(self.place(item.a) + self.place(item.b) + [self.plain(item.radius)])
-        if isinstance(item, Curve):
+        if _is(item, Curve):
             s = sp.Dummy("curve_s")     # the scenario may have a symbol of the same name
             at = [sp.sympify(e).xreplace({item.s: s}) for e in place(
                 item.at, self.visuals.frame, self.visuals.origin, self.dim)]
@@ -120,7 +120,7 @@ class Kinematics:
             finally:
                 self.names.pop()
             return ends, self._compile(exprs, extra=[s])
-        if isinstance(item, Arrow):
+        if _is(item, Arrow):
             return self._compile(self.place(item.at) + [self.plain(c) for c in place(
                 item.vector, self.visuals.frame, None, self.dim)])
         raise ModelDefinitionError(f"{self.scenario}: {item!r} is no visual ({Visuals.__name__} "
@@ -144,11 +144,18 @@ class Kinematics:
         cols = self.columns(rec)
         out = []
         for item, fn in self._items:
-            xyz = _DRAW[type(item)](self, item, fn, cols, rec.frames)
-            kind = {Arrow: "arrow", Curve: "curve"}.get(type(item), "line")
+            xyz = _DRAW[type(item).__name__](self, item, fn, cols, rec.frames)
+            kind = {"Arrow": "arrow", "Curve": "curve"}.get(type(item).__name__, "line")
             out.append(Stroke(xyz, item.name or type(item).__name__.lower(), item.color,
                               getattr(item, "width", 3.0), kind))
         return out
+
+
+def _is(item, cls) -> bool:
+    """Whether ``item`` is a ``cls`` shape, by name: a scenario imported from an FMU declares
+    its visuals with the FMU's own copy of embed (packages renamed embed<tag>)."""
+    return type(item).__name__ == cls.__name__ and type(item).__module__.split(".", 1)[-1] \
+        == cls.__module__.split(".", 1)[-1]
 
 
 def _frames(values, frames) -> np.ndarray:
@@ -262,8 +269,8 @@ def _arrow(k, item, fn, cols, F):
     return xyz
 
 
-_DRAW = {Segment: _segment, Sphere: _sphere, Box: _box, Cylinder: _cylinder, Curve: _curve,
-         Arrow: _arrow}
+_DRAW = {c.__name__: f for c, f in ((Segment, _segment), (Sphere, _sphere), (Box, _box),
+                                   (Cylinder, _cylinder), (Curve, _curve), (Arrow, _arrow))}
 
 
 def default_visuals(model) -> Visuals:

@@ -87,7 +87,8 @@ def from_engine(sc, params=None, inputs_csv=None, stop_time=10.0, fps=100.0, sim
     params : dict, optional
         Parameter values (the scenario's defaults otherwise).
     inputs_csv : path, optional
-        Inputs over time (``read_inputs``), interpolated linearly at each frame.
+        Inputs over time (``read_inputs``), interpolated linearly at each frame and held until
+        the next (an FMI master's communication steps: the value at the step's start).
     """
     sim = sim or sc.simulator(params or {})
     m = sc.automaton.model
@@ -103,10 +104,10 @@ def from_engine(sc, params=None, inputs_csv=None, stop_time=10.0, fps=100.0, sim
             + [str(f) for f in m.forces] + ["lambda_" + c for c in sc.automaton.constraints]}
     mode = []
     for tk in t:
-        if series:
-            sim.set_inputs({k: float(np.interp(tk, times, v)) for k, v in series.items()})
         if tk > sim.state.t:
             sim.advance(tk)
+        if series:      # held over the next frame's step, as an FMI master sets them
+            sim.set_inputs({k: float(np.interp(tk, times, v)) for k, v in series.items()})
         x = dict(zip(names, list(sim.q) + list(sim.u)))
         x.update(zip(sim.pnames, sim.state.pvec.tolist()))
         x.update(sim.state.discrete)
