@@ -140,7 +140,8 @@ def visuals(N) -> Visuals:
     items = [Curve((u, 0), u, -0.8, 0.8, samples=2, name="ground", color="#7f8c8d",
                    width=3),
              Segment(hip, shoulder, name="trunk (HAT)", color="#2c3e50", width=7),
-             Sphere(along(shoulder, -0.13 * H, th), 0.06 * H, name="head", color="#2c3e50")]
+             Segment(shoulder, along(shoulder, -0.06, th), name="neck", color="#2c3e50", width=4),
+             Sphere(along(shoulder, -0.16, th), 0.1, name="head", color="#2c3e50")]
     points = {"C": (x, y), "hip": hip}
     for tag, (t1, t2, t3), color in (("1", q[3:6], "#1f4e79"), ("2", q[6:9], "#d35400")):
         knee = along(hip, s["l1"], t1)
