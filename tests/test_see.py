@@ -20,7 +20,7 @@ import pytest
 
 import scenarios
 from embed import InputError
-from fmu_src.host.see import graph, graph_svg, kinematics, page, record
+from fmu_src.host.see import gif, graph, graph_svg, kinematics, page, record
 
 FLAGS = ("--headless --no-sandbox --disable-gpu --disable-background-networking "
          "--disable-component-update --disable-sync --no-first-run").split()
@@ -221,30 +221,30 @@ def test_every_graph(runs, tmp_path):
 
 
 def test_cli_animate_and_gif(tmp_path):
+    """`animate` writes the self-contained page and the GIF, every k-th frame for --gif-fps
+    (at most --gif-frames), each shown for its run time."""
     from fmu_src.host.cli import main
-    html, gif = tmp_path / "run.html", tmp_path / "run.gif"
+    html, out = tmp_path / "run.html", tmp_path / "run.gif"
     assert main(["animate", "pendulum_line", "--stop-time", "0.4", "--fps", "20", "--out",
-                 str(html), "--gif", str(gif), "--gif-fps", "10"]) == 0
+                 str(html), "--gif", str(out), "--gif-fps", "10"]) == 0
     assert html.stat().st_size > 1e6 and "Plotly.newPlot" in html.read_text()
     from PIL import Image
-    im = Image.open(gif)
+    im = Image.open(out)
     assert im.n_frames == 5 and im.info["duration"] == 100       # every 2nd of 9, 0.1 s each
-    assert main(["animate", "pendulum_line", "--stop-time", "0.4", "--fps", "20", "--out",
-                 str(html), "--gif", str(gif), "--gif-frames", "3"]) == 0
-    assert Image.open(gif).n_frames == 3
+    rec = record.Record("r", np.arange(9) / 20, {}, np.ones(9))
+    assert gif.frame_indices(rec) == list(range(9))               # 25 frames/s: every one
+    assert gif.frame_indices(rec, max_frames=3) == [0, 3, 6]      # --gif-frames 3
 
 
 def test_cli_animate_with_input(runs, tmp_path):
     """pendulum_belt with the belt speed v_b_in from a CSV: the run is the engine's with that
     input (linearly interpolated) set at each frame and held to the next, as an FMI master
     does; a CSV naming no input is refused."""
-    from fmu_src.host.cli import main, parser
+    from fmu_src.host.cli import parser
     from fmu_src.host.see.commands import recorded
     path = tmp_path / "belt.csv"
     path.write_text("time,v_b_in\n0,0.5\n1.2,-1.5\n")
-    argv = ["animate", "pendulum_belt", "--input", str(path), "--stop-time", "1.2", "--fps", "10",
-            "--out", str(tmp_path / "belt.html")]
-    assert main(argv) == 0
+    argv = ["animate", "pendulum_belt", "--input", str(path), "--stop-time", "1.2", "--fps", "10"]
     sc = runs.scenario("pendulum_belt")
     rec = recorded(parser().parse_args(argv), sc, {})
     v = 0.5 - 2 / 1.2 * rec.t
