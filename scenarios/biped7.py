@@ -134,7 +134,10 @@ def visuals(N) -> Visuals:
     q, _, s = symbols()
     x, y, th = q[:3]
     u = sp.Symbol("u")
-    along = lambda p, length, a: (p[0] - length * sp.cos(a), p[1] - length * sp.sin(a))  # noqa: E731
+
+    def along(p, length, a):          # from p, length back along the angle a
+        return p[0] - length * sp.cos(a), p[1] - length * sp.sin(a)
+
     hip = along((x, y), s["l_c"], th)
     shoulder = along(hip, -s["l_c"] / 0.626, th)
     items = [Curve((u, 0), u, -0.8, 0.8, samples=2, name="ground", color="#7f8c8d",
@@ -147,8 +150,8 @@ def visuals(N) -> Visuals:
         knee = along(hip, s["l1"], t1)
         ankle = along(knee, s["l2"], t2)
         c, sn = sp.cos(t3), sp.sin(t3)              # the foot frame's x and y axes
-        sole = lambda d: (ankle[0] + d * c + s["h"] * sn, ankle[1] + d * sn - s["h"] * c)  # noqa: E731
-        heel, toe = sole(-s["b"]), sole(s["a"])
+        heel, toe = [(ankle[0] + d * c + s["h"] * sn, ankle[1] + d * sn - s["h"] * c)
+                     for d in (-s["b"], s["a"])]     # (d, -h) in the foot frame
         items += [Segment(hip, knee, name="thigh" + tag, color=color, width=6),
                   Segment(knee, ankle, name="shank" + tag, color=color, width=5),
                   Segment(ankle, heel, name="foot" + tag, color=color, width=3),

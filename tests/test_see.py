@@ -174,6 +174,22 @@ def test_a_model_without_visuals_is_drawn_from_its_bodies(runs):
     np.testing.assert_allclose(segs[1][1], p1, atol=1e-12)
 
 
+def test_the_walkers_are_drawn_standing_on_their_ground(runs):
+    """The visuals' feet where the constraints hold them: biped7's forward heel and backward toe
+    at y = 0 (Phi_q1, Phi_q2) at every frame; kneed_walker's stance foot (the inner one in
+    modes 1-3, the outer in 4-6) at (p_x, -p_x tan(slope)) on the slope, over a heel strike."""
+    rec, kin, _ = runs.run("biped7")
+    pts = dict(zip(kin.point_names, np.moveaxis(kin.points(rec), 1, 0)))
+    np.testing.assert_allclose(pts["heel1"][:, 1], 0, atol=1e-8)
+    np.testing.assert_allclose(pts["toe2"][:, 1], 0, atol=1e-8)
+    rec, kin, _ = runs.run("kneed_walker")
+    pts = dict(zip(kin.point_names, np.moveaxis(kin.points(rec), 1, 0)))
+    stance = np.where((rec.mode <= 3)[:, None], pts["foot_i"], pts["foot_o"])
+    p_x, slope = rec.column("p_x"), runs.scenario("kneed_walker").defaults()["slope"]
+    assert len(set(p_x)) > 1                          # a heel strike moved the stance foot
+    np.testing.assert_allclose(stance, np.stack([p_x, -p_x * np.tan(slope)], axis=1), atol=1e-8)
+
+
 def test_pendulum_belt_automaton_is_fig13(runs, tmp_path):
     """gillespie2005 Fig 13: three modes (free 2 dof, sliding 1 dof, stuck 0 dof); a strike from
     free is an impact into free (rebound), sliding or stuck; sliding and stuck leave for free when

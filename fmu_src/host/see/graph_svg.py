@@ -174,7 +174,8 @@ def draw(sc):
     _place(moving, list(node_box.values()))
     for m, (key, t, anchor, color, _) in zip(moving, labels):
         t.set_position(m["c"])
-        if np.linalg.norm(m["c"] - anchor) > 0.3 + np.linalg.norm(m["h"]):        # a leader from the label to its arrow
+        if np.linalg.norm(m["c"] - anchor) > 0.3 + np.linalg.norm(m["h"]):   # carried away:
+            # a leader from the label's edge to its arrow
             edge = np.clip(anchor, m["c"] - m["h"], m["c"] + m["h"])
             ax.plot([edge[0], anchor[0]], [edge[1], anchor[1]], ":", color=color, lw=0.8,
                     zorder=1)

@@ -154,7 +154,8 @@ def _layout(fig, rec, strokes, points, dim, title):
     modes = sorted(rec.mode_names)
     fig.update_layout(
         title=dict(text=title, x=0.02), margin=dict(l=60, r=20, t=50, b=20),
-        height=760, template="plotly_white", legend=dict(x=1.01, y=1.0, xanchor="left", yanchor="top", font=dict(size=10)),
+        height=760, template="plotly_white",
+        legend=dict(x=1.01, y=1.0, xanchor="left", yanchor="top", font=dict(size=10)),
         updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.02, xanchor="left",
                           yanchor="top", showactive=False, buttons=[
                               dict(label="play", method="animate", args=[None, play]),
