@@ -1,6 +1,9 @@
-"""Seeing a run (issue 26): time to record, write the HTML page and the GIF of a 10 s run at 100
-frames/s, the page's size, and the page's frame rate in headless Chromium (seeGoto frame after
-frame) for the 20-link chain.  Run: PYTHONPATH=. python benchmarks/bench_see.py"""
+"""Seeing a run (issue 26): time to record, write the HTML page and the GIF (25 frames/s, 250
+frames) of a 10 s run at 100 frames/s, the page's size, and the page's frame rate in headless
+Chromium (seeGoto frame after frame) for the 20-link chain.  Times are wall clock; the last
+column is the machine's 1-minute load average when the row was measured (2 cores here, shared:
+at a load of 10 a single-threaded step takes about 5 times its idle time).
+Run: PYTHONPATH=. python benchmarks/bench_see.py"""
 
 import os
 import statistics
@@ -24,16 +27,18 @@ def main(stop=10.0, fps=100.0):
         kin = kinematics.Kinematics(sc)
         html = page.write(out / f"{name}.html", page.figure(rec, kin, name))
         t2 = time.perf_counter()
-        gif_path = gif.write(out / f"{name}.gif", rec, kin, name, max_frames=100)
+        gif_path = gif.write(out / f"{name}.gif", rec, kin, name)
         t3 = time.perf_counter()
         fps_page = browser_fps(html) if name == "pendulum_chain" else float("nan")
+        from PIL import Image
         rows.append((name, rec.frames, t1 - t0, t2 - t1, t3 - t2, os.path.getsize(html) / 1e6,
-                     os.path.getsize(gif_path) / 1e3, fps_page))
+                     os.path.getsize(gif_path) / 1e3, Image.open(gif_path).n_frames, fps_page,
+                     os.getloadavg()[0]))
     print(f"{'scenario':<16}{'frames':>7}{'run s':>8}{'html s':>8}{'gif s':>8}{'html MB':>9}"
-          f"{'gif kB':>8}{'page fps':>9}")
+          f"{'gif kB':>8}{'gif fr':>7}{'page fps':>9}{'load':>6}")
     for r in rows:
         print(f"{r[0]:<16}{r[1]:>7}{r[2]:>8.1f}{r[3]:>8.1f}{r[4]:>8.1f}{r[5]:>9.2f}{r[6]:>8.0f}"
-              f"{r[7]:>9.1f}")
+              f"{r[7]:>7}{r[8]:>9.1f}{r[9]:>6.1f}")
 
 
 def browser_fps(html, repeats=3):

@@ -60,7 +60,8 @@ import math
 import sympy as sp
 from sympy.physics.mechanics import Point, ReferenceFrame, RigidBody, dynamicsymbols, inertia
 
-from embed import Automaton, Mode, Model, Output, Scenario, Start, Var, holonomic, motion
+from embed import (Automaton, Curve, Mode, Model, Output, Scenario, Segment, Sphere, Start, Var,
+                   Visuals, holonomic, motion)
 
 MOVING = 1
 NAMES = ("x", "y", "theta", "theta1", "theta2", "theta3", "theta4", "theta5", "theta6")
@@ -125,6 +126,42 @@ def build_model():
     return Model(N, q, u, kd, bodies, loads, params=params, name="biped7")
 
 
+def visuals(N) -> Visuals:
+    """The ground y = 0, the upper body from the hip through its centre of mass (x, y) to the
+    shoulder (0.288 H from the hip: l_c / 0.626) with the head, each leg's thigh, shank and foot
+    (the sole from heel to toe, joined to the ankle; the forward leg blue, the backward one
+    orange)."""
+    q, _, s = symbols()
+    x, y, th = q[:3]
+    u = sp.Symbol("u")
+
+    def along(p, length, a):          # from p, length back along the angle a
+        return p[0] - length * sp.cos(a), p[1] - length * sp.sin(a)
+
+    hip = along((x, y), s["l_c"], th)
+    shoulder = along(hip, -s["l_c"] / 0.626, th)
+    items = [Curve((u, 0), u, -0.8, 0.8, samples=2, name="ground", color="#7f8c8d",
+                   width=3),
+             Segment(hip, shoulder, name="trunk (HAT)", color="#2c3e50", width=7),
+             Segment(shoulder, along(shoulder, -0.06, th), name="neck", color="#2c3e50", width=4),
+             Sphere(along(shoulder, -0.16, th), 0.1, name="head", color="#2c3e50")]
+    points = {"C": (x, y), "hip": hip}
+    for tag, (t1, t2, t3), color in (("1", q[3:6], "#1f4e79"), ("2", q[6:9], "#d35400")):
+        knee = along(hip, s["l1"], t1)
+        ankle = along(knee, s["l2"], t2)
+        c, sn = sp.cos(t3), sp.sin(t3)              # the foot frame's x and y axes
+        heel, toe = [(ankle[0] + d * c + s["h"] * sn, ankle[1] + d * sn - s["h"] * c)
+                     for d in (-s["b"], s["a"])]     # (d, -h) in the foot frame
+        items += [Segment(hip, knee, name="thigh" + tag, color=color, width=6),
+                  Segment(knee, ankle, name="shank" + tag, color=color, width=5),
+                  Segment(ankle, heel, name="foot" + tag, color=color, width=3),
+                  Segment(heel, toe, name="sole" + tag, color=color, width=3),
+                  Segment(toe, ankle, name="instep" + tag, color=color, width=3)]
+        points.update({"knee" + tag: knee, "ankle" + tag: ankle, "heel" + tag: heel,
+                       "toe" + tag: toe})
+    return Visuals(N, items, points=points)
+
+
 def phi_q(q, s, t):
     """The paper's Phi_q (Sec 3.2), seven rows, rheonomic in t."""
     x, y, th, t1, t2, t3, t4, t5, t6 = q
@@ -173,7 +210,9 @@ def build() -> Scenario:
                    "forward shank", "angle of the forward foot", "angle of the backward thigh",
                    "angle of the backward shank", "angle of the backward foot"),
         ("m", "m") + ("rad",) * 7)]
-    outputs.append(Output("velocity_residual", sp.Max(*[sp.Abs(e) for e in rates + rows_v]),
+    # evaluate=False: Max's search for comparable arguments took 6 s of the build
+    outputs.append(Output("velocity_residual", sp.Max(*[sp.Abs(e) for e in rates + rows_v],
+                                                     evaluate=False),
                           "largest |dPhi_q/dt| and |Phi_v| (m/s, rad/s)", ""))
     outputs.append(Output("start_correction", description="norm of the change that made the "
                           "start consistent, |(dq, du)| (q least squares, u mass metric)"))
@@ -198,7 +237,7 @@ def build() -> Scenario:
                    Var("omega", math.pi, "angular frequency of the driven motion", "rad/s")]
     start = [Start(n, v, f"initial {n} (braun_goldfarb2012 Fig 3, slightly inconsistent)",
                    "m" if n in ("x", "y") else "rad") for n, v in zip(NAMES, Q0)]
-    return Scenario("biped7", aut, parameters, start=start,
+    return Scenario("biped7", aut, parameters, start=start, visuals=visuals(model.frame),
                     mode_description="active mode (1: moving; the only one)",
                     residual_description="largest |Phi_q| of the seven position constraints "
                     "and |B u + C| of the nine velocity rows (exact in this 0-dof mode)",

@@ -54,8 +54,8 @@ import numpy as np
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import (Automaton, Guard, Jump, Mode, Model, Output, Scenario, Start, Var,
-                   holonomic)
+from embed import (Automaton, Curve, Guard, Jump, Mode, Model, Output, Scenario, Segment, Sphere,
+                   Start, Var, Visuals, holonomic)
 
 I_OPEN, I_LOCK, I_BEND, O_OPEN, O_LOCK, O_BEND = 1, 2, 3, 4, 5, 6
 NAMES = {I_OPEN: "IFixOOpen", I_LOCK: "IFixOLock", I_BEND: "IBendOLock",
@@ -112,6 +112,28 @@ def build_model():
     return Model(N, list(q), list(u), [qd.diff() - ud for qd, ud in zip(q, u)],
                  [Particle(n, P, m) for n, P, m in pts], loads,
                  params=[mH, mt, ms, a1, b1, a2, b2, g, slope, bend], name="kneed_walker"), pts, N
+
+
+def visuals(N) -> Visuals:
+    """The slope y = -x tan(slope) as a surface under the walker (2 m about the hip), the hip
+    mass as a sphere, each leg a thigh and a shank (inner leg blue, outer leg orange), the
+    stance foot's pin (p_x on the slope) marked."""
+    qx, qy, qi1, qi2, qo1, qo2 = dynamicsymbols(" ".join(Q_NAMES))
+    a1, b1, a2, b2, slope, p_x, s = sp.symbols("a1 b1 a2 b2 slope p_x s")
+    lt, ls = a2 + b2, a1 + b1
+    hip = (qx, qy)
+    items = [Curve((s, -s * sp.tan(slope)), s, qx - 1, qx + 1, samples=2, name="slope",
+                   color="#7f8c8d", width=3),
+             Sphere((p_x, -p_x * sp.tan(slope)), 0.025, name="stance foot", color="#2c3e50")]
+    points = {"hip": hip}
+    for leg, (t1, t2), color in (("i", (qi1, qi2), "#1f4e79"), ("o", (qo1, qo2), "#d35400")):
+        knee = (qx + lt * sp.sin(t1), qy - lt * sp.cos(t1))
+        foot = (knee[0] + ls * sp.sin(t2), knee[1] - ls * sp.cos(t2))
+        items += [Segment(hip, knee, name=f"thigh_{leg}", color=color, width=5),
+                  Segment(knee, foot, name=f"shank_{leg}", color=color, width=4)]
+        points.update({f"knee_{leg}": knee, f"foot_{leg}": foot})
+    items.append(Sphere(hip, 0.05, name="hip", color="#c0392b"))
+    return Visuals(N, items, points=points)
 
 
 def heel_strike(swing, ctx, impact_constraints, mode):
@@ -212,5 +234,6 @@ def build() -> Scenario:
              + [Start(n, float(v), f"initial {n} (period-one gait)", "m/s" if i < 2 else "rad/s")
                 for i, (n, v) in enumerate(zip(U_NAMES, u0))])
     return Scenario("kneed_walker", aut, parameters, [], start=start, precompile=True,
+                    visuals=visuals(N),
                     positive=("mH", "mt", "ms", "a1", "b1", "a2", "b2"),
                     nonnegative=("g",))

@@ -56,20 +56,13 @@ def _from_fmu(fmu: Path):
 
 
 def cmd_animate(a) -> int:
-    from fmu_src.host.see import kinematics, page, record
+    from fmu_src.host.see import kinematics, page
     from fmu_src.builder.source import parse_set
 
     sc, params = scenario_of(a.model, parse_set(a.set))
     kin = kinematics.Kinematics(sc)
     started = time.perf_counter()
-    if a.csv:
-        rec = record.from_table(sc, record.read_csv(Path(a.csv)), params)
-    elif a.model.endswith(".fmu"):
-        rec = _fmu_run(a, params, sc)
-    else:
-        inputs = {k: v for k, v in params.items() if k in {x.name for x in sc.inputs}}
-        sim = sc.simulator({k: v for k, v in params.items() if k not in inputs}, inputs=inputs)
-        rec = record.from_engine(sc, params, a.input, a.stop_time, a.fps, sim=sim)
+    rec = recorded(a, sc, params)
     print(f"{PROG}: recorded {rec.frames} frames ({time.perf_counter() - started:.1f} s)",
           file=sys.stderr)
     if a.out:
@@ -77,12 +70,29 @@ def cmd_animate(a) -> int:
         print(f"{PROG}: wrote {a.out}", file=sys.stderr)
     if a.gif:
         from fmu_src.host.see import gif
-        gif.write(Path(a.gif), rec, kin, sc.name, max_frames=a.gif_frames)
+        gif.write(Path(a.gif), rec, kin, sc.name, fps=a.gif_fps, max_frames=a.gif_frames)
         print(f"{PROG}: wrote {a.gif}", file=sys.stderr)
     return 0
 
 
+def recorded(a, sc, params):
+    """The run ``animate`` draws (``record.Record``): read from ``a.csv``, stepped in the FMU
+    ``a.model`` with fmpy, or run in the engine; with the inputs of ``a.input``."""
+    from fmu_src.host.see import record
+
+    if a.csv:
+        return record.from_table(sc, record.read_csv(Path(a.csv)), params)
+    if a.model.endswith(".fmu"):
+        return _fmu_run(a, params, sc)
+    inputs = {k: v for k, v in params.items() if k in {x.name for x in sc.inputs}}
+    sim = sc.simulator({k: v for k, v in params.items() if k not in inputs}, inputs=inputs)
+    return record.from_engine(sc, params, a.input, a.stop_time, a.fps, sim=sim)
+
+
 def _fmu_run(a, params, sc):
+    """The FMU stepped by fmpy at the frames (``simulate.run``), its outputs and inputs
+    recorded."""
+    import numpy as np
     from fmpy import read_model_description
 
     from fmu_src.host import simulate
@@ -90,9 +100,13 @@ def _fmu_run(a, params, sc):
 
     md = read_model_description(a.model)
     inputs = simulate.read_inputs(Path(a.input), md) if a.input else None
-    outs = [v.name for v in md.modelVariables if v.causality == "output"]
+    outs = [v.name for v in md.modelVariables if v.causality in ("output", "input")]
     result = simulate.run(Path(a.model), a.stop_time, 1.0 / a.fps, params, inputs, outs)
-    return record.from_table(sc, {n: result[n] for n in result.dtype.names}, params)
+    table = {n: result[n] for n in result.dtype.names}
+    if a.input:         # fmpy records the value held over the step just made: the CSV's at t
+        times, series = record.read_inputs(a.input)
+        table.update({k: np.interp(table["time"], times, v) for k, v in series.items()})
+    return record.from_table(sc, table, params)
 
 
 def cmd_graph(a) -> int:
@@ -130,8 +144,11 @@ def add_commands(sub, model_help: str, sets: dict) -> None:
                                                 "coordinate)")
     p.add_argument("--out", default="run.html", metavar="HTML", help="(default run.html)")
     p.add_argument("--gif", metavar="GIF", help="also write the animation as a GIF")
-    p.add_argument("--gif-frames", type=int, default=100, metavar="N",
-                   help="at most N frames in the GIF (default 100)")
+    p.add_argument("--gif-fps", type=float, default=25.0, metavar="F",
+                   help="GIF frames per second of run time (default 25; every k-th recorded "
+                        "frame)")
+    p.add_argument("--gif-frames", type=int, default=None, metavar="N",
+                   help="at most N frames in the GIF (default: no limit)")
     p.set_defaults(func=cmd_animate)
 
     p = sub.add_parser("graph", help="the hybrid automaton as Mermaid text and SVG",

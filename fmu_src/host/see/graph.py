@@ -12,6 +12,7 @@ statically is the node "?" (say, a fence mode numbered by the announcement)."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ def _source_tree(func):
     if code is None:
         return None, ()
     try:
-        tree = ast.parse(Path(inspect.getsourcefile(func)).read_text())
+        tree = _parsed(inspect.getsourcefile(func))
     except (OSError, TypeError, SyntaxError):
         return None, ()
     for node in ast.walk(tree):
@@ -61,6 +62,11 @@ def _source_tree(func):
     return None, ()
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(path):
+    return ast.parse(Path(path).read_text())
+
+
 def _lookup(func, name):
     """The value ``name`` has in ``func``: a closure cell or a global; None if unknown."""
     code = func.__code__
@@ -72,8 +78,11 @@ def _lookup(func, name):
     return func.__globals__.get(name)
 
 
-def jumps(func, guard=None, depth=0) -> list:
-    """[(target mode or "?", impact)] of the ``Jump`` calls ``func`` can make for ``guard``."""
+def jumps(func, guard=None, depth=0, bound=None) -> list:
+    """[(target mode or "?", impact)] of the ``Jump`` calls ``func`` can make for ``guard``;
+    ``bound``: parameter name -> the modes the caller passed for it (a helper
+    ``heel_strike(swing, ctx, keep, mode)`` that jumps to its argument ``mode``)."""
+    given = bound or {}
     if hasattr(func, "mode_id") and not hasattr(func, "__code__"):        # EnterMode
         return [(func.mode_id, False)]
     node, params = _source_tree(func)
@@ -86,6 +95,8 @@ def jumps(func, guard=None, depth=0) -> list:
         if isinstance(expr, ast.Constant) and isinstance(expr.value, int):
             return [expr.value]
         if isinstance(expr, ast.Name):
+            if expr.id in given:
+                return given[expr.id]
             v = _lookup(func, expr.id)
             if isinstance(v, int):
                 return [v]
@@ -120,7 +131,13 @@ def jumps(func, guard=None, depth=0) -> list:
             else:
                 f = _lookup(func, n.func.id)
                 if inspect.isfunction(f) and f is not func and f.__module__ == func.__module__:
-                    out.extend(j for j in jumps(f, None, depth + 1) if j[0] != "?")
+                    names = f.__code__.co_varnames[:f.__code__.co_argcount]
+                    passed = dict(zip(names, n.args))
+                    passed.update({k.arg: k.value for k in n.keywords if k.arg})
+                    args = {k: [m for m in resolve(v) if m != "?"] for k, v in passed.items()}
+                    out.extend(j for j in jumps(f, None, depth + 1,
+                                                {k: v for k, v in args.items() if v})
+                               if j[0] != "?")
         for c in ast.iter_child_nodes(n):
             visit(c)
 

@@ -64,6 +64,7 @@ class Kinematics:
         self.dim = v.dim
         self.names = column_names(sc)
         self.symbols = [sp.Symbol(n) for n in self.names]
+        self.used = set()                # the names some visual uses (a run needs only these)
         self.scenario = sc.name
         self._point_fn = self._compile([c for p in v.points.values() for c in self.place(p)])
         self.point_names = list(v.points)
@@ -80,6 +81,7 @@ class Kinematics:
             raise ModelDefinitionError(
                 f"{self.scenario}: a visual uses {unknown}, which are neither coordinates, "
                 "speeds, parameters, inputs, discrete variables, forces nor lambda_<constraint>")
+        self.used |= {str(s) for s in e.free_symbols}
         return e
 
     def place(self, p) -> list:
@@ -95,18 +97,18 @@ class Kinematics:
         return [[self.plain(a.dot(b)) for b in (N.x, N.y, N.z)] for a in (frame.x, frame.y, frame.z)]
 
     def _prepare(self, item):
-        if isinstance(item, Segment):
+        if _is(item, Segment):
             return self._compile(self.place(item.a) + self.place(item.b))
-        if isinstance(item, Sphere):
+        if _is(item, Sphere):
             axes = self._axes(item.frame) if item.frame is not None else []
             return self._compile(self.place(item.center) + [self.plain(item.radius)]
                                  + [c for a in axes for c in a])
-        if isinstance(item, Box):
+        if _is(item, Box):
             return self._compile(self.place(item.center) + [self.plain(s) for s in item.size]
                                  + [c for a in self._axes(item.frame) for c in a])
-        if isinstance(item, Cylinder):
+        if _is(item, Cylinder):
             return self._compile(self.place(item.a) + self.place(item.b) + [self.plain(item.radius)])
-        if isinstance(item, Curve):
+        if _is(item, Curve):
             s = sp.Dummy("curve_s")     # the scenario may have a symbol of the same name
             at = [sp.sympify(e).xreplace({item.s: s}) for e in place(
                 item.at, self.visuals.frame, self.visuals.origin, self.dim)]
@@ -118,7 +120,7 @@ class Kinematics:
             finally:
                 self.names.pop()
             return ends, self._compile(exprs, extra=[s])
-        if isinstance(item, Arrow):
+        if _is(item, Arrow):
             return self._compile(self.place(item.at) + [self.plain(c) for c in place(
                 item.vector, self.visuals.frame, None, self.dim)])
         raise ModelDefinitionError(f"{self.scenario}: {item!r} is no visual ({Visuals.__name__} "
@@ -126,8 +128,9 @@ class Kinematics:
 
     # ---------------------------------------------------------------- evaluate
     def columns(self, rec) -> list:
-        """The run's columns in argument order (``record.Record.column``)."""
-        return [rec.column(n) for n in self.names]
+        """The run's columns in argument order (``record.Record.column``); a name no visual
+        uses is 0 (an FMU's outputs need not hold the speeds, say)."""
+        return [rec.column(n) if n in self.used or n == "t" else 0.0 for n in self.names]
 
     def points(self, rec) -> np.ndarray:
         """The declared points at every frame: (frames, points, dim)."""
@@ -141,11 +144,18 @@ class Kinematics:
         cols = self.columns(rec)
         out = []
         for item, fn in self._items:
-            xyz = _DRAW[type(item)](self, item, fn, cols, rec.frames)
-            kind = {Arrow: "arrow", Curve: "curve"}.get(type(item), "line")
+            xyz = _DRAW[type(item).__name__](self, item, fn, cols, rec.frames)
+            kind = {"Arrow": "arrow", "Curve": "curve"}.get(type(item).__name__, "line")
             out.append(Stroke(xyz, item.name or type(item).__name__.lower(), item.color,
                               getattr(item, "width", 3.0), kind))
         return out
+
+
+def _is(item, cls) -> bool:
+    """Whether ``item`` is a ``cls`` shape, by name: a scenario imported from an FMU declares
+    its visuals with the FMU's own copy of embed (packages renamed embed<tag>)."""
+    return type(item).__name__ == cls.__name__ and type(item).__module__.split(".", 1)[-1] \
+        == cls.__module__.split(".", 1)[-1]
 
 
 def _frames(values, frames) -> np.ndarray:
@@ -259,8 +269,8 @@ def _arrow(k, item, fn, cols, F):
     return xyz
 
 
-_DRAW = {Segment: _segment, Sphere: _sphere, Box: _box, Cylinder: _cylinder, Curve: _curve,
-         Arrow: _arrow}
+_DRAW = {c.__name__: f for c, f in ((Segment, _segment), (Sphere, _sphere), (Box, _box),
+                                   (Cylinder, _cylinder), (Curve, _curve), (Arrow, _arrow))}
 
 
 def default_visuals(model) -> Visuals:

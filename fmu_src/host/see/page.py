@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 DIGITS = 5            # metres: 10 um, far below a pixel
+SLIDER_STEPS = 100    # the time slider's steps (every frame is played)
 
 SCRIPT = """
 var gd = document.getElementById('{plot_id}');
@@ -153,7 +154,8 @@ def _layout(fig, rec, strokes, points, dim, title):
     modes = sorted(rec.mode_names)
     fig.update_layout(
         title=dict(text=title, x=0.02), margin=dict(l=60, r=20, t=50, b=20),
-        height=760, template="plotly_white", legend=dict(orientation="h", y=1.02, x=0.3),
+        height=760, template="plotly_white",
+        legend=dict(x=1.01, y=1.0, xanchor="left", yanchor="top", font=dict(size=10)),
         updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.02, xanchor="left",
                           yanchor="top", showactive=False, buttons=[
                               dict(label="play", method="animate", args=[None, play]),
@@ -161,8 +163,8 @@ def _layout(fig, rec, strokes, points, dim, title):
                                    args=[[None], still])])],
         sliders=[dict(active=0, x=0.15, len=0.85, y=-0.02, yanchor="top", ticklen=0,
                       minorticklen=0, currentvalue=dict(prefix="t = ", suffix=" s"),
-                      steps=[dict(method="animate", label=f"{t:.2f}",
-                                  args=[[str(k)], still]) for k, t in enumerate(rec.t)])])
+                      steps=[dict(method="animate", label=f"{rec.t[k]:.2f}",
+                                  args=[[str(k)], still]) for k in _slider_frames(rec)])])
     fig.update_yaxes(row=2, col=1, tickvals=modes, ticktext=[rec.mode_names[m] for m in modes],
                      range=_mode_span(rec), fixedrange=True)
     fig.update_xaxes(row=2, col=1, range=[float(rec.t[0]), float(rec.t[-1])], title_text="t (s)")
@@ -175,6 +177,14 @@ def _layout(fig, rec, strokes, points, dim, title):
         fig.update_scenes(xaxis=dict(range=[lo[0], hi[0]]), yaxis=dict(range=[lo[1], hi[1]]),
                           zaxis=dict(range=[lo[2], hi[2]]), aspectmode="manual",
                           aspectratio=dict(x=ratio[0], y=ratio[1], z=ratio[2]))
+
+
+def _slider_frames(rec, steps=SLIDER_STEPS) -> list:
+    """Every k-th frame and the last, at most about ``steps``: plotly redraws the slider's
+    steps on every frame played, and 1001 steps took two thirds of a frame's time (the 20-link
+    chain played at 5 frames/s; ``benchmarks/bench_see.py``)."""
+    every = max(1, -(-rec.frames // steps))
+    return sorted(set(range(0, rec.frames, every)) | {rec.frames - 1})
 
 
 def write(path: Path, fig) -> Path:

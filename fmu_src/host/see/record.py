@@ -83,7 +83,8 @@ def from_engine(sc, params=None, inputs_csv=None, stop_time=10.0, fps=100.0, sim
     params : dict, optional
         Parameter values (the scenario's defaults otherwise).
     inputs_csv : path, optional
-        Inputs over time (``read_inputs``), interpolated linearly at each frame.
+        Inputs over time (``read_inputs``), interpolated linearly at each frame and held until
+        the next (an FMI master's communication steps: the value at the step's start).
     """
     sim = sim or sc.simulator(params or {})
     m = sc.automaton.model
@@ -99,10 +100,10 @@ def from_engine(sc, params=None, inputs_csv=None, stop_time=10.0, fps=100.0, sim
             + [str(f) for f in m.forces] + ["lambda_" + c for c in sc.automaton.constraints]}
     mode = []
     for tk in t:
-        if series:
-            sim.set_inputs({k: float(np.interp(tk, times, v)) for k, v in series.items()})
         if tk > sim.state.t:
             sim.advance(tk)
+        if series:      # held over the next frame's step, as an FMI master sets them
+            sim.set_inputs({k: float(np.interp(tk, times, v)) for k, v in series.items()})
         x = dict(zip(names, list(sim.q) + list(sim.u)))
         x.update(zip(sim.pnames, sim.state.pvec.tolist()))
         x.update(sim.state.discrete)
@@ -129,11 +130,16 @@ def _report(sc, mode):
 def from_table(sc, table: dict, params=None) -> Record:
     """A run from output columns (an FMU's result, a ``simulate`` CSV): ``table`` name -> array,
     with ``time``.  Events are where ``event_count`` steps (at ``last_event_time``), impacts where
-    ``impact_count`` does; the guards' names are not in the outputs ("event")."""
+    ``impact_count`` does; the guards' names are not in the outputs ("event").  An output that
+    carries a coordinate, a speed, a discrete variable or a multiplier under another name
+    (kneed_walker's ``hip_x`` is ``qx``) fills that column (``aliases``)."""
     t = np.asarray(table["time"], dtype=float)
     values = {**sc.defaults(), **{v.name: v.start for v in sc.inputs}, **(params or {})}
     values.update({k: v for k, v in sc.automaton.discrete.items()})
     values.update({k: np.asarray(v, dtype=float) for k, v in table.items() if k != "time"})
+    for out, col in aliases(sc).items():
+        if out in table and col not in table:
+            values[col] = np.asarray(table[out], dtype=float)
     values["_forces"] = tuple(str(f) for f in sc.automaton.model.forces)
     mode = np.asarray(table.get("mode", np.ones_like(t)), dtype=int)
     events = []
@@ -146,6 +152,28 @@ def from_table(sc, table: dict, params=None) -> Record:
                 events.append(Event(float(at[i]), "event", int(mode[i - 1]), int(mode[i]),
                                     bool(imp is not None and imp[i] != imp[i - 1])))
     return Record(sc.name, t, values, mode, events, mode_names(sc))
+
+
+def aliases(sc) -> dict:
+    """Output name -> the run column it carries: a coordinate or speed (an output whose
+    expression is that symbol alone), a discrete variable, or a multiplier ``lambda_<c>``."""
+    import sympy as sp
+    from sympy.core.function import AppliedUndef
+
+    aut = sc.automaton
+    coords = {str(s) for s in aut.model.q + aut.model.u}
+    out = {}
+    for o in getattr(aut, "declared_outputs", ()):
+        if o.discrete is not None:
+            out[o.name] = o.discrete
+        elif o.multiplier is not None:
+            out[o.name] = "lambda_" + o.multiplier
+        elif o.expr is not None:
+            e = sp.sympify(o.expr)
+            name = str(e.func) if isinstance(e, AppliedUndef) else str(e)
+            if name in coords:
+                out[o.name] = name
+    return out
 
 
 def read_csv(path: Path) -> dict:
