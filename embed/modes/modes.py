@@ -336,7 +336,7 @@ class ProgramMode(CompiledMode):
                 raise CompilationError(f"mode {self.key} came from the background worker without "
                                        "its right-hand side (ask for it with rhs=True)")
             from .programs import linear_program
-            from .driven import driven_program
+            from .driven_program import driven_program
             from ..codegen.native import compile_program
             make = driven_program if self._parts["kind"] == "driven" else linear_program
             prog, outs = make(self._parts, rhs_only=True)
