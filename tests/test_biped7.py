@@ -186,7 +186,7 @@ def test_constraint_forces_match_the_multipliers_formulation(sc, run):
         emb.advance(t[k])
         ce = emb.compiled_mode
         mon = ce.monitors(emb.t, emb.x, emb.pvec)
-        full.t = emb.t
+        full.state.t = emb.t
         full.jump_to(1, q=emb.q, u=emb.u)
         cf = full.compiled_mode
         mf = cf.monitors(emb.t, np.concatenate((emb.q, emb.u)), full.pvec)
