@@ -177,7 +177,7 @@ class Simulator:
 
     def nearest_configuration(self, active, q=None):
         """The configuration on the holonomic constraints of the set ``active`` nearest to q
-        (default: the current one) at the current time and discrete values: min |q' - q|
+        (default: the current one) at the current time and discrete values: min ||q' - q||
         subject to Phi(q') = 0 (``projection.nearest_on_manifold``, the consistent start);
         where that iteration does not settle (q far from a curved manifold), one reached by
         minimum-norm Newton steps (``projection.on_manifold``).  IntegrationError if neither
