@@ -207,6 +207,8 @@ class _Workers:
             client._calls.append(body[1:])
         elif kind == "error":
             client.errors.append(body[1:])
+        elif kind == "numeric":       # over the symbolic budget: stays numeric, as it steps now
+            client.notes.append(body[1:])
         return 1
 
     def _mode_part(self, msg):
@@ -387,6 +389,7 @@ class BackgroundCompiler:
                                                                    root, jobs, set_up)
         self.id = self._w.register(self)
         self.errors = []
+        self.notes = []              # (mode key, why): modes left on the numeric path
         self._modes = []
         self._calls = []
         self._extras = []

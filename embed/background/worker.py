@@ -196,6 +196,7 @@ def main(argv=None):
     from embed.modes.forming import AutomatonForms
     from embed.modes.library import ModeLibrary
     from embed.modes.numeric import EntryTerms
+    from embed.base.errors import SymbolicBudgetError
     from embed.base.targets import load_target
 
     sc = load_target(f"{module}:build")(**options)
@@ -288,6 +289,8 @@ def main(argv=None):
             elif opts.get("rhs") and isinstance(fns[0], NativeFunction):
                 write(cid, rid, ("rhs", key, compile_program(
                     *linear_program(parts, rhs_only=True), f"rhs of {key}")))
+        except SymbolicBudgetError as exc:    # the mode stays on the numeric path: no failure
+            write(cid, rid, ("numeric", key, str(exc)))
         except Exception as exc:  # noqa: BLE001 - report, keep serving
             write(cid, rid, ("error", key, f"{type(exc).__name__}: {exc}",
                              traceback.format_exc()))

@@ -116,9 +116,11 @@ def kappa(B_num: np.ndarray, dep, B1inv=None) -> float:
     return float(nB * np.abs(B1inv).sum(axis=0).max())
 
 
-EMBED_NODES = 50000   # expression nodes of D and E beyond which a mode is not embedded
-                      # symbolically (a 40-link chain's: about 4000; the spherical five-bar's
-                      # loop: more than 10^7, whose derivatives took over 60 s)
+EMBED_NODES = 2_000_000   # expression nodes of D and E beyond which a mode is not embedded
+                          # symbolically (a 40-link chain's: about 4000; disk_fence's large
+                          # free-form fences: over 50 000, embedded in the background worker;
+                          # the spherical five-bar's loop: more than 10^7, whose derivatives
+                          # took over 60 s)
 
 
 def tree_size(exprs, cap):

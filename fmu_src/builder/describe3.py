@@ -14,7 +14,11 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-TYPES = {"Real": "Float64", "Integer": "Int32", "Boolean": "Boolean", "String": "String"}
+# an FMI 2.0 Enumeration (``mode``, of the Mode type) is reported as the Int32 it is read as:
+# the loader forwards Int32 calls, and the mode numbers' names are in the FMI 2.0 FMU
+TYPES = {"Real": "Float64", "Integer": "Int32", "Boolean": "Boolean", "String": "String",
+         "Enumeration": "Int32"}
+ALIASES = ("mode_number",)     # the FMI 2.0 FMU's Integer alias of ``mode``: one variable here
 
 # the FMI 2.0 attributes FMI 3.0 keeps on the model and on each variable
 MODEL_ATTRS = ("modelName", "description", "author", "version", "copyright", "license",
@@ -79,12 +83,16 @@ def fmi3_description(xml2: bytes) -> bytes:
     by_index = {}                              # FMI 2.0 index (1-based) -> value reference
     for i, sv in enumerate(src.find("ModelVariables"), start=1):
         typed = sv[0]
+        by_index[i] = sv.get("valueReference")
+        if sv.get("name") in ALIASES:
+            continue
         var = ET.SubElement(variables, TYPES[typed.tag])
         for k in VARIABLE_ATTRS:
             if sv.get(k) is not None:
                 var.set(k, sv.get(k))
         for k in TYPE_ATTRS:
-            if typed.get(k) is not None:
+            if typed.get(k) is not None and not (k == "declaredType" and
+                                                 typed.tag == "Enumeration"):
                 var.set(k, typed.get(k))
         start = typed.get("start")
         if start is not None:
@@ -92,12 +100,15 @@ def fmi3_description(xml2: bytes) -> bytes:
                 ET.SubElement(var, "Start", value=start)
             else:
                 var.set("start", start)
-        by_index[i] = sv.get("valueReference")
     structure = ET.SubElement(root, "ModelStructure")
     old = src.find("ModelStructure")
     for group, tag in (("Outputs", "Output"), ("InitialUnknowns", "InitialUnknown")):
+        seen = set()
         for u in (old.find(group) if old is not None and old.find(group) is not None else []):
-            ET.SubElement(structure, tag, valueReference=by_index[int(u.get("index"))])
+            vr = by_index[int(u.get("index"))]
+            if vr not in seen:                 # an alias's entry is its original's
+                seen.add(vr)
+                ET.SubElement(structure, tag, valueReference=vr)
     ET.indent(root, "\t")
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8")
 

@@ -361,6 +361,9 @@ class ScenarioSlave(Fmi2Slave):
                 what, message, _ = bc.errors.pop(0)
                 self.log(f"background embedding of {what} failed: {message}",
                          Fmi2Status.warning)
+            while bc is not None and bc.notes:      # not embedded: the numeric path serves
+                what, message = bc.notes.pop(0)
+                self.log(f"mode {what} stays on the numeric path: {message}", Fmi2Status.ok)
         except Exception as exc:   # noqa: BLE001
             self._fail(exc)
             self.fmi_state = State.STEP_FAILED
