@@ -219,7 +219,7 @@ def refused_at_initialization(fmu, params, name):
     ("pendulum_belt", {"q2_start": -0.2}, "guard strike = -0.719759"),   # 0.72 m inside
     ("pendulum_belt", {"contact_law": 0.5}, "contact_law must be 0"),
     ("pendulum_belt", {"contact_law": 2.0}, "contact_law = 2.0 lies outside [0.0, 1.0]"),
-    ("pendulum_belt", {"contact_law": -1.0}, "contact_law = -1.0 lies outside [0.0, 1.0]"),
+    ("pendulum_belt", {"contact_law": -1.0}, "contact_law = -1.0 must not be negative"),
     ("disk_ramp", {"phi": 2.0}, "output N = -4.0824"),
     ("disk_fence", {"phi": 2.0}, "guard release = -4.0824"),
     ("disk_fence", {"q4_start": 26.0}, "guard ramp_end = -0.7"),

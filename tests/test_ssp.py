@@ -32,6 +32,8 @@ def test_ssp_agrees_with_fmpy(master, tol, fmu_dir, scripted, tmp_path):
     assert got["time"] == pytest.approx(8.0)
     for k in STATES:
         assert got[k] == pytest.approx(scripted[k], rel=tol, abs=tol), k
+    if "disk.mode" not in got:    # a master that records no Enumeration: its Integer alias
+        got["disk.mode"] = got["disk.mode_number"]
     for k in COUNTS:
         assert got[k] == scripted[k], k
     # the controller did its work: the disk's speed ends near the set point (2 m/s)
@@ -48,7 +50,7 @@ def test_fmpys_ssp_master_agrees_with_the_scripted_loop(fmu_dir, scripted, tmp_p
     res = run_ssp(ssp)
     first = run_fmpy(fmu_dir, stop=0.01)[1]
     assert res["disk.u1"][0] == first["disk.u1"]          # after the step from t = 0
-    assert res["time"][-1] + 0.01 == pytest.approx(8.0)   # the last row: after the step to 8 s
+    assert 8.0 - 0.01 - 1e-9 <= res["time"][-1] <= 8.0 + 1e-9  # the last row: 8 s, or the step to it
     assert res["disk.u1"][-1] == pytest.approx(scripted["disk.u1"], rel=1e-3)
     assert res["pi.command"][-1] == pytest.approx(scripted["pi.command"], rel=1e-3)
     assert res["disk.u1"][-1] == pytest.approx(2.0, abs=0.05)
