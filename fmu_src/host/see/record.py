@@ -169,7 +169,7 @@ def aliases(sc) -> dict:
         elif o.multiplier is not None:
             out[o.name] = "lambda_" + o.multiplier
         elif o.expr is not None:
-            e = sp.sympify(o.expr)
+            e = sp.sympify(o.expr, strict=True)     # an expression object, never text
             name = str(e.func) if isinstance(e, AppliedUndef) else str(e)
             if name in coords:
                 out[o.name] = name
