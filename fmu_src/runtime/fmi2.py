@@ -107,6 +107,11 @@ class Loader:
         if self._set_time is not None:
             self._set_time(float(t))
 
+    def log_now(self, status, message):
+        """``message`` logged for the instance whose call runs now (a call the loader made
+        itself, outside pythonfmu, whose log queue pythonfmu flushes only later)."""
+        if self._log is not None:
+            self._log(int(status), str(message).encode("utf-8", "replace"))
 
     def returned_early(self, t):
         """The running doStep stopped at an event located at ``t`` (FMI 3.0 early return:
