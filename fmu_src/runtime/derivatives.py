@@ -35,6 +35,7 @@ import ctypes
 
 import numpy as np
 import symengine as se
+from pythonfmu.enums import Fmi2Status
 
 from embed.model.model import TIME
 from fmu_src.runtime.fmi2 import OK, CallError
@@ -210,6 +211,8 @@ def directional_derivative(slave, unknowns, knowns, seed):
         st = sim.state
         jac = Jacobian.of(sim, sorted({r for _, r in live}))
         J = jac(st.t, st.x, st.pvec)
+        slave.log(f"fmi2GetDirectionalDerivative: mode {sim.mode_number} {st.compiled_mode.key}"
+                  f", {jac.method} Jacobian of {len(jac.rows)} outputs", Fmi2Status.ok)
         where = {r: i for i, r in enumerate(jac.rows)}
         full = np.zeros(len(slave.sc.inputs))
         np.add.at(full, cols, seed)
