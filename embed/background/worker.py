@@ -192,7 +192,7 @@ def main(argv=None):
     from embed.modes.functions import lambdify
     from embed.modes.programs import linear_program
     from embed.codegen.native import OPT_FAST, OPT_RUN, NativeFunction, compile_program
-    from embed.embedding.embedding import EXPLICIT_OPS_OFFLINE
+    from embed.embedding.equations import EXPLICIT_OPS_OFFLINE
     from embed.modes.forming import AutomatonForms
     from embed.modes.library import ModeLibrary
     from embed.modes.numeric import EntryTerms

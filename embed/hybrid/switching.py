@@ -22,7 +22,7 @@ from .activation import ACTIVATION_TOL, activation_jump
 from ..model.automaton import Jump
 from ..model.reset_maps import reset_map
 from ..model.context import Context
-from ..embedding.embedding import partition
+from ..embedding.partition import partition
 from ..base.errors import IntegrationError, ZenoError
 from .events import EVENT_TOL, LEVEL, PROBE
 from ..base.errors import InputError

@@ -14,7 +14,7 @@ import symengine as se
 from scipy.linalg.lapack import dgesv
 
 from ..modes.functions import lambdify
-from ..embedding.embedding import kappa, partition
+from ..embedding.partition import kappa, partition
 from ..modes.numeric import EntryTerms
 
 _WARMED = []          # the process-wide part is done

@@ -21,7 +21,9 @@ from .compile import mode_parts
 from .functions import norm1
 from ..model.constraints import ConstraintSet, moving_B, velocity
 from .driven import driven_parts
-from ..embedding.embedding import ModeEquations, embed, partition
+from ..embedding.embedding import embed
+from ..embedding.equations import ModeEquations
+from ..embedding.partition import partition
 from ..base.errors import ModelDefinitionError
 from .numeric import ConstraintTerms, lam_symbol
 

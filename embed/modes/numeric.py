@@ -20,7 +20,7 @@ import symengine as se
 
 from .functions import lambdify
 from ..model.constraints import gamma, moving_B, phi_and_gradient, velocity
-from ..embedding.embedding import kappa
+from ..embedding.partition import kappa
 from ..base.errors import ConstraintRankError, ModelDefinitionError
 from ..model.model import TIME, to_symengine
 from .modes import Layout, rk4_stepwise

@@ -15,7 +15,7 @@ import symengine as se
 
 from embed import Constraint, ConstraintSet, Guard, Mode, holonomic
 from embed.modes.functions import Tape, lambdify
-from embed.embedding.embedding import EXPLICIT_OPS_OFFLINE
+from embed.embedding.equations import EXPLICIT_OPS_OFFLINE
 from embed.base.errors import ModelDefinitionError
 from embed.model.model import TIME
 from embed.modes.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
