@@ -219,7 +219,7 @@ class Registers:
 
     def argmax(self, xs, tie=0.0):
         """(x_k, k) for the first k whose x_k >= (1 - tie) max(xs) (registers): a pivot
-        search where near-ties go to the first (``embedding._pivoted_gram_schmidt``); a nan
+        search where near-ties go to the first (``partition._pivoted_gram_schmidt``); a nan
         among xs makes both meaningless (the caller checks what they lead to)."""
         top = xs[0]
         for x in xs[1:]:

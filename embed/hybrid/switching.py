@@ -112,7 +112,7 @@ def apply_all(sim, jump):
 
 def impact_speeds(sim, jump: Jump, q, u):
     """The speeds after an impact over its own constraint set ``jump.impact_constraints``
-    (wang2019 eq 19, mueller eq 7 over that set, ``embed.activation``) and their impulses;
+    (wang2019 eq 19, mueller eq 7 over that set, ``embed.hybrid.activation``) and their impulses;
     the discrete variables of the jump are set already (a foot pinned where it struck)."""
     names = tuple(sorted(jump.impact_constraints))
     return activation(sim, names, q, u)

@@ -15,7 +15,7 @@ stage:
     B^T lambda = -(F + F*) = -(b + A_u udot)         (F + F* + B^T lambda = 0, Sec 5.4)
 
 x = q.  The whole RK4 step is one compiled straight-line program (``driven_program``), as a
-"linear" mode's is (``compile.linear_program``): B, C at each stage, then u = -B^T (B B^T)^-1 C
+"linear" mode's is (``programs.linear_program``): B, C at each stage, then u = -B^T (B B^T)^-1 C
 (the least-norm solution, which for a square nonsingular B is -B^-1 C), the step's Newton
 correction of Phi(q, t+h) = 0 (haug_pavesic2023 eq 13-14), and the monitors with
 udot = -B^T (B B^T)^-1 gamma and lambda = -(B B^T)^-1 B (F + F*), every solve an LDL^T of the

@@ -58,7 +58,7 @@ def form_mode_parts(model, params, mode, cset, dep, outputs, guards, embeddings=
     dict
         The mode's parts (``compile.mode_parts``).
     """
-    if len(dep) == model.n:          # 0 degrees of freedom: B solved numerically (embed.driven)
+    if len(dep) == model.n:          # 0 degrees of freedom: B solved numerically (embed.modes.driven)
         lam = {lam_symbol(c.name) for c in cset.items}
         zero = {s: se.Integer(0) for e in outputs + guards for s in e.free_symbols
                 if str(s).startswith("lambda_") and s not in lam}

@@ -42,7 +42,7 @@ def partitioned(prog, B, n):
     """(|diag R|, dep ascending, perm = [ind..., dep...], iperm) of the partition of the
     speeds (eq 11) for the registers B (m rows of n speeds): modified Gram-Schmidt with column
     pivoting on B's columns, later speeds first, ties within ``TIE`` to the first
-    (``embedding.partition``'s choice).  Straight-line below ``reduction.LOOP_MIN`` speeds;
+    (``partition.partition``'s choice).  Straight-line below ``reduction.LOOP_MIN`` speeds;
     from there a call of the looped ``embed_partition``, the same operations in the same
     order (``Program.pivoted``)."""
     m, n_i = len(B), n - len(B)

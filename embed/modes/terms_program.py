@@ -161,7 +161,7 @@ def entry_program(model, npar, cset, templates, final):
       Schur complement B M^-1 B^T is then definite too, no pivoting); taken where ``allow``
       is nonzero and |B u + C| > tol max(1, |u|), as ``activation.activation_jump`` does.
     - The dependent speeds by modified Gram-Schmidt with column pivoting on B, later speeds
-      first (eq 11, ``embedding.partition``'s choice), and the permutation they give.
+      first (eq 11, ``partition.partition``'s choice), and the permutation they give.
     - The monitors of the mode at x, by the step's final stage (``final``).
 
     A singular K, a degenerate B (a zero pivot) or non-finite terms come out as nan: the caller

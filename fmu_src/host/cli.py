@@ -105,7 +105,7 @@ def parser() -> argparse.ArgumentParser:
                "uniform(low,high) | normal(mean,std) | lognormal(mean,sigma)\n\nsummaries:\n"
                + "\n".join(f"  {k:<18} {v}" for k, v in SUMMARIES.items()))
     p.add_argument("model", metavar="MODEL|FMU", help=model_help + ", or an .fmu")
-    p.add_argument("--study", metavar="TOML", help="the study file (README: Studies); the "
+    p.add_argument("--study", metavar="TOML", help="the study file (docs/studies.md); the "
                                                     "options below override its keys")
     p.add_argument("--vary", action="append", default=[], metavar="NAME=VALUES",
                    help="a parameter or input and its values (see below)")
