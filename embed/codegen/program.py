@@ -27,8 +27,8 @@ class Program(Registers):
     def emit(self, exprs, env, cse=True):
         """Registers holding ``exprs`` (symengine), whose symbols ``env`` maps to registers;
         common subexpressions are computed once: symengine's cse, or (``cse`` False) only
-        the equal subtrees, in time linear in the expressions (cse's grows faster: 0.6 s for
-        the 40-link chain's S, which then has a quarter fewer operations)."""
+        the equal subtrees, in time linear in the expressions (cse's time grows faster, for
+        fewer operations: docs/design.md, facts)."""
         reps, reduced = se.cse(list(exprs)) if cse else ((), list(exprs))
         memo = dict(env)
         for sym, e in reps:

@@ -23,10 +23,9 @@ from .partition import TIE, partition  # noqa: F401  (importable from here, as b
 
 
 EMBED_NODES = 2_000_000   # expression nodes of D and E beyond which a mode is not embedded
-                          # symbolically (a 40-link chain's: about 4000; disk_fence's large
-                          # free-form fences: over 50 000, embedded in the background worker;
-                          # the spherical five-bar's loop: more than 10^7, whose derivatives
-                          # took over 60 s)
+                          # symbolically: far above a long chain's and disk_fence's large
+                          # fences', below a closed spatial loop's, whose derivatives take
+                          # minutes (the sizes: docs/design.md, facts)
 
 
 def tree_size(exprs, cap):
@@ -136,8 +135,8 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
     return Embedding(cset, ind, tuple(dep), D, E, u_sub, ud_sub, g_dep, model, B1inv)
 
 def _expand_if_safe(e):
-    """e expanded (trigonometric products cancel: the slider-crank's D re-embeds ten times
-    faster), unless it holds an integer power of a sum: its multinomial expansion cancels
+    """e expanded (trigonometric products cancel: the slider-crank's D re-embeds faster,
+    docs/design.md, facts), unless it holds an integer power of a sum: its multinomial expansion cancels
     digits (a quartic fence, powers of q4 - L at q4 ~ 30, drifted to |Phi| = 8e-9)."""
     if any(isinstance(p.args[0], se.Add) and isinstance(p.args[1], se.Integer)
            and abs(int(p.args[1])) >= 2 for p in e.atoms(se.Pow)):

@@ -25,7 +25,7 @@ def _ops_within(exprs, budget):
     of k terms, 1 for a power or a function), so count_ops >= (nodes - len(exprs)) / 2 and a
     tree of more than 2 budget + len(exprs) nodes is over budget (``tree_size`` stops there).
     count_ops walks the trees without sharing: on a closed spherical loop's S it ran for
-    600 s."""
+    minutes (docs/design.md, facts)."""
     cap = 2 * budget + len(exprs)
     if tree_size(exprs, cap) > cap:
         return False

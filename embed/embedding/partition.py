@@ -15,8 +15,8 @@ from ..base.tolerances import PIVOT_RANK_TOL
 
 def _pivoted_qr(a):
     """|diag R| and the 0-based column pivots of A P = Q R: LAPACK dgeqp3 called directly
-    (an event step calls this; scipy.linalg.qr's checks and workspace query cost 20-70 us
-    around a 2 us factorization)."""
+    (an event step calls this; scipy.linalg.qr's checks and workspace query cost many times
+    the factorization: docs/design.md, facts)."""
     qr, jpvt, _, _, info = dgeqp3(a)
     if info != 0:
         raise ConstraintRankError(f"pivoted QR failed (LAPACK info {info})")

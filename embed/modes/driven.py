@@ -95,8 +95,8 @@ def compile_driven(parts, key, backend=None):
     ``modes.ProgramMode``) or, if it cannot be compiled, the functions of ``DrivenMode``:
     [B, C](t, q), qdot(t, q, u) (None when it is u),
     [gamma, b, A_u](t, q, u) and the monitors(t, q, u, udot, lambda); with LLVM unless another
-    backend is asked for (the four functions of braun_goldfarb2012's biped compile in about
-    0.3 s, and a stage then costs a few microseconds, against 50 us interpreted)."""
+    backend is asked for (compiled, a stage of braun_goldfarb2012's biped costs a fraction of
+    the interpreted one's: docs/design.md, facts)."""
     from .functions import lambdify
     from ..base.errors import CompilationError
     from ..codegen.native import OPT_RUN, compile_program

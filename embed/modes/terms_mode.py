@@ -68,7 +68,7 @@ class TermsProgramMode(ProgramMode):
         m, n, nx = self.sizes[4], self.n, self.nx
         args, out = self._e_in.array, self._e_out.array
         # written as a step's ``_load`` writes its arguments (numpy's paths the stepping loop
-        # keeps warm: np.concatenate's took 7 us more in an event step that found it cold)
+        # keeps warm; np.concatenate's, found cold: docs/design.md, "One compiled call a step")
         args[0] = t
         args[1:1 + n] = q
         args[1 + n:1 + 2 * n] = u
@@ -95,7 +95,7 @@ class TermsProgramMode(ProgramMode):
     def with_dep(self, dep):
         """The same compiled mode for the dependent speeds ``dep``: a copy sharing the compiled
         function, made once (``partitions`` makes them ahead: an event step that makes one
-        finds the 30 entries it copies cold, 15-70 us)."""
+        finds the 30 entries it copies cold; docs/design.md, "One compiled call a step")."""
         dep = tuple(dep)
         mode = self._copies.get(dep)
         if mode is None:
