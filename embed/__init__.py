@@ -7,7 +7,9 @@ events -> automaton/simulator.  Nothing here knows about FMI.
 from .model.automaton import Automaton, Guard, Jump, Mode, Output
 from .model.context import Context
 from .model.constraints import Constraint, ConstraintSet, holonomic, motion
-from .embedding.embedding import ModeEquations, embed, partition
+from .embedding.embedding import embed
+from .embedding.partition import partition
+from .embedding.equations import ModeEquations
 from .base.errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
                      ImpactError, InputError, IntegrationError, ModelDefinitionError,
                      StateError, StepBudgetError, ZenoError)

@@ -3,7 +3,7 @@
 pythonfmu turns any Python exception into fmi2Fatal and answers fmi2OK for everything
 else.  Here every FMI-facing method of the slave is wrapped by ``fmi2_call``: it checks
 that the call is legal in the instance's state (the state table of Sec 4.2.4), catches
-every exception, logs it with its category and has the FMU's C loader (fmu_src/loader)
+every exception, logs it with its category and has the FMU's C loader (fmu_src/runtime/loader)
 return the status the standard asks for, with the instance alive.
 """
 
