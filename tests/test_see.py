@@ -210,6 +210,10 @@ def test_pendulum_belt_automaton_is_fig13(runs, tmp_path):
     assert kinds["strike"] == "approaching" and kinds["release"] == "level"
     text = graph.mermaid(sc)
     assert text.startswith("flowchart") and "Zeno handover" in text and "m3" in text
+    resets = {(e.guard, e.reset) for e in edges}     # lambdas named by what they do
+    assert {("release", "enter free, set contact"), ("friction_cone", "enter sliding, set s_dir"),
+            ("initial", "enter free, set contact"), ("strike", "strike"),
+            ("Zeno", "zeno")} <= resets
 
 
 def _overlaps(boxes):
@@ -219,13 +223,18 @@ def _overlaps(boxes):
 
 def test_every_graph(runs, tmp_path):
     """Every bundled scenario's automaton as Mermaid text naming every mode and as SVG, every
-    mode and every edge label drawn once, no two of them overlapping."""
+    mode and every edge label drawn once, no two of them overlapping; no reset map shown as a
+    lambda (nor as the class name EnterMode) in the graph, its Mermaid text or `info`'s text."""
     for name in scenarios.NAMES:
         sc = runs.scenario(name)
         text = graph.mermaid(sc)
         for k in sc.automaton.modes:
             assert f"m{k}" in text, (name, k)
         nodes, edges = graph.automaton_graph(sc)
+        for e in edges:
+            assert "lambda" not in e.reset and "EnterMode" not in e.reset and e.reset, (name, e)
+        for shown in (text, graph.text(sc)):
+            assert "lambda@" not in shown and "<lambda>" not in shown, name
         fig, boxes = graph_svg.draw(sc)
         labels = {k for k, _ in boxes}
         assert {("node", n.id) for n in nodes} <= labels, name
