@@ -95,9 +95,10 @@ def _shot(b):
     return np.asarray(Image.open(BytesIO(b.get_screenshot_as_png())).convert("RGB")).astype(int)
 
 
-def _open(b, runs, name):
-    """Write ``name``'s page (self-contained) to the shared path and open it from disk."""
-    path = page.write(runs.page, runs.run(name)[2])
+def _open(b, runs, name, run=None):
+    """Write ``name``'s page (self-contained; or ``run``'s) to the shared path and open it from
+    disk."""
+    path = page.write(runs.page, (run or runs.run(name))[2])
     b.get(path.as_uri())
     b.execute_async_script("var cb = arguments[arguments.length - 1]; (function w() { "
                            "if (window.seeReady) cb(1); else setTimeout(w, 50); })();")
@@ -140,16 +141,79 @@ def test_drawn_points_match_kinematics(runs, browser):
     tip = (p["l1"] * np.sin(q1) + p["l2"] * np.sin(q2), -p["l1"] * np.cos(q1) - p["l2"] * np.cos(q2))
     _open(browser, runs, "pendulum_belt")
     _goto(browser, k)
-    got = browser.execute_script(
+    _marker_at(browser, k, 1, tip)
+
+
+def _latch():
+    """The guide's user model (tests/user_models/latch), loaded from its file."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent / "user_models" / "latch" / "model.py"
+    spec = importlib.util.spec_from_file_location("see_user_model_latch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build()
+
+
+def test_a_user_models_visuals_follow_its_kinematics(runs, browser):
+    """The guide's latch declares its visuals in its own symbols: at every frame the flap runs
+    from O to P = l (sin th, -cos th) for th of an independent run of the engine to that time,
+    the mass is a circle about P; the latch is drawn once, along th_c; the arrow of the latch's
+    force on the mass is absent while free and, held at the latch, is the statics' force
+    m g sin(th_c) along (cos th_c, sin th_c) (the weight's torque m g l sin th_c over l), scaled.
+    In the page, P's marker is drawn at that place to a pixel, free and latched."""
+    sc = _latch()
+    rec = record.from_engine(sc, stop_time=0.6, fps=20)
+    kin = kinematics.Kinematics(sc)
+    p = sc.defaults()
+    l, th_c, m, g = p["l"], p["th_c"], p["m"], p["g"]
+    sim = sc.simulator()
+    th = []
+    for t in rec.t:
+        if t > sim.state.t:
+            sim.advance(t)
+        th.append(sim.q[0])
+    th = np.array(th)
+    P = np.stack([l * np.sin(th), -l * np.cos(th)], axis=1)
+    assert kin.point_names == ["O", "P"]
+    np.testing.assert_allclose(kin.points(rec)[:, 1], P, atol=1e-9)
+    strokes = {s.name: s for s in kin.strokes(rec)}
+    np.testing.assert_allclose(strokes["flap"].xyz[:, 0], 0, atol=1e-12)
+    np.testing.assert_allclose(strokes["flap"].xyz[:, 1], P, atol=1e-9)
+    ring = strokes["mass"].xyz
+    np.testing.assert_allclose(np.linalg.norm(ring - P[:, None, :], axis=2), 0.04, atol=1e-12)
+    latch = strokes["latch"]
+    assert latch.static
+    axis = np.array([np.sin(th_c), -np.cos(th_c)])
+    np.testing.assert_allclose(latch.xyz[0], [0.9 * l * axis, 1.3 * l * axis], atol=1e-12)
+    free, held = rec.mode == 1, rec.mode == 2
+    assert free.sum() >= 3 and held.sum() >= 3
+    arrow = strokes["latch force on the mass"].xyz
+    assert np.isnan(arrow[free]).all()
+    np.testing.assert_allclose(th[held], th_c, atol=1e-9)
+    force = m * g * np.sin(th_c) * np.array([np.cos(th_c), np.sin(th_c)])
+    np.testing.assert_allclose(arrow[held, 0], P[held], atol=1e-9)          # at P
+    np.testing.assert_allclose(arrow[held, 1], P[held] + 0.05 * force, atol=1e-6)   # to its tip
+    for k in (int(np.flatnonzero(free)[1]), int(np.flatnonzero(held)[-1])):
+        _open(browser, runs, "latch", (rec, kin, page.figure(rec, kin, "latch")))
+        _goto(browser, k)
+        _marker_at(browser, k, 1, P[k])
+
+
+def _marker_at(b, k, i, want):
+    """Frame k's point i in the page's data is ``want`` (to the page's rounding), and its
+    drawn marker sits where the axes map ``want`` (to a pixel)."""
+    got = b.execute_script(
         "var gd = document.getElementById('see');"
         "var f = gd._transitionData._frames.find(function (f) { return f.name === '%d'; });"
         "var d = f.data.find(function (t) { return t.name === 'points'; });"
         "var L = gd._fullLayout; var i = gd.data.findIndex(function (t) {"
         "  return t.name === 'points'; });"
         "var pts = gd.querySelectorAll('.scatterlayer .trace')[i].querySelectorAll('.point');"
-        "var tr = pts[1].getAttribute('transform');"
-        "return [d.x[1], d.y[1], tr, L.xaxis.l2p(%r), L.yaxis.l2p(%r)];" % (k, float(tip[0]), float(tip[1])))
-    assert got[0] == pytest.approx(tip[0], abs=1e-4) and got[1] == pytest.approx(tip[1], abs=1e-4)
+        "var tr = pts[%d].getAttribute('transform');"
+        "return [d.x[%d], d.y[%d], tr, L.xaxis.l2p(%r), L.yaxis.l2p(%r)];"
+        % (k, i, i, i, float(want[0]), float(want[1])))
+    assert got[0] == pytest.approx(want[0], abs=1e-4) and got[1] == pytest.approx(want[1], abs=1e-4)
     x, y = (float(v) for v in got[2].split("(")[1].rstrip(")").split(","))
     assert abs(x - got[3]) <= 1.0 and abs(y - got[4]) <= 1.0
 
