@@ -206,14 +206,17 @@ def _marker_at(b, k, i, want):
     got = b.execute_script(
         "var gd = document.getElementById('see');"
         "var f = gd._transitionData._frames.find(function (f) { return f.name === '%d'; });"
-        "var d = f.data.find(function (t) { return t.name === 'points'; });"
         "var L = gd._fullLayout; var i = gd.data.findIndex(function (t) {"
         "  return t.name === 'points'; });"
+        "var d = f.data[f.traces.indexOf(i)];"
         "var pts = gd.querySelectorAll('.scatterlayer .trace')[i].querySelectorAll('.point');"
         "var tr = pts[%d].getAttribute('transform');"
         "return [d.x[%d], d.y[%d], tr, L.xaxis.l2p(%r), L.yaxis.l2p(%r)];"
         % (k, i, i, i, float(want[0]), float(want[1])))
-    assert got[0] == pytest.approx(want[0], abs=1e-4) and got[1] == pytest.approx(want[1], abs=1e-4)
+    step = b.execute_script("return document.getElementById('see').layout.meta.resolution")
+    assert step <= 1e-3
+    assert got[0] == pytest.approx(want[0], abs=step / 2 + 1e-9)
+    assert got[1] == pytest.approx(want[1], abs=step / 2 + 1e-9)
     x, y = (float(v) for v in got[2].split("(")[1].rstrip(")").split(","))
     assert abs(x - got[3]) <= 1.0 and abs(y - got[4]) <= 1.0
 
