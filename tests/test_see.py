@@ -356,7 +356,7 @@ def test_cli_animate_and_gif(tmp_path):
     html, out = tmp_path / "run.html", tmp_path / "run.gif"
     assert main(["animate", "pendulum_line", "--stop-time", "0.4", "--fps", "20", "--out",
                  str(html), "--gif", str(out), "--gif-fps", "10"]) == 0
-    assert html.stat().st_size > 1e6 and "Plotly.newPlot" in html.read_text()
+    assert html.stat().st_size > 1e6 and "Plotly.newPlot" in page.code(html.read_text())
     from PIL import Image
     im = Image.open(out)
     assert im.n_frames == 5 and im.info["duration"] == 100       # every 2nd of 9, 0.1 s each

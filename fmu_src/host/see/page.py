@@ -9,10 +9,13 @@ The frames are most of the page's data, so they hold no more than is drawn: coor
 to the pixel resolution the page needs (``resolution``), a frame's trace only the coordinates
 that change from frame to frame (plotly merges a frame into the traces drawn, so the others stay;
 a belt's marks keep their x and change their gaps), segments that meet (a chain's links) joined
-into one polyline instead of repeating each joint, and no trace type (the trace's own)."""
+into one polyline instead of repeating each joint, and no trace type (the trace's own).  The
+page inlines plotly.js and the figure gzip-compressed (``write``), which the browser unpacks as
+it opens the page."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -227,16 +230,69 @@ def _slider_frames(rec, steps=SLIDER_STEPS) -> list:
     return sorted(set(range(0, rec.frames, every)) | {rec.frames - 1})
 
 
-def write(path: Path, fig) -> Path:
-    """The page, plotly.js inlined (include_plotlyjs=True: it opens offline, from disk)."""
+def write(path: Path, fig, compress=True) -> Path:
+    """The page, plotly.js inlined (it opens offline, from disk).  With ``compress``, plotly.js
+    and the figure's script are inlined gzip-compressed (base64), and ``LOADER`` runs them
+    through the browser's ``DecompressionStream``: 4.8 MB of plotly.js become 2.0 MB and the
+    frames a seventh (Chromium 80, Firefox 113, Safari 16.4 and later)."""
     import plotly.io as pio
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     redraw = "true" if any(t["type"] == "scatter3d" for t in fig["data"]) else "false"
-    html = pio.to_html(fig, include_plotlyjs=True, full_html=True, div_id="see", validate=False,
-                       auto_play=False, post_script=SCRIPT.format(
+    html = pio.to_html(fig, include_plotlyjs=not compress, full_html=True, div_id="see",
+                       validate=False, auto_play=False, post_script=SCRIPT.format(
                            plot_id="see", redraw=redraw, frames=len(fig["frames"])),
                        config=dict(displaylogo=False, responsive=True))
+    if compress:
+        head, script, tail = _split_script(html)
+        html = (head + f'<script type="application/gzip" id="see-plotly">{_plotly_gz()}</script>'
+                f'<script type="application/gzip" id="see-figure">{_gz(script)}</script>'
+                + LOADER + tail)
     path.write_text(html)
     return path
+
+
+LOADER = """<script>
+(function () {
+  function code(id) {
+    var b = atob(document.getElementById(id).textContent), u = new Uint8Array(b.length);
+    for (var i = 0; i < b.length; i++) { u[i] = b.charCodeAt(i); }
+    return new Response(new Blob([u]).stream().pipeThrough(new DecompressionStream('gzip')))
+      .text();
+  }
+  Promise.all([code('see-plotly'), code('see-figure')]).then(function (parts) {
+    var s = document.createElement('script');
+    s.text = parts.join(';\\n');
+    document.body.appendChild(s);
+  });
+})();
+</script>"""
+
+
+def _split_script(html) -> tuple:
+    """(before, the figure's script's code, after) of plotly's page: its last <script>."""
+    start = html.rindex("<script>")
+    end = html.index("</script>", start)
+    return html[:start], html[start + len("<script>"):end], html[end + len("</script>"):]
+
+
+def _gz(text) -> str:
+    import base64
+    import gzip
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=6, mtime=0)).decode()
+
+
+@functools.lru_cache(maxsize=1)
+def _plotly_gz() -> str:
+    from plotly.offline import get_plotlyjs
+    return _gz(get_plotlyjs())
+
+
+def code(html) -> str:
+    """The JavaScript a compressed page runs (plotly.js and the figure's script), decoded."""
+    import base64
+    import gzip
+    import re
+    return ";\n".join(gzip.decompress(base64.b64decode(b)).decode() for b in re.findall(
+        r'<script type="application/gzip" id="see-\w+">([^<]*)</script>', html))
