@@ -95,8 +95,8 @@ def test_no_command_escapes_the_fences():
 # ------------------------------------------------------------------ the command blocks
 RUN = [p for p in PAGES if blocks(p, "sh")]
 # what the blocks write (docs/examples/.gitignore): not copied from a reader's own runs
-OUTPUTS = ("build", "runs", "sweep", "__pycache__", "*.png", "*.html", "*.gif", "run.csv",
-           "latch.csv", "simulation.csv")
+OUTPUTS = ("build", "runs", "sweep", "__pycache__", "*.png", "*.html", "*.gif", "*.svg",
+           "run.csv", "latch.csv", "simulation.csv")
 
 
 def test_the_pages_have_command_blocks():

@@ -9,6 +9,7 @@ page, each written in turn to the same file: Chromium then keeps plotly.js compi
 pages (its code cache is keyed by the script's URL), which parses in seconds otherwise."""
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -95,9 +96,10 @@ def _shot(b):
     return np.asarray(Image.open(BytesIO(b.get_screenshot_as_png())).convert("RGB")).astype(int)
 
 
-def _open(b, runs, name):
-    """Write ``name``'s page (self-contained) to the shared path and open it from disk."""
-    path = page.write(runs.page, runs.run(name)[2])
+def _open(b, runs, name, run=None):
+    """Write ``name``'s page (self-contained; or ``run``'s) to the shared path and open it from
+    disk."""
+    path = page.write(runs.page, (run or runs.run(name))[2])
     b.get(path.as_uri())
     b.execute_async_script("var cb = arguments[arguments.length - 1]; (function w() { "
                            "if (window.seeReady) cb(1); else setTimeout(w, 50); })();")
@@ -140,18 +142,114 @@ def test_drawn_points_match_kinematics(runs, browser):
     tip = (p["l1"] * np.sin(q1) + p["l2"] * np.sin(q2), -p["l1"] * np.cos(q1) - p["l2"] * np.cos(q2))
     _open(browser, runs, "pendulum_belt")
     _goto(browser, k)
-    got = browser.execute_script(
+    _marker_at(browser, k, 1, tip)
+
+
+def _latch():
+    """The guide's user model (tests/user_models/latch), loaded from its file."""
+    from fmu_src.builder.source import load_with_sets, resolve    # as `embed-fmu animate` does
+    return load_with_sets(resolve(os.path.join(os.path.dirname(__file__), "user_models",
+                                               "latch", "model.py")), {})[0]
+
+
+def test_a_user_models_visuals_follow_its_kinematics(runs, browser):
+    """The guide's latch declares its visuals in its own symbols: at every frame the flap runs
+    from O to P = l (sin th, -cos th) for th of an independent run of the engine to that time,
+    the mass is a circle about P; the latch is drawn once, along th_c; the arrow of the latch's
+    force on the mass is absent while free and, held at the latch, is the statics' force
+    m g sin(th_c) along (cos th_c, sin th_c) (the weight's torque m g l sin th_c over l), scaled.
+    In the page, P's marker is drawn at that place to a pixel, free and latched."""
+    sc = _latch()
+    rec = record.from_engine(sc, stop_time=0.6, fps=20)
+    kin = kinematics.Kinematics(sc)
+    p = sc.defaults()
+    l, th_c, m, g = p["l"], p["th_c"], p["m"], p["g"]
+    sim = sc.simulator()
+    th = []
+    for t in rec.t:
+        if t > sim.state.t:
+            sim.advance(t)
+        th.append(sim.q[0])
+    th = np.array(th)
+    P = np.stack([l * np.sin(th), -l * np.cos(th)], axis=1)
+    assert kin.point_names == ["O", "P"]
+    np.testing.assert_allclose(kin.points(rec)[:, 1], P, atol=1e-9)
+    strokes = {s.name: s for s in kin.strokes(rec)}
+    np.testing.assert_allclose(strokes["flap"].xyz[:, 0], 0, atol=1e-12)
+    np.testing.assert_allclose(strokes["flap"].xyz[:, 1], P, atol=1e-9)
+    ring = strokes["mass"].xyz
+    np.testing.assert_allclose(np.linalg.norm(ring - P[:, None, :], axis=2), 0.04, atol=1e-12)
+    latch = strokes["latch"]
+    assert latch.static
+    axis = np.array([np.sin(th_c), -np.cos(th_c)])
+    np.testing.assert_allclose(latch.xyz[0], [0.9 * l * axis, 1.3 * l * axis], atol=1e-12)
+    free, held = rec.mode == 1, rec.mode == 2
+    assert free.sum() >= 3 and held.sum() >= 3
+    arrow = strokes["latch force on the mass"].xyz
+    assert np.isnan(arrow[free]).all()
+    np.testing.assert_allclose(th[held], th_c, atol=1e-9)
+    force = m * g * np.sin(th_c) * np.array([np.cos(th_c), np.sin(th_c)])
+    np.testing.assert_allclose(arrow[held, 0], P[held], atol=1e-9)          # at P
+    np.testing.assert_allclose(arrow[held, 1], P[held] + 0.05 * force, atol=1e-6)   # to its tip
+    for k in (int(np.flatnonzero(free)[1]), int(np.flatnonzero(held)[-1])):
+        _open(browser, runs, "latch", (rec, kin, page.figure(rec, kin, "latch")))
+        _goto(browser, k)
+        _marker_at(browser, k, 1, P[k])
+
+
+def _marker_at(b, k, i, want):
+    """Frame k's point i in the page's data is ``want`` (to the page's rounding), and its
+    drawn marker sits where the axes map ``want`` (to a pixel)."""
+    got = b.execute_script(
         "var gd = document.getElementById('see');"
         "var f = gd._transitionData._frames.find(function (f) { return f.name === '%d'; });"
-        "var d = f.data.find(function (t) { return t.name === 'points'; });"
         "var L = gd._fullLayout; var i = gd.data.findIndex(function (t) {"
         "  return t.name === 'points'; });"
+        "var d = f.data[f.traces.indexOf(i)];"
         "var pts = gd.querySelectorAll('.scatterlayer .trace')[i].querySelectorAll('.point');"
-        "var tr = pts[1].getAttribute('transform');"
-        "return [d.x[1], d.y[1], tr, L.xaxis.l2p(%r), L.yaxis.l2p(%r)];" % (k, float(tip[0]), float(tip[1])))
-    assert got[0] == pytest.approx(tip[0], abs=1e-4) and got[1] == pytest.approx(tip[1], abs=1e-4)
+        "var tr = pts[%d].getAttribute('transform');"
+        "return [d.x[%d], d.y[%d], tr, L.xaxis.l2p(%r), L.yaxis.l2p(%r)];"
+        % (k, i, i, i, float(want[0]), float(want[1])))
+    step = b.execute_script("return document.getElementById('see').layout.meta.resolution")
+    assert step <= 1e-3 and np.allclose(got[:2], want, rtol=0, atol=step / 2 + 1e-9), got
     x, y = (float(v) for v in got[2].split("(")[1].rstrip(")").split(","))
     assert abs(x - got[3]) <= 1.0 and abs(y - got[4]) <= 1.0
+
+
+def _drawn(trace, dim):
+    """What a trace draws: its line segments (as a set) and its markers (in order)."""
+    pts = list(zip(*[list(trace[k]) for k in "xyz"[:dim]]))
+    segs = {tuple(sorted((a, b))) for a, b in zip(pts, pts[1:]) if None not in a + b}
+    return segs if "lines" in trace.get("mode", "lines") else pts
+
+
+@pytest.mark.parametrize("name", ["pendulum_belt", "pendulum_chain", "ball_bowl"])
+def test_the_smaller_page_draws_what_the_whole_frames_draw(runs, name):
+    """Every frame of the page (its traces merged with the frame's coordinates, as plotly
+    animates) draws the same segments and markers as frames that repeat every moving trace whole
+    with each segment apart, at the same rounding; and that rounding is below a quarter of a
+    pixel of a 1000-pixel view."""
+    rec, kin, small = runs.run(name)
+    step = small["layout"]["meta"]["resolution"]
+    whole = page.figure(rec, kin, name, step=step, share=False)
+    dim = kin.dim
+    lo, hi = page._bounds(kin.strokes(rec), kin.points(rec), dim)
+    assert step <= float(np.max(hi - lo)) / 1000 / 2
+    by_name = {t["name"]: i for i, t in enumerate(small["data"])}
+    for fw, fs in zip(whole["frames"], small["frames"]):
+        for i, d in zip(fw["traces"], fw["data"]):
+            base = whole["data"][i]
+            j = by_name[base["name"]]
+            got = dict(small["data"][j])
+            if j in fs["traces"]:
+                got.update(fs["data"][fs["traces"].index(j)])
+            want = dict(base, **d)
+            assert _drawn(got, dim if i < len(whole["data"]) - 1 else 2) == \
+                _drawn(want, dim if i < len(whole["data"]) - 1 else 2), (fw["name"], base["name"])
+            assert got.get("text") == want.get("text")
+    saved = 1 - len(json.dumps(small["frames"])) / len(json.dumps(whole["frames"]))
+    # the belt's marks keep their x, the chain's joints are drawn once; the ball moves whole
+    assert saved > {"pendulum_belt": 0.25, "pendulum_chain": 0.25}.get(name, 0.0), saved
 
 
 def test_a_model_without_visuals_is_drawn_from_its_bodies(runs):
@@ -210,6 +308,10 @@ def test_pendulum_belt_automaton_is_fig13(runs, tmp_path):
     assert kinds["strike"] == "approaching" and kinds["release"] == "level"
     text = graph.mermaid(sc)
     assert text.startswith("flowchart") and "Zeno handover" in text and "m3" in text
+    resets = {(e.guard, e.reset) for e in edges}     # lambdas named by what they do
+    assert {("release", "enter free, set contact"), ("friction_cone", "enter sliding, set s_dir"),
+            ("initial", "enter free, set contact"), ("strike", "strike"),
+            ("Zeno", "zeno")} <= resets
 
 
 def _overlaps(boxes):
@@ -219,13 +321,18 @@ def _overlaps(boxes):
 
 def test_every_graph(runs, tmp_path):
     """Every bundled scenario's automaton as Mermaid text naming every mode and as SVG, every
-    mode and every edge label drawn once, no two of them overlapping."""
+    mode and every edge label drawn once, no two of them overlapping; no reset map shown as a
+    lambda (nor as the class name EnterMode) in the graph, its Mermaid text or `info`'s text."""
     for name in scenarios.NAMES:
         sc = runs.scenario(name)
         text = graph.mermaid(sc)
         for k in sc.automaton.modes:
             assert f"m{k}" in text, (name, k)
         nodes, edges = graph.automaton_graph(sc)
+        for e in edges:
+            assert "lambda" not in e.reset and "EnterMode" not in e.reset and e.reset, (name, e)
+        for shown in (text, graph.text(sc)):
+            assert "lambda@" not in shown and "<lambda>" not in shown, name
         fig, boxes = graph_svg.draw(sc)
         labels = {k for k, _ in boxes}
         assert {("node", n.id) for n in nodes} <= labels, name
@@ -243,7 +350,7 @@ def test_cli_animate_and_gif(tmp_path):
     html, out = tmp_path / "run.html", tmp_path / "run.gif"
     assert main(["animate", "pendulum_line", "--stop-time", "0.4", "--fps", "20", "--out",
                  str(html), "--gif", str(out), "--gif-fps", "10"]) == 0
-    assert html.stat().st_size > 1e6 and "Plotly.newPlot" in html.read_text()
+    assert html.stat().st_size > 1e6 and "Plotly.newPlot" in page.code(html.read_text())
     from PIL import Image
     im = Image.open(out)
     assert im.n_frames == 5 and im.info["duration"] == 100       # every 2nd of 9, 0.1 s each

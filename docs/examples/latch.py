@@ -15,8 +15,8 @@ from __future__ import annotations
 import sympy as sp
 from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymbols
 
-from embed import (Automaton, Guard, Jump, Mode, Model, Output, Scenario, Start, Var,
-                   holonomic)
+from embed import (Arrow, Automaton, Curve, Guard, Jump, Mode, Model, Output, Scenario, Segment,
+                   Sphere, Start, Var, Visuals, holonomic)
 
 FREE, LATCHED = 1, 2
 
@@ -43,6 +43,24 @@ def strike(ctx) -> Jump:
     if w >= ctx.param("w_latch") and ctx.param("release") < 0.5:
         return Jump(LATCHED, {"impact_speed": w}, u=[0.0], impact=True)
     return Jump(FREE, {"impact_speed": w}, u=[-ctx.param("e") * w], impact=True)
+
+
+def visuals() -> Visuals:
+    """What `embed-fmu animate` draws, in the model's own symbols: the latch at th_c, the flap
+    from O to P and its mass, and the latch's force on the mass, lambda_latch / l along A.x
+    (the multiplier of th - th_c is the latch's torque about O; P = l (sin th, -cos th))."""
+    th = dynamicsymbols("th")
+    l, th_c, s, lam = sp.symbols("l th_c s lambda_latch")
+    P = (l * sp.sin(th), -l * sp.cos(th))
+    A_x = (sp.cos(th), sp.sin(th))                # the flap's frame's x, along P's path
+    return Visuals(ReferenceFrame("N"), [
+        Curve((s * sp.sin(th_c), -s * sp.cos(th_c)), s, 0.9 * l, 1.3 * l, samples=2,
+              name="latch", color="#7f8c8d", width=8),
+        Segment((0, 0), P, name="flap"),
+        Sphere(P, 0.04, name="mass"),
+        Arrow(P, (lam / l * A_x[0], lam / l * A_x[1]), scale=0.05,
+              name="latch force on the mass")],
+        points={"O": (0, 0), "P": P})
 
 
 def build() -> Scenario:
@@ -81,5 +99,5 @@ def build() -> Scenario:
               Var("release", 0, "1 releases the latch, 0 holds", type="Integer", min=0, max=1)]
     start = [Start("th", 0.0, "initial angle of the flap", "rad"),
              Start("w", 6.0, "initial rate of the flap", "rad/s")]
-    return Scenario("latch", aut, parameters, inputs, start=start,
+    return Scenario("latch", aut, parameters, inputs, start=start, visuals=visuals(),
                     positive=("m", "l"), nonnegative=("g", "e", "w_latch"))

@@ -169,9 +169,48 @@ def _returns(f):
     return out
 
 
-def _name(f):
+def reset_name(f, mode_names=None) -> str:
+    """The name a modeller reads for reset map ``f``: a function's own name; a lambda's name
+    from its source: the name it is assigned to (``caught = lambda ctx: ...``), the function
+    that returns it (``def knee_strike(...): return lambda ctx: ...``) or that it calls
+    (``lambda ctx: heel_strike(...)``), else what it does: "enter free, set contact" for
+    ``lambda ctx: Jump(FREE, {"contact": 0.0})`` (the modes it enters, by name, and the
+    discrete variables it sets).  ``EnterMode`` (the default initial reset map) is "enter
+    <mode>"."""
+    names = mode_names or {}
+    if hasattr(f, "mode_id") and not hasattr(f, "__code__"):
+        return f"enter {names.get(f.mode_id, f.mode_id)}"
     name = getattr(f, "__name__", type(f).__name__)
-    return f"lambda@{f.__code__.co_firstlineno}" if name == "<lambda>" else name
+    if name != "<lambda>":
+        return name
+    node, _ = _source_tree(f)
+    if node is None:
+        return "an unnamed reset map"
+    parent = _parents(inspect.getsourcefile(f)).get(node)
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and \
+            isinstance(parent.targets[0], ast.Name):
+        return parent.targets[0].id
+    if isinstance(parent, ast.Return):
+        outer = f.__qualname__.rsplit(".<locals>.", 2)
+        if len(outer) > 1:
+            return outer[-2].rsplit(".", 1)[-1]
+    body = node.body
+    if isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and body.func.id != "Jump":
+        return body.func.id
+    targets = [t for t, _ in jumps(f, None)]
+    sets = [k.value for c in ast.walk(body) if isinstance(c, ast.Call)
+            and isinstance(c.func, ast.Name) and c.func.id == "Jump"
+            for d in c.args[1:2] + [k.value for k in c.keywords if k.arg == "discrete"]
+            if isinstance(d, ast.Dict) for k in d.keys
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    text = "enter " + " or ".join(str(names.get(t, t)) for t in dict.fromkeys(targets))
+    return text + (", set " + ", ".join(dict.fromkeys(sets)) if sets else "")
+
+
+@functools.lru_cache(maxsize=64)
+def _parents(path):
+    """child node -> parent node of the parsed file ``path`` (``_parsed``)."""
+    return {c: n for n in ast.walk(_parsed(path)) for c in ast.iter_child_nodes(n)}
 
 
 def automaton_graph(sc) -> tuple:
@@ -179,6 +218,7 @@ def automaton_graph(sc) -> tuple:
     aut = sc.automaton
     m = aut.model
     qs = {str(s) for s in m.q}
+    titles = {k: mode.name for k, mode in aut.modes.items()}
     nodes = [Node(k, mode.name, tuple(mode.constraints), len(m.u) - len(mode.constraints))
              for k, mode in aut.modes.items()]
     edges = []
@@ -198,15 +238,17 @@ def automaton_graph(sc) -> tuple:
                 cond = f"{_short(e)} {'falls' if g.direction < 0 else 'rises'} through 0"
             targets = jumps(reset, g.name) if reset is not None else [("?", False)]
             for target, impact in targets:
-                edges.append(Edge(k, target, g.name, cond, kind, _name(reset), impact))
+                edges.append(Edge(k, target, g.name, cond, kind, reset_name(reset, titles),
+                                  impact))
     if aut.zeno is not None:
         sources = sorted({e.source for e in edges if e.impact}, key=str)
         for target, _ in jumps(aut.zeno, None):
             for s in sources:
                 edges.append(Edge(s, target, "Zeno", "impacts accumulate", "zeno",
-                                  _name(aut.zeno), True))
+                                  reset_name(aut.zeno, titles), True))
     for target, _ in jumps(aut.initial, None):
-        edges.append(Edge("start", target, "initial", "", "initial", _name(aut.initial)))
+        edges.append(Edge("start", target, "initial", "", "initial",
+                          reset_name(aut.initial, titles)))
     if any(e.target == "?" for e in edges):
         nodes.append(Node("?", "chosen at run time", (), -1))
     return nodes, edges

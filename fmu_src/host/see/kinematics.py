@@ -247,8 +247,8 @@ def _curve(k, item, fns, cols, F):
     cols2 = [np.asarray(c, dtype=float)[:, None] if np.ndim(c) else c for c in cols]
     vals = [np.broadcast_to(np.asarray(x, dtype=float), s.shape) for x in fn(s, *cols2)]
     xyz = np.stack(vals[:k.dim], axis=2).copy()
-    if item.when is not None:
-        xyz[vals[k.dim] <= 0] = np.nan
+    if item.when is not None:       # a gap where a coordinate is NaN: the last one suffices
+        xyz[..., -1][vals[k.dim] <= 0] = np.nan      # (a belt's marks keep their x)
     return xyz
 
 
