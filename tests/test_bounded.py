@@ -49,7 +49,7 @@ def test_a_collapsing_adaptive_step_is_stopped_by_the_budget(belt, monkeypatch):
     """The counted budget (adaptive steps have no length known up front): with a budget of
     50 steps, h_max 1 ms and rtol 1e-15 (59 steps measured), 45 ms pass the check up
     front (at least 45 steps) but are not reached; the state is kept."""
-    import embed.hybrid.simulator as es
+    import embed.hybrid.stepping as es
     monkeypatch.setattr(es, "MAX_STEPS", 50)
     sim = belt.simulator(solver="adaptive", rtol=1e-15)
     t, x = sim.t, sim.x

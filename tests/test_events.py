@@ -41,12 +41,12 @@ def trace(sim, output, fine=4):
     on the integrator's continuous extension from the step's start (a dip through the wall
     and back within one step would show there).  Returns a function giving the values."""
     steps = []                         # (t, x, compiled mode) at the start of each step
-    accept = sim._accept
+    accept = sim.accept
 
     def spy(y):
         steps.append((sim.t, sim.x, sim.compiled_mode))
         accept(y)
-    sim._accept = spy
+    sim.accept = spy
 
     def values():
         out = []

@@ -566,14 +566,14 @@ def test_prepare_rehearses_the_switch_and_changes_nothing():
     tq = np.concatenate(([sim.t], qm, sim.pvec))
     assert np.abs(projection.phi(tq)[0]).max() <= 1e-12
     before = sim.get_state()
-    flags = (dict(sim.last_impulse), sim.step_flags(), sim.event_count)
+    flags = (dict(sim.last_impulse), sim.flags.saved(), sim.event_count)
     sim.prepare(active)
     assert any(k[:2] == (sim.state.mode, active) for k in sim.library.numeric_modes)
     after = sim.get_state()
     assert set(after) == set(before)
     for k in before:
         assert np.array_equal(np.asarray(after[k], dtype=object), np.asarray(before[k], dtype=object)), k
-    assert (dict(sim.last_impulse), sim.step_flags(), sim.event_count) == flags
+    assert (dict(sim.last_impulse), sim.flags.saved(), sim.event_count) == flags
     sim.pvec[sim.pnames.index("d")] = 10.0                     # beyond the chain's reach
     assert on_manifold(projection, sim.t, sim.q, sim.pvec) is None
     sim.prepare(active)

@@ -15,32 +15,26 @@ MuJoCo's mjModel/mjData); its fields read as the simulator's too (``sim.t``, ``s
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
-from . import events, state as state_mod, switching
-from ..model.automaton import Automaton, Jump
-from ..model.reset_maps import reset_map
-from ..model.context import Context
-from ..base.errors import (EmbedError, InputError, IntegrationError, ModelDefinitionError,
-                     StepBudgetError)
-from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED  # noqa: F401
+from . import outside, start as start_mod, state as state_mod, stepping, switching
+from ..model.automaton import Automaton
+from ..base.errors import InputError, ModelDefinitionError
 from .integrators import make_integrator
 from ..modes.forming import AutomatonForms
 from ..modes.formulations import Formulation
 from .after_step import after_step_for
 from ..modes.library import ModeLibrary
 from ..modes.mode_compiler import ModeCompiler
-from .projection import Projection, nearest_on_manifold, on_manifold
+from .projection import Projection
 from .state import RunState
+from .stepping import MAX_STEPS, StepFlags  # noqa: F401  (MAX_STEPS: the FMU's budget)
 from .warmup import warm_up
 
 EMBEDDINGS = ("symbolic", "numeric", "background")
 STATE_FIELDS = state_mod.STATE_KEYS
-MAX_STEPS = 2_000_000  # internal steps one advance may take (slider_crank3 in 100 s
-                       # communication steps at h_max = 1 ms takes 1e5); beyond: StepBudgetError
 
 
 class Simulator:
@@ -93,7 +87,7 @@ class Simulator:
                              "'numeric' for the compiled-terms path alone")
         # the formulation (embed.modes.formulations): its compiled modes and what follows a step
         self.formulation = Formulation.of(formulation, formulation_options)
-        self._after_step, self._after_every_step = after_step_for(self.formulation)
+        self.after_step, self.after_every_step = after_step_for(self.formulation)
         self.embedding = embedding
         self.compiler = compiler
         self.precompile = precompile
@@ -128,10 +122,7 @@ class Simulator:
         self.last_impulse = {}
         self.impacts = []
         self.zeno_dt = float(zeno_dt)
-        self._rehearsed = None    # (mode, condition) whose event was rehearsed (_rehearse)
-        self._dirty = True        # inputs or state changed since the monitors were computed
-        self._rearm = False       # an input changed its value since the last advance
-        self._checkpoint = None   # the state at the start of the running advance
+        self.flags = StepFlags()  # the stepping's own flags (``embed.hybrid.stepping``)
         # the consistent start (``switching.consistent_start``, docs/design.md): corrected
         # or kept, the change (dq, du), its norm and the message the FMU logs
         self.consistent_start = bool(consistent_start)
@@ -178,21 +169,8 @@ class Simulator:
 
     def nearest_configuration(self, active, q=None):
         """The configuration on the holonomic constraints of the set ``active`` nearest to q
-        (default: the current one) at the current time and discrete values: min ||q' - q||
-        subject to Phi(q') = 0 (``projection.nearest_on_manifold``, the consistent start);
-        where that iteration does not settle (q far from a curved manifold), one reached by
-        minimum-norm Newton steps (``projection.on_manifold``).  IntegrationError if neither
-        gets there."""
-        q = np.array(self.q if q is None else q, dtype=float)
-        projection = switching.entered(self, tuple(sorted(active)))[1]
-        t, p = self.state.t, self.state.pvec
-        try:
-            return nearest_on_manifold(projection, t, q, p)
-        except IntegrationError as exc:
-            found = on_manifold(projection, t, q, p)
-            if found is None:
-                raise exc
-            return found
+        (default: the current one; ``embed.hybrid.start.nearest_configuration``)."""
+        return start_mod.nearest_configuration(self, active, q)
 
     def expect_background_mode(self, key):
         """Mode ``key`` was asked of the background workers by someone else (a worker relayed
@@ -205,69 +183,11 @@ class Simulator:
         st, o = self.state, self.discrete_offset
         st.pvec[o:o + len(self.dnames)] = [float(st.discrete[k]) for k in self.dnames]
 
-    # the stepping's own flags (``advance``): which event was rehearsed, whether the inputs
-    # or the state changed since the monitors were computed, whether an input's new value
-    # asks the guards to be armed again.  Changed by switching.py through these calls.
-    def entered_mode(self):
-        """A mode was just entered: its monitors are fresh, its guards armed, nothing of it
-        rehearsed."""
-        self._rehearsed = None
-        self._dirty = self._rearm = False
-
-    def rehearsing(self, mode, gi):
-        """The event of switching condition ``gi`` of ``mode`` is being rehearsed."""
-        self._rehearsed = (mode, gi)
-
-    def step_flags(self):
-        """The stepping's flags, to be given back to ``restore_step_flags`` (a rehearsal that
-        runs the simulator and undoes it)."""
-        return self._rehearsed, self._dirty, self._rearm
-
-    def restore_step_flags(self, flags):
-        self._rehearsed, self._dirty, self._rearm = flags
-
     def start(self, t0: float, q0, u0) -> None:
-        """Initial reset map (eq 20): choose the first mode and embed it.  With more than one
-        mode the unconstrained terms are compiled now too (reset maps need M).
-
-        Parameters
-        ----------
-        t0 : float
-            The start time (s); the fixed-step grid starts here.
-        q0, u0 : array_like
-            The generalized coordinates and speeds (the automaton's ``initial`` reset map may
-            project them on the first mode's constraints).
-        """
-        st = self.state
-        st.t = float(t0)
-        self.integrator.restart(st.t)     # the fixed-step grid starts here
-        st.x = np.array(q0, dtype=float)
-        st.mon = np.array(u0, dtype=float)
-        self.sync_discrete()
-        if len(self.aut.modes) > 1:
-            self.mode_compiler.numeric_terms()
-            for name in self.aut.constraints:      # each constraint's own terms (Sec 5.5)
-                self.forms.constraint_terms(name)
-            for mode in self.aut.modes.values():   # and each mode's set of them
-                switching.entered(self, tuple(sorted(mode.constraints)))
-        if self.precompile:
-            self.mode_compiler.precompile()
-        if len(self.aut.modes) > 1 or self.embedding != "symbolic":
-            self.mode_compiler.prepare()      # the compiled-terms programs: none in the step
-        self.mode_compiler.starting = True
-        try:
-            jumps = switching.jumps_of(reset_map(self.aut, "initial", Context(self)))
-            first = switching.consistent_start(self, jumps[0], self.consistent_start)
-            switching.apply_all(self, [first, *jumps[1:]])
-        finally:
-            self.mode_compiler.starting = False
-            self.keeping_start = False
-        if self.start_correction > 0.0:
-            dq, du = self.start_change
-            self.start_log = (f"start made consistent with the constraints of mode "
-                              f"{self.state.mode}: |dq| = {np.linalg.norm(dq):.3g}, |du| = "
-                              f"{np.linalg.norm(du):.3g} (start_correction "
-                              f"{self.start_correction:.3g})")
+        """Initial reset map (eq 20): choose the first mode and embed it, from the start time
+        t0 (s; the fixed-step grid starts here) and q0, u0 (made consistent with the first
+        mode's constraints unless ``consistent_start`` is False): ``embed.hybrid.start``."""
+        start_mod.start(self, t0, q0, u0)
 
     def prepare(self, constraints):
         """Compile ahead what the current mode needs with the constraints ``constraints``
@@ -319,17 +239,8 @@ class Simulator:
 
     # ---------------------------------------------------- the parameter vector
     def param(self, name: str) -> float:
-        """A parameter, input or discrete variable by name.
-
-        Parameters
-        ----------
-        name : str
-
-        Returns
-        -------
-        float
-            Its current value (ModelDefinitionError if there is none).
-        """
+        """A parameter, input or discrete variable's current value by name
+        (ModelDefinitionError if there is none)."""
         if name in self.pnames:
             return float(self.state.pvec[self.pnames.index(name)])
         try:
@@ -338,51 +249,15 @@ class Simulator:
             raise ModelDefinitionError(f"no parameter {name!r}") from None
 
     def set_inputs(self, values: dict) -> None:
-        """Take the inputs in ``values``, all or none.
-
-        Parameters
-        ----------
-        values : dict of str to float
-            Inputs by name; others keep their values.
-
-        Raises
-        ------
-        InputError
-            Naming the input, for a non-finite value or one outside the automaton's allowed
-            values for it; nothing is changed.
-        """
-        new, pvec, o = {}, self.state.pvec, self.n_params
-        for i, s in enumerate(self.model.inputs):
-            name = str(s)
-            if name in values:
-                try:
-                    v = float(values[name])
-                except (TypeError, ValueError):
-                    raise InputError(f"input {name} = {values[name]!r} is not a number; keeping "
-                                     f"{pvec[o + i]!r}") from None
-                if not math.isfinite(v):
-                    raise InputError(f"input {name} = {v} is not finite; keeping its previous value")
-                allowed = self.aut.allowed.get(name)
-                if allowed is not None and v not in allowed:
-                    raise InputError(f"input {name} = {values[name]!r} is not one of the allowed "
-                                     f"values {list(allowed)}; keeping {pvec[o + i]:g}")
-                new[o + i] = v
-        for k, v in new.items():
-            if v != pvec[k]:
-                self._rearm = True
-            pvec[k] = v
-        self._dirty = True
+        """Take the inputs in ``values`` (by name), all or none; InputError naming a bad one
+        (``embed.hybrid.outside.set_inputs``)."""
+        outside.set_inputs(self, values)
 
     # ----------------------------------------------------------------- probes
     def constraint_forces(self) -> dict:
-        """Multipliers of the active constraints: F + F* + B^T lambda = 0 (zero where a declared
-        force symbol carries the constraint force, see ``forces_now``).
-
-        Returns
-        -------
-        dict of str to float
-            Active constraint name -> multiplier (empty before ``start``).
-        """
+        """Multipliers of the active constraints by name: F + F* + B^T lambda = 0 (zero where
+        a declared force symbol carries the constraint force, see ``forces_now``); empty
+        before ``start``."""
         st = self.state
         if st.compiled_mode is None:
             return {}
@@ -396,13 +271,7 @@ class Simulator:
         return dict(zip(map(str, self.model.forces), st.mon[st.compiled_mode.sl_forces].tolist()))
 
     def outputs_now(self) -> dict:
-        """The automaton's outputs at the current state.
-
-        Returns
-        -------
-        dict of str to float
-            Output name -> value (empty before ``start``).
-        """
+        """The automaton's outputs at the current state by name (empty before ``start``)."""
         st = self.state
         if st.compiled_mode is None:
             return {}
@@ -415,50 +284,17 @@ class Simulator:
 
     # --------------------------------------------------------------- events
     def jump_to(self, mode: int, q=None, u=None, label: str = "reset", **discrete) -> None:
-        """Enter ``mode`` now with an optional new state (a reset from outside: an event).
-
-        Parameters
-        ----------
-        mode : int
-            A mode of the automaton.
-        q, u : array_like, optional
-            New coordinates and speeds (default: the current ones).
-        label : str
-            The event's name in ``events``.
-        **discrete : float
-            Discrete variables set by the reset.
-        """
-        before = self.state.mode
-        saved = state_mod.checkpoint(self.state, self.integrator)
-        try:
-            switching.apply(self, Jump(mode, discrete, q=q, u=u))
-        except EmbedError:        # nothing entered: the state before the reset is kept
-            state_mod.rollback(self.state, self.integrator, saved)
-            self.sync_discrete()
-            self._dirty = True
-            raise
-        switching.record(self, label, before)
+        """Enter ``mode`` now with an optional new state (a reset from outside, logged as the
+        event ``label``; ``embed.hybrid.outside.jump_to``)."""
+        outside.jump_to(self, mode, q, u, label, **discrete)
 
     def set_constraints(self, names, label: str = "constraints") -> None:
-        """Activate exactly the constraints ``names`` in the current mode now (an event, with
-        the momentum-consistent activation jump of mueller eq 7 for the new ones).
+        """Activate exactly the constraints ``names`` now, with the momentum-consistent jump
+        of mueller eq 7 (``embed.hybrid.outside.set_constraints``)."""
+        outside.set_constraints(self, names, label)
 
-        Parameters
-        ----------
-        names : iterable of str
-            Constraints of the automaton (ModelDefinitionError naming an unknown one).
-        label : str
-            The event's name in ``events``.
-        """
-        for c in names:
-            if c not in self.aut.constraints:
-                raise ModelDefinitionError(f"unknown constraint {c!r}; known: "
-                                           f"{sorted(self.aut.constraints)}")
-        before = self.state.mode
-        switching.apply(self, Jump(before, constraints=tuple(names)))
-        switching.record(self, label, before)
-
-    def _accept(self, y):
+    def accept(self, y):
+        """Take y = [x, monitors] of the active mode as the current state (finite only)."""
         st = self.state
         nx = st.compiled_mode.nx
         state_mod.check_finite(self, y, "state")
@@ -467,130 +303,20 @@ class Simulator:
 
     # ---------------------------------------------------------------- advance
     def rollback(self):
-        """Back to the state at the start of the last ``advance`` if it failed (the last good
-        state; ``advance`` does this itself before it raises); after a successful one, or
-        before any, nothing to do: the current state is the last good one."""
-        if self._checkpoint is None:
-            return
-        state_mod.rollback(self.state, self.integrator, self._checkpoint)
-        self.sync_discrete()
-        self._dirty = True
+        """Back to the state at the start of the last ``advance`` if it failed
+        (``embed.hybrid.stepping.rollback``)."""
+        stepping.rollback(self)
 
     def advance(self, t_end, stop_at_event=False):
-        """Integrate to t_end, handling every event on the way, in time order.  Any EmbedError
-        on the way rolls back to the state at the call (the last good state) and is raised.
-
-        Parameters
-        ----------
-        t_end : float
-            Finite, not before the current time (s).
-        stop_at_event : bool
-            Return at the first event located before t_end, once it (and every condition its
-            reset map leaves due) is handled: the state is the event's right limit at its
-            located time (FMI 3.0 early return, fmu_src/runtime/loader/fmi3_loader.c).
-
-        Returns
-        -------
-        bool
-            Whether it stopped at an event before t_end (only with ``stop_at_event``).
-
-        Raises
-        ------
-        InputError, StepBudgetError
-            Before anything changes.
-        EmbedError
-            After rolling back.
-        """
-        t_end = float(t_end)
-        st = self.state
-        if not (math.isfinite(t_end) and t_end >= st.t - EVENT_TOL):
-            raise InputError(f"advance to t_end = {t_end!r} from t = {st.t!r} s: the end "
-                             "must be finite and not before the current time")
-        n = self.integrator.steps_needed(st.t, t_end)
-        if n > MAX_STEPS:
-            raise StepBudgetError(
-                f"advancing {t_end - st.t:.6g} s from t = {st.t:.9g} s needs at least {n:.3g}"
-                f" steps of h_max = {self.integrator.h_max:g} s, more than the budget of "
-                f"{MAX_STEPS:.0e} steps per call; take shorter communication steps or a larger "
-                "h_max (the state is kept)")
-        self._checkpoint = state_mod.checkpoint(st, self.integrator)
-        try:
-            early = self._advance(t_end, stop_at_event)
-        except EmbedError:
-            self.rollback()
-            self._checkpoint = None   # rolled back: the current state is the last good one
-            raise
-        self._checkpoint = None       # the last good state is this one
-        return early
-
-    def _advance(self, t_end, stop_at_event=False):
-        st = self.state
-        if self.compiler is not None:
-            self.poll_background()
-        if self._dirty:     # inputs changed at this communication point: a condition may be due now
-            st.mon = st.compiled_mode.monitors(st.t, st.x, st.pvec)
-            state_mod.check_finite(self, st.mon, "monitors")
-            self._dirty = False
-            if self._rearm:
-                self._rearm = False
-                st.armed = events.rearm_after_input(st.mon[st.compiled_mode.sl_guards].tolist(),
-                                                    st.armed)
-            while (gi := events.due(st.mon[st.compiled_mode.sl_guards], st.armed, st.enabled,
-                                    -PROBE_G)) is not None:
-                switching.handle(self, gi)
-        integ, p = self.integrator, st.pvec
-        t_start = st.t
-        budget = MAX_STEPS
-        due, approaching = events.due, events.approaching   # looked up once an advance
-        while t_end - st.t > EVENT_TOL:
-            budget -= 1
-            if budget < 0:
-                raise StepBudgetError(
-                    f"{MAX_STEPS:.0e} steps (h_max = {integ.h_max:g} s) did not reach t = "
-                    f"{t_end:.9g} s from t = {t_start:.9g} s: they averaged "
-                    f"{(st.t - t_start) / MAX_STEPS:.3g} s up to t = {st.t:.9g} s; "
-                    "check the inputs and rtol (the state is kept)")
-            compiled, x0 = st.compiled_mode, st.x
-            h, y = integ.step(compiled, st.t, x0, p, t_end - st.t)
-            sl = compiled.sl_guards
-            gs = compiled.nx + sl.start
-            g_end = y[gs:gs + sl.stop - sl.start].tolist()   # plain floats
-            if due(g_end, st.armed, st.enabled) is None:
-                g_prev = st.mon[sl].tolist()
-                self._accept(y)
-                st.t = integ.t_next
-                if st.projection.holonomic or st.watch or self._after_every_step:
-                    self._after_step(self)      # switching.after_step unless a formulation's
-                if (gi := approaching(g_prev, g_end, st.armed, st.enabled, self._rehearsed,
-                                      st.mode)) is not None:
-                    switching.rehearse(self, gi)
-                if UNARMED in st.armed or HELD in st.armed:       # not all ARMED
-                    st.armed = tuple(ARMED if v > 0 else a for a, v in
-                                     zip(st.armed, st.mon[st.compiled_mode.sl_guards].tolist()))
-                continue
-            hits = [i for i, (v, a, e) in enumerate(zip(g_end, st.armed, st.enabled))
-                    if a and e and v <= LEVEL[a]]
-            tau, gi = min((switching.locate(self, i, x0, p, h, g_end[i]), i) for i in hits)
-            self._accept(integ.partial(compiled, st.t, x0, p, tau))
-            st.t += tau
-            switching.handle(self, gi)
-            # a reset map may leave another condition already crossed (not merely at zero)
-            while (gi := due(st.mon[st.compiled_mode.sl_guards], st.armed, st.enabled,
-                             -PROBE_G)) is not None:
-                switching.handle(self, gi)
-            if stop_at_event and t_end - st.t > EVENT_TOL:
-                return True
-        return False
+        """Integrate to t_end, handling every event on the way, in time order
+        (``embed.hybrid.stepping.advance``, where the arguments, the returned flag and the
+        errors are described); any EmbedError rolls back to the state at the call."""
+        return stepping.advance(self, t_end, stop_at_event)
 
     # ------------------------------------------------------------------ state
     def get_state(self) -> dict:
-        """Everything that decides the future.
-
-        Returns
-        -------
-        dict
-            Plain Python and numpy values (``embed.hybrid.state.serialize``), for ``set_state``.
-        """
+        """Everything that decides the future, as plain Python and numpy values
+        (``embed.hybrid.state.serialize``), for ``set_state``."""
         return state_mod.serialize(self.state, self.integrator)
 
     def set_state(self, s):
@@ -603,8 +329,7 @@ class Simulator:
         _, st.projection, st.watch = switching.entered(self, st.active)
         st.compiled_mode = compiled
         self.integrator.set_state(s["integrator"])
-        self._checkpoint = None
-        self._dirty = self._rearm = False
+        self.flags.checkpoint, self.flags.dirty, self.flags.rearm = None, False, False
 
     def check_state(self, s):
         """StateError unless ``s`` is a whole, consistent state of this simulator

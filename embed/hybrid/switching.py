@@ -171,7 +171,7 @@ def apply(sim, jump: Jump):
     st.kappa0 = float(st.mon[compiled.i_kappa])
     st.enabled = tuple(g.enabled is None or bool(g.enabled(st.discrete)) for g in mode.guards)
     st.armed = events.arm(st.mon[compiled.sl_guards].tolist(), lambda: guards_later(sim))
-    sim.entered_mode()
+    sim.flags.entered_mode()
 
 def guards_later(sim):
     """The switching conditions an instant (PROBE) after the current state (events.arm)."""
@@ -238,7 +238,7 @@ def rehearse(sim, gi):
     Changes no state; a failure here is left for the event itself to report.  Returns
     whether the rehearsal went through."""
     st = sim.state
-    sim.rehearsing(st.mode, gi)
+    sim.flags.rehearsed = (st.mode, gi)
     try:
         name = sim.aut.modes[st.mode].guards[gi].name
         jump = sim.aut.transition(Context(sim, name), name)
@@ -273,7 +273,7 @@ def rehearse_entry(sim, active):
     q = on_manifold(entered(sim, active)[1], st.t, sim.q, st.pvec)
     if q is None:
         return
-    kept = sim.get_state(), sim.last_impulse, sim.step_flags()
+    kept = sim.get_state(), sim.last_impulse, sim.flags.saved()
     try:
         apply(sim, Jump(st.mode, constraints=active, q=q))
         sim.advance(st.t + sim.integrator.h_max)
@@ -282,7 +282,7 @@ def rehearse_entry(sim, active):
     finally:
         sim.set_state(kept[0])
         sim.last_impulse = kept[1]
-        sim.restore_step_flags(kept[2])
+        sim.flags.restore(kept[2])
 
 def locate(sim, gi, x0, p, h, gb):
     """Earliest tau in (0, h] where guard gi falls to its firing level (``events.locate``

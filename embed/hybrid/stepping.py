@@ -1,0 +1,174 @@
+"""The stepping loop of a simulator (gillespie2005 Sec 5, Fig 4): integrate the active mode's
+minimal ODE, locate the switching conditions crossed inside each step on the integrator's
+continuous extension (``embed.hybrid.events``), apply the reset maps in time order
+(``embed.hybrid.switching``) and roll back to the last good state when anything fails.
+
+The loop's own flags (``StepFlags``) are a field of the simulator, ``sim.flags``: they say
+whether the monitors are stale and which event was rehearsed; they are not part of the run
+state (``embed.hybrid.state.RunState``) since they never decide the future.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from . import events, state as state_mod, switching
+from ..base.errors import EmbedError, InputError, StepBudgetError
+from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE_G, UNARMED
+
+# internal steps one advance may take (a 100 s communication step at h_max = 1 ms is 1e5);
+# beyond: StepBudgetError
+MAX_STEPS = 2_000_000
+
+
+@dataclass
+class StepFlags:
+    """The stepping's flags between advances."""
+
+    rehearsed: Optional[tuple] = None   # (mode, condition) whose event was rehearsed
+    dirty: bool = True                  # inputs or state changed since the monitors were computed
+    rearm: bool = False                 # an input changed its value since the last advance
+    checkpoint: Any = None              # the state at the start of the running advance
+
+    def entered_mode(self):
+        """A mode was just entered: its monitors are fresh, its guards armed, nothing of it
+        rehearsed."""
+        self.rehearsed = None
+        self.dirty = self.rearm = False
+
+    def saved(self):
+        """The flags, for ``restore`` (a rehearsal runs the simulator and undoes it)."""
+        return self.rehearsed, self.dirty, self.rearm
+
+    def restore(self, saved):
+        self.rehearsed, self.dirty, self.rearm = saved
+
+
+def rollback(sim):
+    """Back to the state at the start of the last ``advance`` if it failed (the last good
+    state; ``advance`` does this itself before it raises); after a successful one, or before
+    any, nothing to do: the current state is the last good one."""
+    if sim.flags.checkpoint is None:
+        return
+    state_mod.rollback(sim.state, sim.integrator, sim.flags.checkpoint)
+    sim.sync_discrete()
+    sim.flags.dirty = True
+
+
+def advance(sim, t_end, stop_at_event=False):
+    """Integrate to t_end, handling every event on the way, in time order.  Any EmbedError
+    on the way rolls back to the state at the call (the last good state) and is raised.
+
+    Parameters
+    ----------
+    sim : Simulator
+    t_end : float
+        Finite, not before the current time (s).
+    stop_at_event : bool
+        Return at the first event located before t_end, once it (and every condition its
+        reset map leaves due) is handled: the state is the event's right limit at its
+        located time (FMI 3.0 early return, fmu_src/runtime/loader/fmi3_loader.c).
+
+    Returns
+    -------
+    bool
+        Whether it stopped at an event before t_end (only with ``stop_at_event``).
+
+    Raises
+    ------
+    InputError, StepBudgetError
+        Before anything changes.
+    EmbedError
+        After rolling back.
+    """
+    t_end = float(t_end)
+    st = sim.state
+    if not (math.isfinite(t_end) and t_end >= st.t - EVENT_TOL):
+        raise InputError(f"advance to t_end = {t_end!r} from t = {st.t!r} s: the end "
+                         "must be finite and not before the current time")
+    n = sim.integrator.steps_needed(st.t, t_end)
+    if n > MAX_STEPS:
+        raise StepBudgetError(
+            f"advancing {t_end - st.t:.6g} s from t = {st.t:.9g} s needs at least {n:.3g}"
+            f" steps of h_max = {sim.integrator.h_max:g} s, more than the budget of "
+            f"{MAX_STEPS:.0e} steps per call; take shorter communication steps or a larger "
+            "h_max (the state is kept)")
+    sim.flags.checkpoint = state_mod.checkpoint(st, sim.integrator)
+    try:
+        early = _run(sim, t_end, stop_at_event)
+    except EmbedError:
+        rollback(sim)
+        sim.flags.checkpoint = None   # rolled back: the current state is the last good one
+        raise
+    sim.flags.checkpoint = None       # the last good state is this one
+    return early
+
+
+def _due_now(sim):
+    """The monitors at the current state (inputs changed at this communication point): a
+    condition may be due now; its reset maps applied."""
+    st, flags = sim.state, sim.flags
+    st.mon = st.compiled_mode.monitors(st.t, st.x, st.pvec)
+    state_mod.check_finite(sim, st.mon, "monitors")
+    flags.dirty = False
+    if flags.rearm:
+        flags.rearm = False
+        st.armed = events.rearm_after_input(st.mon[st.compiled_mode.sl_guards].tolist(),
+                                            st.armed)
+    while (gi := events.due(st.mon[st.compiled_mode.sl_guards], st.armed, st.enabled,
+                            -PROBE_G)) is not None:
+        switching.handle(sim, gi)
+
+
+def _run(sim, t_end, stop_at_event=False):
+    st, flags = sim.state, sim.flags
+    if sim.compiler is not None:
+        sim.poll_background()
+    if flags.dirty:
+        _due_now(sim)
+    integ, p = sim.integrator, st.pvec
+    t_start = st.t
+    budget = MAX_STEPS
+    due, approaching = events.due, events.approaching   # looked up once an advance
+    after_step, after_every_step = sim.after_step, sim.after_every_step
+    while t_end - st.t > EVENT_TOL:
+        budget -= 1
+        if budget < 0:
+            raise StepBudgetError(
+                f"{MAX_STEPS:.0e} steps (h_max = {integ.h_max:g} s) did not reach t = "
+                f"{t_end:.9g} s from t = {t_start:.9g} s: they averaged "
+                f"{(st.t - t_start) / MAX_STEPS:.3g} s up to t = {st.t:.9g} s; "
+                "check the inputs and rtol (the state is kept)")
+        compiled, x0 = st.compiled_mode, st.x
+        h, y = integ.step(compiled, st.t, x0, p, t_end - st.t)
+        sl = compiled.sl_guards
+        gs = compiled.nx + sl.start
+        g_end = y[gs:gs + sl.stop - sl.start].tolist()   # plain floats
+        if due(g_end, st.armed, st.enabled) is None:
+            g_prev = st.mon[sl].tolist()
+            sim.accept(y)
+            st.t = integ.t_next
+            if st.projection.holonomic or st.watch or after_every_step:
+                after_step(sim)      # switching.after_step unless a formulation's
+            if (gi := approaching(g_prev, g_end, st.armed, st.enabled, flags.rehearsed,
+                                  st.mode)) is not None:
+                switching.rehearse(sim, gi)
+            if UNARMED in st.armed or HELD in st.armed:       # not all ARMED
+                st.armed = tuple(ARMED if v > 0 else a for a, v in
+                                 zip(st.armed, st.mon[st.compiled_mode.sl_guards].tolist()))
+            continue
+        hits = [i for i, (v, a, e) in enumerate(zip(g_end, st.armed, st.enabled))
+                if a and e and v <= LEVEL[a]]
+        tau, gi = min((switching.locate(sim, i, x0, p, h, g_end[i]), i) for i in hits)
+        sim.accept(integ.partial(compiled, st.t, x0, p, tau))
+        st.t += tau
+        switching.handle(sim, gi)
+        # a reset map may leave another condition already crossed (not merely at zero)
+        while (gi := due(st.mon[st.compiled_mode.sl_guards], st.armed, st.enabled,
+                         -PROBE_G)) is not None:
+            switching.handle(sim, gi)
+        if stop_at_event and t_end - st.t > EVENT_TOL:
+            return True
+    return False
