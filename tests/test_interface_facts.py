@@ -73,7 +73,7 @@ def test_the_fmu_refuses_what_the_variable_refuses(instance):
     vr = {v.name: v.value_reference for v in instance.vars.values()}
     instance.enter_initialization_mode()
     for name, value in (("m", -2.0), ("mu", -0.1), ("h_max", 1e-12), ("solver", "euler")):
-        spec = instance._specs[vr[name]][0]
+        spec = instance.variables.specs[vr[name]][0]
         before = getattr(instance, name)
         setter = instance.set_string if spec.type == "String" else instance.set_real
         setter([vr[name]], [value])

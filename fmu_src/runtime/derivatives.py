@@ -203,7 +203,7 @@ def directional_derivative(slave, unknowns, knowns, seed):
     sim = slave.sim
     if sim is None:
         raise CallError("the instance did not initialize (see the log)")
-    slave._read_inputs()
+    slave.read_inputs()
     out = np.zeros(len(unknowns))
     live = [(k, _row(slave, name)) for k, (name, d) in enumerate(readers) if d]
     live = [(k, r) for k, r in live if r is not None]
@@ -229,7 +229,7 @@ def _is_real_input(slave, name):
 
 
 def _spec(slave, vr):
-    spec = slave._specs.get(int(vr))
+    spec = slave.variables.specs.get(int(vr))
     if spec is None:
         raise CallError(f"unknown value reference {vr}")
     return spec

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 import sys
 import weakref
@@ -183,3 +184,29 @@ def fmi2_call(kind, default=None):
             return default(self, *args) if default is not None else None
         return call
     return wrap
+
+
+def check_step(slave, current_time, step_size, max_steps):
+    """fmi2DoStep's arguments (FMI 2.0, Sec 4.2.3): a positive finite step from the
+    previous communication point (rounding of a master's running sum tolerated), of at most
+    ``max_steps`` fixed steps, on an instance that initialized and did not fail for good."""
+    if slave.broken is not None:
+        code, message = slave.broken
+        raise CallError(f"a step failed for good ({message}); no step can get past it: fix "
+                        "the model and build the FMU again (fmi2Reset starts over)",
+                        code=code)
+    if not (math.isfinite(step_size) and step_size > 0):
+        raise CallError(f"communicationStepSize = {step_size!r} must be positive and finite")
+    t = slave.t_comm
+    if not (math.isfinite(current_time)
+            and abs(current_time - t) <= 1e-9 * max(1.0, abs(t), step_size)):
+        raise CallError(f"currentCommunicationPoint = {current_time!r} is not the end of the "
+                        f"previous step, t = {t!r} (FMI 2.0 Sec 4.2.3: steps follow each "
+                        "other; restore a saved FMU state to go back)")
+    if slave.solver == "rk4" and step_size / slave.h_max > max_steps:
+        raise CallError(f"communicationStepSize = {step_size!r} s would take "
+                        f"{step_size / slave.h_max:.3g} internal steps of h_max = "
+                        f"{slave.h_max} s (at most {max_steps:.3g}); use shorter "
+                        "communication steps or a larger h_max")
+    if slave.sim is None:
+        raise CallError("the instance did not initialize (see the log)")

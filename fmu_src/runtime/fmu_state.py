@@ -33,8 +33,8 @@ def snapshot(slave) -> dict:
             "fmi_state": State.NAMES[slave.fmi_state], "t_comm": slave.t_comm,
             "start_time": slave.start_time, "status": slave.status,
             "variables": {v.name: getattr(slave, v.name) for v, causality
-                          in slave._specs.values() if causality != Fmi2Causality.output},
-            "inputs": dict(slave._good_inputs), "inputs_set": sorted(slave._inputs_set),
+                          in slave.variables.specs.values() if causality != Fmi2Causality.output},
+            "inputs": dict(slave.variables.good_inputs), "inputs_set": sorted(slave.variables.inputs_set),
             "sim": slave.sim.get_state() if slave.sim is not None else None,
             "ext": slave.ext.state() if slave.ext is not None else None}
 
@@ -56,13 +56,13 @@ def check(slave, state) -> None:
     if state["t_comm"] < state["start_time"]:
         raise CallError(f"FMU state: its communication point t = {state['t_comm']!r} s lies "
                         f"before its start time {state['start_time']!r} s")
-    names = {v.name: vr for vr, (v, c) in slave._specs.items() if c != Fmi2Causality.output}
+    names = {v.name: vr for vr, (v, c) in slave.variables.specs.items() if c != Fmi2Causality.output}
     variables = state.get("variables")
     if not isinstance(variables, dict) or set(variables) != set(names):
         raise CallError("FMU state: its variables are not this FMU's")
     for name, value in variables.items():
         try:
-            slave._check_value(names[name], value)
+            slave.variables.check_value(names[name], value, getattr(slave, name))
         except (CallError, TypeError, ValueError) as exc:
             raise CallError(f"FMU state: {exc}") from None
     if (state.get("sim") is None) != (state["fmi_state"] in ("INSTANTIATED",
@@ -89,10 +89,10 @@ def apply(slave, state) -> None:
     slave.fmi_state = State.BY_NAME[state["fmi_state"]]
     slave.t_comm, slave.start_time = float(state["t_comm"]), float(state["start_time"])
     slave.status = int(state["status"])
-    slave._broken = None             # a state from before a failure steps again
-    slave._good_inputs = {k: float(v) for k, v in state["inputs"].items()}
-    slave._inputs_changed = True     # the variables may differ from what the engine took
-    slave._inputs_set = set(state["inputs_set"])
+    slave.broken = None             # a state from before a failure steps again
+    slave.variables.good_inputs = {k: float(v) for k, v in state["inputs"].items()}
+    slave.variables.inputs_changed = True     # the variables may differ from what the engine took
+    slave.variables.inputs_set = set(state["inputs_set"])
     if state.get("ext") is not None and slave.ext is not None:
         slave.ext.set_state(state["ext"])     # first: it may install what the state uses
     if state["sim"] is not None:
@@ -148,3 +148,16 @@ def _jsonable(o):
     if isinstance(o, (np.floating, np.integer, np.bool_)):
         return o.item()
     raise TypeError(f"cannot serialize {type(o).__name__} in the FMU state")
+
+
+def restore(slave, state):
+    """fmi2SetFMUstate: ``state`` checked whole first (its FMU, its layout, every variable's
+    value), then applied; on any failure the slave is as it was (CallError)."""
+    check(slave, state)
+    saved = snapshot(slave)
+    try:
+        apply(slave, state)
+    except Exception as exc:  # noqa: BLE001 - back to where we were, then refuse
+        apply(slave, saved)
+        raise CallError(f"the FMU state could not be restored ({type(exc).__name__}: "
+                        f"{exc}); the instance is unchanged") from exc

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from xml.etree.ElementTree import Element, SubElement
 
-from embed.base.errors import (CompilationError, ConstraintRankError, EventLocationError,
-                          ImpactError, InputError, IntegrationError, ModelDefinitionError,
-                          ZenoError)
+from embed.base.errors import (CompilationError, ConstraintRankError, EmbedError,
+                               EventLocationError, ImpactError, InputError, IntegrationError,
+                               ModelDefinitionError, ZenoError)
 
 OK = 0
 INTERNAL = 1
@@ -127,3 +127,16 @@ def add_integer_alias(root, name, alias):
     outputs = root.find("ModelStructure/Outputs")
     if outputs is not None:
         SubElement(outputs, "Unknown", index=str(len(variables)))
+
+
+def model_broken(exc):
+    """Whether ``exc`` says the model itself is wrong (or the engine is): no retry of the step
+    can succeed, so the call is fmi2Error and the instance steps no more."""
+    return isinstance(exc, ModelDefinitionError) or not isinstance(exc, EmbedError)
+
+
+def describe(exc, t=None):
+    """The error's class (engine errors) or "internal error", where, and its message."""
+    kind = type(exc).__name__ if isinstance(exc, EmbedError) else \
+        f"internal error ({type(exc).__name__})"
+    return f"{kind}{'' if t is None else f' at t = {t:.9g} s'}: {exc}"

@@ -1,0 +1,56 @@
+"""What the FMU instances of one process share: the scenario built once per process (pythonfmu
+re-runs a slave's ``__init__``), the background embedding workers, the outputs' dependence on
+the inputs, and pythonfmu's sys.path entry.
+"""
+
+from __future__ import annotations
+
+from fmu_src.runtime import derivatives
+
+_SCENARIOS = {}   # (name, options) -> Scenario, built once per process
+_COMPILERS = {}   # (name, options) -> background embedding worker, one per process
+_DEPENDENCE = {}  # (name, options) -> output_dependence, once per process
+
+
+def scenario(name, options):
+    """The scenario ``name`` built with ``options``, once per process."""
+    key = (name, tuple(sorted(options.items())))
+    sc = _SCENARIOS.get(key)
+    if sc is None:
+        import scenarios
+        sc = scenarios.load(name).build(**options)
+        _SCENARIOS[key] = sc
+    return sc
+
+
+def compiler(name, options, resources):
+    """A client of the process's background embedding workers for this scenario (one per
+    instance: its answers are its own).  The workers stop with their last client (closed at
+    fmi2Terminate or when the instance is freed), and start again for the next one."""
+    key = (name, tuple(sorted(options.items())))
+    bc = _COMPILERS.get(key)
+    if bc is None or not bc.alive():
+        from embed.background.client import BackgroundCompiler
+        first = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources)
+        client = first.client(resources)
+        first.close()          # the pair lives as long as its instances' clients
+        return client
+    return bc.client(resources)
+
+
+def forget_repeated_path(resources):
+    """pythonfmu's binary puts the resources folder in front of sys.path at every
+    fmi2Instantiate: without this, sys.path grows by one entry per instance."""
+    import sys
+    if resources and sys.path.count(resources) > 1:
+        first = sys.path.index(resources)
+        sys.path[first + 1:] = [p for p in sys.path[first + 1:] if p != resources]
+
+
+def dependence(name, options, sc):
+    """Which outputs may follow which inputs at an instant (``derivatives.output_dependence``),
+    once per process."""
+    key = (name, tuple(sorted(options.items())))
+    if key not in _DEPENDENCE:
+        _DEPENDENCE[key] = derivatives.output_dependence(sc)
+    return _DEPENDENCE[key]
