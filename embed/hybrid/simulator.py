@@ -476,6 +476,13 @@ class Simulator:
         self._dirty = True
 
     def advance(self, t_end, stop_at_event=False):
+        """``_advance`` (integrate to t_end, every event handled) under the lock of the
+        simulators sharing this one's compiled modes (``ModeLibrary.lock_of``: their scratch
+        buffers), so that simulators of one scenario may step from threads of their own."""
+        with self.library.lock:
+            return self._advance_checked(t_end, stop_at_event)
+
+    def _advance_checked(self, t_end, stop_at_event=False):
         """Integrate to t_end, handling every event on the way, in time order.  Any EmbedError
         on the way rolls back to the state at the call (the last good state) and is raised.
 

@@ -22,6 +22,7 @@ from pythonfmu import Integer, Real, String
 
 from embed import EmbedError, ModelDefinitionError
 from embed.modes.formulations import FORMULATIONS, Formulation
+from embed.modes.library import ModeLibrary
 from embed.hybrid.simulator import EMBEDDINGS, MAX_STEPS
 from fmu_src.runtime import fmu_state
 from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, fmi2_call,
@@ -163,6 +164,7 @@ class ScenarioSlave(Fmi2Slave):
         self.start_time = 0.0
         self.t_comm = 0.0          # the master's communication point
         self.sc = self.scenario = scenario(self.scenario_name, self.scenario_options)
+        self.lock = ModeLibrary.lock_of(self.sc.automaton)   # FMI calls take turns (fmi2_call)
         self.sim = None
         self.status = 0
         self._broken = None        # (status code, message) of a failure no step can get past
