@@ -25,12 +25,18 @@ announcement is sent again and every request not answered yet re-sent; the clien
 through ``errors`` (the FMU logs them).  A request outstanding at two deaths is dropped with
 an error rather than sent a third time.
 
+Instances may step from threads of their own (issue 33): the pair's state (pipes, queues,
+requests outstanding) is changed only under its lock, and an answer routed by whichever
+thread polled goes into its client's inbox (a deque), which only the client's own calls
+empty into its lists.  No lock is held while waiting (``wait``, ``wait_ready``).
+
 Offline runs (``real_time`` False, the default) are deterministic: a client ``wait``s for an
 answer the run needs instead of stepping on without it; a real-time master only steps faster.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import select
@@ -72,6 +78,7 @@ class _Workers:
         self.roots = [self.root]  # of the clients, newest last: a restart uses one that exists
         self.env = dict(os.environ)
         self.cmd = worker_command(python or python_executable(), scenario, options, jobs, set_up)
+        self.lock = threading.RLock()   # the pair's state, shared by threads (issue 33)
         self.clients = weakref.WeakValueDictionary()
         self._client_ids = itertools.count(1)
         self._rids = itertools.count(1)
@@ -108,35 +115,49 @@ class _Workers:
 
     # ----------------------------------------------------------------- clients
     def register(self, client):
-        cid = next(self._client_ids)
-        self.clients[cid] = client
-        return cid
+        with self.lock:
+            cid = next(self._client_ids)
+            self.clients[cid] = client
+            return cid
 
     @property
     def ready(self):
         return self._restarting is None and self.fast.ready and self.slow.ready
 
     def outstanding(self, cid):
-        return sum(1 for r in self.pending.values() if r.client == cid)
+        with self.lock:
+            return sum(1 for r in self.pending.values() if r.client == cid)
 
     def request(self, cid, pipe, req, slot=None, what=None):
-        rid = next(self._rids)
-        data = frame((cid, rid, req, slot))
-        rec = self.pending[rid] = _Request(rid, cid, pipe, data, what)
-        if self._restarting is None:      # else sent with the others when they have started
-            getattr(self, pipe).send(data)
-        return rec
+        with self.lock:
+            rid = next(self._rids)
+            data = frame((cid, rid, req, slot))
+            rec = self.pending[rid] = _Request(rid, cid, pipe, data, what)
+            if self._restarting is None:  # else sent with the others when they have started
+                getattr(self, pipe).send(data)
+            return rec
 
     def announce(self, cid, req):
         data = frame((cid, None, req, None))
-        self.history.append(data)
-        for p in self.pipes if self._restarting is None else ():
-            p.send(data)
+        with self.lock:
+            self.history.append(data)
+            for p in self.pipes if self._restarting is None else ():
+                p.send(data)
+
+    def _tell(self, cid, kind, item):
+        """``item`` into client ``cid``'s inbox (``BackgroundCompiler._drain``), if it lives."""
+        client = self.clients.get(cid) if cid is not None else None
+        if client is not None:
+            client._inbox.append((kind, item))
 
     # ----------------------------------------------------------------- polling
     def poll(self, max_frames):
         """Write what is queued, read what has arrived, decode at most ``max_frames`` answers
         (control frames not counted) and route them; restart dead workers."""
+        with self.lock:
+            self._poll(max_frames)
+
+    def _poll(self, max_frames):
         if self.closed or (self._restarting is not None and not self._finish_restart()):
             return
         if not self.pending and self.ready and not (self.fast.busy or self.slow.busy):
@@ -172,7 +193,6 @@ class _Workers:
         cid, rid, body = msg
         kind = body[0]
         rec = self.pending.get(rid) if rid is not None else None
-        client = self.clients.get(cid) if cid is not None else None
         if kind == "ready":
             pipe.ready = True
             return 0
@@ -197,18 +217,12 @@ class _Workers:
                 return 1
         if kind in ("mode", "mode_fn"):
             done = self._mode_part(body)
-            if done is not None and client is not None:
-                client._modes.append(done)
-        elif client is None:
-            pass                      # its instance is gone
+            if done is not None:
+                self._tell(cid, "mode", done)
         elif kind in ("entry", "rhs"):
-            client._extras.append(body)
-        elif kind == "call":
-            client._calls.append(body[1:])
-        elif kind == "error":
-            client.errors.append(body[1:])
-        elif kind == "numeric":       # over the symbolic budget: stays numeric, as it steps now
-            client.notes.append(body[1:])
+            self._tell(cid, "extra", body)
+        elif kind in ("call", "error", "numeric"):   # numeric: over the symbolic budget
+            self._tell(cid, kind, body[1:])
         return 1
 
     def _mode_part(self, msg):
@@ -255,10 +269,8 @@ class _Workers:
                             if v is not None]) or "a worker (its pipe closed)"
         self._why = gone
         for rec in dropped:           # told now: a client waiting for it stops waiting
-            client = self.clients.get(rec.client)
-            if client is not None:
-                client.errors.append((rec.what, "dropped: it was outstanding when the workers "
-                                      f"ended {rec.deaths} times", ""))
+            self._tell(rec.client, "error", (rec.what, "dropped: it was outstanding when the "
+                                             f"workers ended {rec.deaths} times", ""))
 
         def start():
             for p in old:
@@ -279,10 +291,10 @@ class _Workers:
         self._restarting, started = None, self._started
         if isinstance(started, BaseException):
             self.closed = True
-            for client in list(self.clients.values()):
-                client.errors.append(("background workers", f"could not start them again "
-                                      f"({type(started).__name__}: {started}); stepping on "
-                                      "without them", ""))
+            for cid in list(self.clients.keys()):
+                self._tell(cid, "error", ("background workers", "could not start them again "
+                                          f"({type(started).__name__}: {started}); stepping "
+                                          "on without them", ""))
             return False
         self.fast, self.slow = started
         self.pipes = started
@@ -296,8 +308,8 @@ class _Workers:
             getattr(self, rec.pipe).send(rec.data)
         msg = (f"{self._why} ended; started both workers again (restart {self.restarts}) and "
                f"re-sent {len(self.pending)} outstanding requests")
-        for client in list(self.clients.values()):
-            client.errors.append(("background workers", msg, ""))
+        for cid in list(self.clients.keys()):
+            self._tell(cid, "error", ("background workers", msg, ""))
         return True
 
     def wait(self, cid, timeout):
@@ -306,11 +318,14 @@ class _Workers:
         outstanding at MAX_DEATHS of them dropped (an error).  Returns whether all came."""
         end = time.monotonic() + timeout
         while self.outstanding(cid) and not self.closed and time.monotonic() < end:
-            if self._restarting is not None:
-                self._restarting.join(0.01)
+            with self.lock:           # what to wait on; waited on without the lock
+                restarting = self._restarting
+                r = [p.fd_r for p in self.pipes if not p.dead]
+                w = [p.fd_w for p in self.pipes if p.out and not p.dead]
+            if restarting is not None:
+                restarting.join(0.01)
             else:
-                select.select([p.fd_r for p in self.pipes if not p.dead],
-                              [p.fd_w for p in self.pipes if p.out and not p.dead], [], 0.01)
+                _select(r, w, 0.01)
             self.poll(max_frames=1 << 20)
         return not self.outstanding(cid)
 
@@ -319,6 +334,10 @@ class _Workers:
         workers were started from deleted (an FMU whose extraction is gone: a new instance
         imports its packages anew, with workers of its own), these workers serve nobody any
         more: stopped, without waiting (this may run in a garbage collection in a step)."""
+        with self.lock:
+            self._instance_gone()
+
+    def _instance_gone(self):
         self.instances -= 1
         if self.instances > 0 or self.closed:
             return
@@ -341,13 +360,18 @@ class _Workers:
     def wait_ready(self, timeout):
         deadline = time.monotonic() + timeout
         while not self.ready and not self.closed and time.monotonic() < deadline:
-            fds = [p.fd_r for p in self.pipes if not p.ready and not p.dead]
-            select.select(fds, [], [], 0.05) if self._restarting is None else \
-                self._restarting.join(0.05)
+            with self.lock:
+                restarting = self._restarting
+                fds = [p.fd_r for p in self.pipes if not p.ready and not p.dead]
+            _select(fds, [], 0.05) if restarting is None else restarting.join(0.05)
             self.poll(max_frames=100)
         return self.ready
 
     def close(self):
+        with self.lock:
+            self._close()
+
+    def _close(self):
         if not self.closed:
             self.closed = True
             if self._restarting is not None:
@@ -356,6 +380,15 @@ class _Workers:
                     self.pipes = self._started
             for p in self.pipes:
                 p.close()
+
+
+def _select(r, w, timeout):
+    """Wait until one of the descriptors is ready, at most ``timeout`` s; a descriptor that
+    another thread closed meanwhile (a restart) ends the wait early."""
+    try:
+        select.select(r, w, [], timeout)
+    except (OSError, ValueError):
+        time.sleep(min(timeout, 1e-3))
 
 
 class BackgroundCompiler:
@@ -387,15 +420,36 @@ class BackgroundCompiler:
                  set_up=None, _workers=None):
         self._w = _workers if _workers is not None else _Workers(scenario, options, python,
                                                                    root, jobs, set_up)
-        self.id = self._w.register(self)
-        self.errors = []
-        self.notes = []              # (mode key, why): modes left on the numeric path
+        self._inbox = collections.deque()   # (kind, answer) routed by any thread's poll
+        self._errors = []            # (what, message, detail)
+        self._notes = []             # (mode key, why): modes left on the numeric path
         self._modes = []
         self._calls = []
         self._extras = []
         self._rest = False
         self._closed = False
         self.real_time = False    # True: never wait for an answer (the master keeps time)
+        self.id = self._w.register(self)
+
+    def _drain(self):
+        """The answers routed to this client so far, into its own lists (its thread only)."""
+        inbox = self._inbox
+        while inbox:
+            kind, item = inbox.popleft()
+            {"mode": self._modes, "extra": self._extras, "call": self._calls,
+             "error": self._errors, "numeric": self._notes}[kind].append(item)
+
+    @property
+    def errors(self):
+        """(what, message, detail) of what failed, oldest first; the caller may remove them."""
+        self._drain()
+        return self._errors
+
+    @property
+    def notes(self):
+        """(mode key, why) of modes left on the numeric path (over the symbolic budget)."""
+        self._drain()
+        return self._notes
 
     @property
     def deadline(self):
@@ -477,6 +531,7 @@ class BackgroundCompiler:
             self._rest = False
             return
         self._w.poll(max_frames)
+        self._drain()
 
     def rest(self):
         """Decode nothing at the next ``poll``: this step has done its share."""
@@ -485,27 +540,31 @@ class BackgroundCompiler:
     def results(self):
         """Finished modes as (key, functions, meta); never blocks."""
         self.poll()
+        self._drain()
         out, self._modes = self._modes, []
         return out
 
     def extras(self):
         """What followed the modes: ("entry", constraint names, EntryTerms) and ("rhs", key,
         function); never blocks (``results`` polls)."""
+        self._drain()
         out, self._extras = self._extras, []
         return out
 
     def call_results(self):
         """Parts answered by ``call`` requests, as (fname, part); never blocks."""
+        self._drain()
         out, self._calls = self._calls, []
         return out
 
     def close(self):
         """This client leaves; the workers stop with the last one."""
-        if not self._closed:
-            self._closed = True
-            self._w.clients.pop(self.id, None)
-            if not self._w.clients:
-                self._w.close()
+        with self._w.lock:
+            if not self._closed:
+                self._closed = True
+                self._w.clients.pop(self.id, None)
+                if not self._w.clients:
+                    self._w.close()
 
     def stop_workers(self):
         self._w.close()

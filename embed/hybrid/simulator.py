@@ -310,8 +310,11 @@ class Simulator:
     def advance(self, t_end, stop_at_event=False):
         """Integrate to t_end, handling every event on the way, in time order
         (``embed.hybrid.stepping.advance``, where the arguments, the returned flag and the
-        errors are described); any EmbedError rolls back to the state at the call."""
-        return stepping.advance(self, t_end, stop_at_event)
+        errors are described); any EmbedError rolls back to the state at the call.  Under the
+        lock of the simulators sharing this one's compiled modes (``ModeLibrary.lock_of``:
+        their scratch buffers), so that simulators of one scenario may step from threads."""
+        with self.library.lock:
+            return stepping.advance(self, t_end, stop_at_event)
 
     # ------------------------------------------------------------------ state
     def get_state(self) -> dict:

@@ -256,6 +256,12 @@ class Scenario:
 
         Simulators of one scenario share its mode library per embedding path
         (``ModeLibrary.of``).  ``consistent_start``: None takes the scenario's."""
+        with ModeLibrary.lock_of(self.automaton):   # its start runs the shared compiled modes
+            return self._simulator(params, solver, h_max, rtol, inputs, embedding, compiler,
+                                   t0, formulation, formulation_options, consistent_start)
+
+    def _simulator(self, params, solver, h_max, rtol, inputs, embedding, compiler, t0,
+                   formulation, formulation_options, consistent_start):
         p = {**self.defaults(), **(params or {})}
         check_parameters(self.feasible, p, self.name)
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,

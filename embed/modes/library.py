@@ -17,24 +17,38 @@ Typed caches of the compiled model, apart from any run's state (``embed.hybrid.s
 
 The simulators of a scenario share one library per embedding path (``ModeLibrary.of``: a
 process-wide registry keyed by the automaton, so a ``Scenario`` stays data); the background
-worker keeps its own.  See docs/design.md, "Data flow": the compiled numeric step is cached
+worker keeps its own.
+
+Sharing across threads (issue 33): what is installed is kept, never replaced (``install``
+keeps the first; a simulator holding a mode keeps the library's one), but a compiled mode is
+not read-only while it runs: its scratch buffers (``Buffer``, a ``Tape``'s registers, a
+``JetMode``'s stage buffers, a native function's memo) are written at every call.  So the
+simulators of one automaton step under one lock (``lock``, ``ModeLibrary.lock_of``): held by
+``Simulator.advance`` and by every FMI call of the FMU (``fmu_src.runtime.fmi2.fmi2_call``).
+Instances of one scenario stepped from two threads take turns step by step, as the GIL would
+have them do anyway; instances of different scenarios share nothing and do not wait.  See docs/design.md, "Data flow": the compiled numeric step is cached
 per constraint set and partition.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 _LIBRARIES = {}       # (id(automaton), embedding path) -> ModeLibrary, while the automaton lives
+_LOCKS = {}           # id(automaton) -> the lock its simulators step under, while it lives
+_LOCKS_LOCK = threading.RLock()
 
 
 class ModeLibrary:
     """Typed caches of compiled modes and terms, shared by the simulators of one scenario."""
 
     __slots__ = ("modes", "numeric_modes", "terms_programs", "embeddings", "constraint_terms",
-                 "entry", "sets", "expressions", "submitted", "terms", "_own", "over_budget")
+                 "entry", "sets", "expressions", "submitted", "terms", "_own", "over_budget",
+                 "lock")
 
-    def __init__(self):
+    def __init__(self, lock=None):
+        self.lock = lock or threading.RLock()   # held while a simulator of it steps
         self.modes, self.numeric_modes, self.embeddings = {}, {}, {}
         self.terms_programs = {}  # (mode id, active) -> TermsProgramMode (any partition) or None
         self.constraint_terms, self.entry, self.expressions, self.submitted = {}, {}, {}, {}
@@ -61,11 +75,24 @@ class ModeLibrary:
         ModeLibrary
         """
         key = (id(automaton), embedding)
-        library = _LIBRARIES.get(key)
-        if library is None:
-            library = _LIBRARIES[key] = cls()
-            weakref.finalize(automaton, _LIBRARIES.pop, key, None)
+        with _LOCKS_LOCK:
+            library = _LIBRARIES.get(key)
+            if library is None:
+                library = _LIBRARIES[key] = cls(cls.lock_of(automaton))
+                weakref.finalize(automaton, _LIBRARIES.pop, key, None)
         return library
+
+    @staticmethod
+    def lock_of(automaton):
+        """The lock (reentrant) under which the simulators of ``automaton`` step, on every
+        embedding path: their libraries' compiled modes have scratch buffers (module doc)."""
+        key = id(automaton)
+        with _LOCKS_LOCK:
+            lock = _LOCKS.get(key)
+            if lock is None:
+                lock = _LOCKS[key] = threading.RLock()
+                weakref.finalize(automaton, _LOCKS.pop, key, None)
+        return lock
 
     # -------------------------------------------------------------- typed access
     def mode(self, key):
@@ -83,9 +110,10 @@ class ModeLibrary:
         return self.modes.get(key)
 
     def install(self, key, compiled):
-        """Keep ``compiled`` as the symbolic path's mode for ``key``; returns it."""
-        self.modes[key] = compiled
-        return compiled
+        """Keep ``compiled`` as the symbolic path's mode for ``key``, unless one is kept
+        already (the same mode, compiled by another simulator or worker answer): returns the
+        one kept, which every simulator then runs."""
+        return self.modes.setdefault(key, compiled)
 
     def entry_terms(self, active):
         """The entry terms compiled for the constraint set ``active`` (a tuple of names), or None."""

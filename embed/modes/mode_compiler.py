@@ -85,6 +85,7 @@ class ModeCompiler(PreparedPrograms):
         self.forms, self.library = forms, forms.library
         self.formulation = formulation or Formulation()
         self.full_state_modes = {}       # key -> FullStateMode (formulation != embedding)
+        self._asked = set()              # keys this simulator asked the workers for
         self.uncorrected = {}            # key -> a program mode without the step's correction
         self.embedding, self.compiler, self.uses_rhs = embedding, compiler, uses_rhs
         self.starting = False            # the initial mode is being entered (``compiled``)
@@ -216,13 +217,19 @@ class ModeCompiler(PreparedPrograms):
             # the worker embeds what runs on numpy (NumericMode); a compiled-terms program is
             # one compiled call a step already, as fast as the symbolic path's: asking for its
             # partitions would only take the stepping process's core from it (a 1 kHz loop)
+            # offline, a mode another instance asked for (a real-time one, not waiting) is
+            # asked for again and waited for: its answer must not depend on that one's pace
+            offline = self.compiler is not None and not getattr(self.compiler, "real_time",
+                                                                  False)
             if (path.submits and not stub
                     and active not in library.over_budget
                     and not isinstance(compiled, TermsProgramMode)
-                    and key not in library.submitted):
-                library.submitted[key] = time.perf_counter()
+                    and (key not in library.submitted
+                         or (offline and key not in self._asked))):
+                library.submitted.setdefault(key, time.perf_counter())
+                self._asked.add(key)
                 self.compiler.submit(key, rhs=self.uses_rhs)
-                if not getattr(self.compiler, "real_time", False):
+                if offline:
                     # offline: the worker's answer taken now, whatever the master's pace, so
                     # that the run is the same bits paced or not (issue 33)
                     self.compiler.wait()

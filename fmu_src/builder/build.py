@@ -86,11 +86,36 @@ import sys as _sys
 from pathlib import Path as _Path
 
 # The same FMU extracted again (fmpy's simulate_fmu deletes each extraction after its run): its
-# packages are imported anew from this extraction, which pythonfmu put first on sys.path.
+# packages (this build's: the same code) stay imported and are pointed at this extraction, so
+# that a module imported later comes from here.  Importing them anew left every earlier
+# generation behind (pythonfmu's binary keeps each class it is given): 4.5 MB per
+# simulate_fmu call of disk_ramp, and the imports and compiles again (issue 33).
 _OURS = [k for k in _sys.modules if k.split(".")[0] in {packages!r}]
 if any(not _Path(getattr(_sys.modules[k], "__file__", None) or __file__).exists() for k in _OURS):
+    # this extraction's resources: pythonfmu runs this file again in its first module (whose
+    # __file__ is the first extraction's) with the new resources first on sys.path.  It runs
+    # it with locals of its own: a nested scope here (a comprehension) sees the first run's
+    # names, so plain loops only
+    _HERE = _Path(__file__).resolve().parent
+    for _p in _sys.path:
+        if _p and _Path(_p, _OURS[0].split(".")[0]).is_dir():
+            _HERE = _Path(_p)
+            break
     for _k in _OURS:
-        del _sys.modules[_k]
+        _m = _sys.modules[_k]
+        _d = _HERE.joinpath(*_k.split("."))
+        if isinstance(getattr(_m, "__path__", None), list):
+            _m.__path__[:] = [str(_d)]
+            _f = _d / "__init__.py"
+        else:
+            _f = _d.with_suffix(".py")
+        if not _f.exists():           # not this build's layout: imported anew, as before
+            for _k in _OURS:
+                _sys.modules.pop(_k, None)
+            break
+        _m.__file__ = str(_f)
+        if getattr(_m, "__spec__", None) is not None:
+            _m.__spec__.origin = str(_f)
 
 from fmu_src{tag}.{module} import {base}
 from pythonfmu.default_experiment import DefaultExperiment

@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+FIRST_EVENT = 0.365    # s: sliding -> rolling with the defaults (gillespie2005 Fig 7)
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -30,13 +32,26 @@ def main(argv=None):
     print(f"{'event':>5s} {'time (s)':>12s} {'transition':>20s} {'q1 (m)':>10s} {'u1 (m/s)':>10s} "
           f"{'u2 (m/s)':>10s}")
     names = {1: "sliding", 2: "rolling"}
+    events = 0
     for prev, row in zip(rows, rows[1:]):
         if row["event_count"] != prev["event_count"]:
+            events += 1
             tr = f"{names[prev['mode']]} -> {names[row['mode']]}"
             print(f"{row['event_count']:5d} {row['last_event_time']:12.6f} {tr:>20s} "
                   f"{row['q1']:10.4f} {row['u1']:10.4f} {row['u2']:10.4f}")
     bad = [r for r in rows if r["status"] != 0]
     print(f"status: {'ok' if not bad else f'{len(bad)} steps with a nonzero status'}")
+    if bad or (not events and a.t_end >= FIRST_EVENT):
+        # Example 1 with Table I starts rolling at 0.365 s and has four events by 8 s
+        # (gillespie2005 Fig 7): a table without them is a wrong run, never "ok" (issue 33:
+        # the table was printed empty once, behind status ok)
+        last = rows[-1]
+        print(f"demo failed: {events} events and {len(bad)} steps with a nonzero status in "
+              f"{len(rows) - 1} steps to t = {last['time']:g} s (last row: q1 = "
+              f"{last['q1']:.4f} m, mode {last['mode']}, event_count {last['event_count']}, "
+              f"status {last['status']}); the disk starts rolling at {FIRST_EVENT} s",
+              file=sys.stderr)
+        return 1
 
     try:
         import matplotlib

@@ -10,6 +10,7 @@ return the status the standard asks for, with the instance alive.
 from __future__ import annotations
 
 import ctypes
+import contextlib
 import functools
 import math
 import os
@@ -160,6 +161,9 @@ def _loader_library(resources, model_identifier):
     return None
 
 
+_NO_LOCK = contextlib.nullcontext()
+
+
 def fmi2_call(kind, default=None):
     """Wrap an FMI-facing slave method: legal only in the states ``ALLOWED[kind]``; a
     ``CallError`` or any other exception is logged and answered with its status (the
@@ -170,18 +174,21 @@ def fmi2_call(kind, default=None):
     def wrap(method):
         @functools.wraps(method)
         def call(self, *args):
-            self.loader.status = OK
-            try:
-                if not self.fmi_state & allowed:
-                    raise CallError(f"{method.__name__} is not allowed in state "
-                                    f"{State.NAMES[self.fmi_state]} (FMI 2.0, Sec 4.2.4)")
-                return method(self, *args)
-            except CallError as exc:
-                self.call_failed(exc.status, f"{method.__name__}: {exc}", exc.code)
-            except Exception as exc:  # noqa: BLE001 - never let an exception reach pythonfmu
-                self.call_failed(ERROR, f"{method.__name__}: internal error: "
-                                 f"{type(exc).__name__}: {exc}", None)
-            return default(self, *args) if default is not None else None
+            # the instances of one scenario share compiled modes with scratch buffers: their
+            # calls take turns (``embed.modes.library``; instances stepped from threads)
+            with getattr(self, "lock", _NO_LOCK):
+                self.loader.status = OK
+                try:
+                    if not self.fmi_state & allowed:
+                        raise CallError(f"{method.__name__} is not allowed in state "
+                                        f"{State.NAMES[self.fmi_state]} (FMI 2.0, Sec 4.2.4)")
+                    return method(self, *args)
+                except CallError as exc:
+                    self.call_failed(exc.status, f"{method.__name__}: {exc}", exc.code)
+                except Exception as exc:  # noqa: BLE001 - never let an exception reach pythonfmu
+                    self.call_failed(ERROR, f"{method.__name__}: internal error: "
+                                     f"{type(exc).__name__}: {exc}", None)
+                return default(self, *args) if default is not None else None
         return call
     return wrap
 

@@ -17,6 +17,7 @@ from pythonfmu import Fmi2Causality, Fmi2Slave
 from pythonfmu.enums import Fmi2Status
 
 from embed.hybrid.simulator import MAX_STEPS
+from embed.modes.library import ModeLibrary
 from fmu_src.runtime import derivatives, fmu_state, simulation
 from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, check_step,
                                   fmi2_call, refuse_running_call)
@@ -51,6 +52,7 @@ class ScenarioSlave(Fmi2Slave):
         self.start_time = 0.0
         self.t_comm = 0.0          # the master's communication point
         self.sc = self.scenario = scenario(self.scenario_name, self.scenario_options)
+        self.lock = ModeLibrary.lock_of(self.sc.automaton)   # FMI calls take turns (fmi2_call)
         self.sim = None
         self.status = 0
         self.broken = None        # (status code, message) of a failure no step can get past
