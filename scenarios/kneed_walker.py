@@ -93,7 +93,7 @@ def build_model():
     qx, qy, qi1, qi2, qo1, qo2 = q
     mH, mt, ms, a1, b1, a2, b2, g = sp.symbols("mH mt ms a1 b1 a2 b2 g")
     slope, bend = sp.symbols("slope bend_angle")
-    lt, ls = a2 + b2, a1 + b1
+    lt = a2 + b2
     N = ReferenceFrame("N")                    # N.x horizontal downhill, N.y up
     O = Point("O")
     O.set_vel(N, 0)
@@ -149,7 +149,6 @@ def heel_strike(swing, ctx, impact_constraints, mode):
 def build() -> Scenario:
     model, pts, N = build_model()
     q = dynamicsymbols(" ".join(Q_NAMES))
-    u = dynamicsymbols(" ".join(U_NAMES))
     qx, qy, qi1, qi2, qo1, qo2 = q
     a1, b1, a2, b2, g = sp.symbols("a1 b1 a2 b2 g")
     slope, bend = sp.symbols("slope bend_angle")

@@ -202,7 +202,7 @@ def slider_crank(dependent=False):
 def consistent(system, rng, P):
     """A state on the loop: random crank angle and rod spin, the rest by Newton; random
     independent rates, the dependent ones from the velocity constraints."""
-    q, u = list(system.q), list(system.u)
+    q = list(system.q)
     psub = dict(zip(CRANK, P))
     phi = sp.Matrix(system.holonomic_constraints).xreplace(psub)
     dep = [2, 3, 4]

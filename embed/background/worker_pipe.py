@@ -204,3 +204,32 @@ class WorkerPipe:
                 f.close()
             except Exception:  # noqa: BLE001
                 pass
+
+
+class ModeParts:
+    """A mode arrives as its first function (``"mode"``), then each other one (``"mode_fn"``),
+    from ``embed.background.worker``; ``add`` returns (key, functions, meta) once it is whole."""
+
+    def __init__(self):
+        self._partial = {}        # key -> [meta, functions, frames still to come]
+
+    def clear(self):
+        self._partial.clear()
+
+    def add(self, msg):
+        if msg[0] == "mode":
+            _, key, meta, fns = msg
+            n = meta.get("n_fns", len(fns))
+            self._partial[key] = [meta, list(fns) + [None] * (n - len(fns)),
+                                  meta.get("frames", 1) - 1]
+        else:
+            _, key, i, fn = msg
+            if key not in self._partial:
+                return None
+            self._partial[key][1][i] = fn
+            self._partial[key][2] -= 1
+        meta, fns, to_come = self._partial[key]
+        if to_come == 0:
+            del self._partial[key]
+            return (key, tuple(fns), meta)
+        return None

@@ -141,7 +141,7 @@ def check_modes(scenario) -> list[Finding]:
     for mode_id, mode_name, guard in aut.unhandled_guards():
         label = mode_label(aut.modes[mode_id])
         found.append(Finding("error", f"guard {guard!r} in {label}", "it has no reset map: "
-                             f"give it one (Guard(..., reset=...)) "
+                             "give it one (Guard(..., reset=...)) "
                              "or give the automaton a transition"))
     if len(aut.modes) > 1:
         for mode in aut.modes.values():
