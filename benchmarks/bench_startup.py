@@ -10,6 +10,7 @@ cumulative import time (``python -X importtime``) of what the FMU's slave module
 
     python benchmarks/bench_startup.py [--fmus DIR] [--runs 5] [--names disk_ramp top]
     python benchmarks/bench_startup.py --fmus DIR --chain 40      # also pendulum_chain N = 40
+    python benchmarks/bench_startup.py --fmus after --compare before   # two builds, one run
 
 FMUs missing from ``--fmus`` (default build/startup) are built there first (``embed-fmu
 build``); the floor is benchmarks/floor_fmu.py, built with ``pythonfmu build``.
@@ -119,9 +120,16 @@ def main(argv=None) -> int:
     ap.add_argument("--chain", type=int, default=None, help="also pendulum_chain at this N")
     ap.add_argument("--importtime", action="store_true")
     ap.add_argument("--h", type=float, default=1e-3)
+    ap.add_argument("--compare", default=None,
+                    help="a folder of the same FMUs built otherwise (before a change), "
+                         "measured in the same run")
     args = ap.parse_args(argv)
 
     fmus = build_missing(args.names, Path(args.fmus), args.chain)
+    if args.compare:
+        for name in args.names:
+            if (Path(args.compare) / f"{name}.fmu").exists():
+                fmus[f"{name} ({Path(args.compare).name})"] = Path(args.compare) / f"{name}.fmu"
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         unzips = {label: Path(extract(str(f), str(Path(tmp) / re.sub(r"\W", "_", label))))
                   for label, f in fmus.items()}
