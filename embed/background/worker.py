@@ -50,7 +50,6 @@ import struct
 import sys
 import threading
 import traceback
-from pathlib import Path
 
 
 ANSWERED = ("mode", "call")      # the requests answered (by a "done" at least)
@@ -197,12 +196,7 @@ def main(argv=None):
     from embed.modes.numeric import EntryTerms
     from embed.base.targets import load_target
 
-    # the scenario formed at ``embed-fmu build`` if the FMU ships it (issue 30), else built
-    from embed.base import shipped
-    sc = shipped.load_formed(Path(__file__).resolve().parents[2], module.rsplit(".", 1)[-1],
-                             options, shipped.tag_of(module), objects=False)[0]
-    if sc is None:
-        sc = load_target(f"{module}:build")(**options)
+    sc = load_target(f"{module}:build")(**options)
     forms = AutomatonForms(sc.automaton, ModeLibrary())   # the symbolic layer, no simulator
     defaults = forms.parameter_vector(sc.defaults())
     jobs = {name: load_target(name) for name in job_names}
