@@ -80,12 +80,8 @@ class Model:
             sub[us] = sp.Symbol(str(ss))
         sub[t] = sp.Symbol("t")
 
-        def conv(e):
-            e = _expression_object(e)
-            e = e if isinstance(e, sp.Basic) else sp.sympify(e)   # a number or symengine object
-            return to_symengine(e.xreplace(_derivs_first(sub)).xreplace(sub))
-
-        self._to_plain = conv
+        self._plain_sub = sub      # data, not a closure: a formed model pickles (shipped)
+        conv = self._to_plain
         self.Fr = [conv(fr[i]) for i in range(n)]            # F_r   (eq 3-4)
         self.Frstar = [conv(frstar[i]) for i in range(n)]    # F_r*
         self.aux = [conv(fr[i] + frstar[i]) for i in range(n, fr.shape[0])]
@@ -120,6 +116,13 @@ class Model:
         from .joints import model_from_system
         return model_from_system(cls, system, params=params, inputs=inputs, forces=forces,
                                  constraint_names=constraint_names, name=name)
+
+    def _to_plain(self, e):
+        """A sympy expression in dynamicsymbols (or a number) in the model's plain symbols."""
+        sub = self._plain_sub
+        e = _expression_object(e)
+        e = e if isinstance(e, sp.Basic) else sp.sympify(e)   # a number or symengine object
+        return to_symengine(e.xreplace(_derivs_first(sub)).xreplace(sub))
 
     def linear_terms(self):
         """The model's equations as ``LinearTerms`` (b + A_u udot + A_f f), read once and kept."""

@@ -67,6 +67,42 @@ class ModeLibrary:
             weakref.finalize(automaton, _LIBRARIES.pop, key, None)
         return library
 
+    @classmethod
+    def adopt(cls, automaton, embedding: str, library: "ModeLibrary") -> "ModeLibrary":
+        """Make ``library`` (compiled at ``embed-fmu build`` and shipped, issue 30) the one
+        ``of(automaton, embedding)`` returns from now on; returns it."""
+        key = (id(automaton), embedding)
+        if key not in _LIBRARIES:
+            weakref.finalize(automaton, _LIBRARIES.pop, key, None)
+        _LIBRARIES[key] = library
+        return library
+
+    def picklable(self) -> "ModeLibrary":
+        """A copy holding only what pickles (object code, data): a compiled function that
+        does not (symengine's interpreted ``Lambdify``) is left out and compiled again when
+        first needed, as without the copy."""
+        import cloudpickle
+        out = ModeLibrary()
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                kept = {}
+                for k, v in value.items():
+                    try:
+                        cloudpickle.dumps((k, v))
+                    except Exception:  # noqa: BLE001 - not shippable: formed again on demand
+                        continue
+                    kept[k] = v
+                value = kept
+            else:
+                try:
+                    cloudpickle.dumps(value)
+                except Exception:  # noqa: BLE001
+                    value = None
+            setattr(out, name, value)
+        out.submitted = {}       # asked of this process's worker, not of the next one's
+        return out
+
     # -------------------------------------------------------------- typed access
     def mode(self, key):
         """The compiled mode of the symbolic path for key = (mode id, active, dep), or None.

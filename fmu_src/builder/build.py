@@ -32,19 +32,17 @@ from fmu_src.builder.source import ModelSource, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 # the packages the FMU's interpreter must provide: pyproject's own pins of these (one source)
-RUNTIME_PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite")
+RUNTIME_PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite", "cloudpickle")
 DISTRIBUTION = "embed-fmu"
 PACKAGES = ("embed", "scenarios", "fmu_src")
 
 # DefaultExperiment (stop time, communication step in s): the span that shows each story
 EXPERIMENTS = {"disk_ramp": (8.0, 0.01), "pendulum_belt": (8.0, 0.01), "disk_fence": (8.0, 0.01),
-               "pi_controller": (8.0, 0.01), "pendulum_line": (10.0, 0.01),
-               "pendulum_chain": (5.0, 0.01),
+               "pi_controller": (8.0, 0.01), "pendulum_line": (10.0, 0.01), "pendulum_chain": (5.0, 0.01),
                "slider_crank3": (10.0, 0.01), "top": (10.0, 0.01), "ball_bowl": (10.0, 0.01)}
 
 # FMUs that are not scenarios: model identifier -> (module in fmu_src, slave class)
 OTHERS = {"pi_controller": ("runtime.controller", "PIController")}
-
 
 def progress(message: str) -> None:
     """A progress line on stderr (builds take 10-30 s)."""
@@ -342,8 +340,10 @@ def build(model, out: Path, options=None, python: str = "", log=progress, fmi=(2
         req.write_text("\n".join(requirements()) + "\n")
         files.append(req)
         sys.path.insert(0, str(project))
-
         try:
+            if name not in OTHERS:      # formed and compiled once, here (issue 30)
+                files.append(__import__(f"fmu_src{tag}.runtime.formed", fromlist=["form"]).form(
+                    name, dict(options or {}), project, stop, log))
             fmu = FmuBuilder.build_FMU(script, dest=out, project_files=files,
                                        canGetAndSetFMUstate=True, canSerializeFMUstate=True)
         finally:

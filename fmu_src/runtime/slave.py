@@ -78,12 +78,20 @@ STRING_CHOICES = {"solver": ("rk4", "adaptive"), "embedding": EMBEDDINGS,
                   "formulation": FORMULATIONS}
 
 
-def scenario(name, options):
+def scenario(name, options, notes=None):
+    """The scenario, once per process: shipped in the FMU's resources (``formed``: formed and
+    compiled at ``embed-fmu build``), else built; why a shipped file was refused goes to
+    ``notes``."""
     key = (name, tuple(sorted(options.items())))
     sc = _SCENARIOS.get(key)
     if sc is None:
-        import scenarios
-        sc = scenarios.load(name).build(**options)
+        from fmu_src.runtime import formed
+        sc, why = formed.load(name, dict(options))
+        if notes is not None:
+            notes.extend(why)
+        if sc is None:
+            import scenarios
+            sc = scenarios.load(name).build(**options)
         _SCENARIOS[key] = sc
     return sc
 
@@ -162,7 +170,10 @@ class ScenarioSlave(Fmi2Slave):
         self.fmi_state = State.INSTANTIATED
         self.start_time = 0.0
         self.t_comm = 0.0          # the master's communication point
-        self.sc = self.scenario = scenario(self.scenario_name, self.scenario_options)
+        notes = []
+        self.sc = self.scenario = scenario(self.scenario_name, self.scenario_options, notes)
+        for note in notes:
+            self.log(note, Fmi2Status.warning)
         self.sim = None
         self.status = 0
         self._broken = None        # (status code, message) of a failure no step can get past
