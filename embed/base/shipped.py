@@ -23,8 +23,8 @@ from pathlib import Path
 MAGIC = b"embed-shipped 1\n"
 PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite", "cloudpickle")
 FOLDER = "formed"               # under the FMU's resources
-SCENARIO_FILE = "scenario.pkl"  # the formed scenario (Kane's terms, automaton): model key
-OBJECTS_FILE = "objects.pkl"    # the scenario with its compiled mode libraries: + CPU key
+KANE_FILE = "kane.pkl"          # Kane's terms in sympy (embed.model.kane_terms): model key
+OBJECTS_FILE = "objects.pkl"    # the compiled mode libraries: model key + CPU key
 
 
 def environment(cpu: bool) -> dict:
@@ -128,27 +128,27 @@ def model_key(root, name: str, options: dict, tag: str, cpu: bool) -> dict:
     return key(name, options, sources_digest(root, packages), cpu)
 
 
-def load_formed(root, name: str, options: dict, tag: str, objects: bool = True):
-    """(scenario, {embedding path: ModeLibrary} or None, notes) shipped under ``root``/formed:
-    the scenario with its compiled libraries if ``objects`` and their key matches this CPU,
-    else the formed scenario alone; (None, None, notes) if neither loads.  ``notes`` say
-    why a file present was refused (nothing when there is no folder: a model run from its
-    sources)."""
+def load_objects(root, name: str, options: dict, tag: str):
+    """({embedding path: ModeLibrary} shipped under ``root``/formed for this CPU, notes);
+    (None, notes) if it does not load.  ``notes`` say why a file present was refused
+    (nothing when there is no folder: a model run from its sources)."""
     folder = Path(root) / FOLDER
     if not folder.is_dir():
-        return None, None, []
-    notes = []
-    if objects:
-        got, why = read(folder / OBJECTS_FILE, model_key(root, name, options, tag, cpu=True))
-        if got is not None:
-            return got[0], got[1], notes
-        notes.append(f"shipped object code not used: {why}; building and compiling as "
-                     "without it")
-        # the formed model alone (scenario.pkl) is not used: modes compiled from unpickled
-        # symengine expressions differed from a fresh build's in the last bit (pendulum_belt,
-        # tests/test_startup.py), so a refusal builds as before, bit for bit
-        return None, None, notes
-    sc, why = read(folder / SCENARIO_FILE, model_key(root, name, options, tag, cpu=False))
-    if sc is None:
-        notes.append(f"shipped formed model not used: {why}; building the model")
-    return sc, None, notes
+        return None, []
+    got, why = read(folder / OBJECTS_FILE, model_key(root, name, options, tag, cpu=True))
+    if got is not None:
+        return got, []
+    return None, [f"shipped object code not used: {why}; compiling as without it"]
+
+
+def load_kane(root, name: str, options: dict, tag: str):
+    """(Kane's terms as ``embed.model.kane_terms.recording`` collected them, notes) shipped
+    under ``root``/formed, or (None, notes): ``build()`` under ``kane_terms.shipped`` of them
+    forms the model bit for bit as a fresh build, without deriving Kane's equations."""
+    folder = Path(root) / FOLDER
+    if not folder.is_dir():
+        return None, []
+    terms, why = read(folder / KANE_FILE, model_key(root, name, options, tag, cpu=False))
+    if terms is None:
+        return None, [f"shipped Kane's terms not used: {why}; deriving them"]
+    return terms, []

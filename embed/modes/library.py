@@ -26,6 +26,7 @@ from __future__ import annotations
 import weakref
 
 _LIBRARIES = {}       # (id(automaton), embedding path) -> ModeLibrary, while the automaton lives
+SYMBOLIC = ("embeddings", "expressions", "sets")    # not shipped (``picklable``)
 
 
 class ModeLibrary:
@@ -80,11 +81,16 @@ class ModeLibrary:
     def picklable(self) -> "ModeLibrary":
         """A copy holding only what pickles (object code, data): a compiled function that
         does not (symengine's interpreted ``Lambdify``) is left out and compiled again when
-        first needed, as without the copy."""
+        first needed, as without the copy.  The symbolic caches (``SYMBOLIC``: embeddings,
+        converted expressions, entered sets) are left out too: formed again from the model
+        that loads the copy (a loaded symengine expression lists its terms in another order,
+        and LLVM code compiled from it differs in the last bit: ``embed.model.kane_terms``)."""
         import cloudpickle
         out = ModeLibrary()
         for name in self.__slots__:
             value = getattr(self, name)
+            if name in SYMBOLIC:
+                continue
             if isinstance(value, dict):
                 kept = {}
                 for k, v in value.items():

@@ -38,11 +38,13 @@ PACKAGES = ("embed", "scenarios", "fmu_src")
 
 # DefaultExperiment (stop time, communication step in s): the span that shows each story
 EXPERIMENTS = {"disk_ramp": (8.0, 0.01), "pendulum_belt": (8.0, 0.01), "disk_fence": (8.0, 0.01),
-               "pi_controller": (8.0, 0.01), "pendulum_line": (10.0, 0.01), "pendulum_chain": (5.0, 0.01),
+               "pi_controller": (8.0, 0.01), "pendulum_line": (10.0, 0.01),
+               "pendulum_chain": (5.0, 0.01),
                "slider_crank3": (10.0, 0.01), "top": (10.0, 0.01), "ball_bowl": (10.0, 0.01)}
 
 # FMUs that are not scenarios: model identifier -> (module in fmu_src, slave class)
 OTHERS = {"pi_controller": ("runtime.controller", "PIController")}
+
 
 def progress(message: str) -> None:
     """A progress line on stderr (builds take 10-30 s)."""

@@ -89,9 +89,6 @@ def scenario(name, options, notes=None):
         sc, why = formed.load(name, dict(options))
         if notes is not None:
             notes.extend(why)
-        if sc is None:
-            import scenarios
-            sc = scenarios.load(name).build(**options)
         _SCENARIOS[key] = sc
     return sc
 
