@@ -11,6 +11,7 @@ cumulative import time (``python -X importtime``) of what the FMU's slave module
     python benchmarks/bench_startup.py [--fmus DIR] [--runs 5] [--names disk_ramp top]
     python benchmarks/bench_startup.py --fmus DIR --chain 40      # also pendulum_chain N = 40
     python benchmarks/bench_startup.py --fmus after --compare before   # two builds, one run
+    python benchmarks/bench_startup.py --cold        # also without the shipped object code
 
 FMUs missing from ``--fmus`` (default build/startup) are built there first (``embed-fmu
 build``); the floor is benchmarks/floor_fmu.py, built with ``pythonfmu build``.
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -120,6 +123,9 @@ def main(argv=None) -> int:
     ap.add_argument("--chain", type=int, default=None, help="also pendulum_chain at this N")
     ap.add_argument("--importtime", action="store_true")
     ap.add_argument("--h", type=float, default=1e-3)
+    ap.add_argument("--cold", action="store_true",
+                    help="also each FMU without its shipped object code (objects.pkl removed, "
+                         "as on another CPU: Kane's terms still shipped)")
     ap.add_argument("--compare", default=None,
                     help="a folder of the same FMUs built otherwise (before a change), "
                          "measured in the same run")
@@ -133,6 +139,14 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         unzips = {label: Path(extract(str(f), str(Path(tmp) / re.sub(r"\W", "_", label))))
                   for label, f in fmus.items()}
+        if args.cold:
+            for label in [k for k in unzips if k in args.names or k.startswith("pendulum_chain N=")]:
+                cold = Path(tmp) / (re.sub(r"\W", "_", label) + "_cold")
+                shutil.copytree(unzips[label], cold)
+                for obj in cold.glob("resources/formed/objects.pkl"):
+                    obj.unlink()
+                unzips[f"{label} (cold: no objects)"] = cold
+        load0 = os.getloadavg()[0]
         for unzip in unzips.values():           # one untimed start each: the file cache warm
             sample(unzip, args.h)
         runs = {label: [] for label in unzips}
@@ -144,7 +158,9 @@ def main(argv=None) -> int:
                for label, rs in runs.items()}
         floor = med["floor (trivial pythonfmu)"]["total"]
         print(f"start-up, fmi2Instantiate to the first {args.h * 1e3:g} ms doStep returning, "
-              f"fmpy, fresh processes, medians of {args.runs}")
+              f"fmpy, fresh processes, medians of {args.runs}; load average "
+              f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+              f"on {os.cpu_count()} CPUs")
         print("| FMU | instantiate (s) | initialize (s) | first step (s) | total (s) | "
               "x floor | sympy/symengine loaded |")
         print("|---|---|---|---|---|---|---|")
