@@ -7,7 +7,7 @@ step at a time), for the driven mode (``embed.modes.driven``: the whole RK4 step
 program, B u = -C solved by LDL^T of B B^T at each stage), for the same mode stepped in Python
 (``DrivenMode``: one LU of B a stage by LAPACK, the fallback and the figure before the
 program; ``driven_program`` made to decline in this process only) and, with ``--old``, for the
-general symbolic embedding both replace (B inverted symbolically; ``forming.driven_parts``
+general symbolic embedding both replace (B inverted symbolically; ``driven.driven_parts``
 turned off in this process only); slider_crank3's step
 beside it as the yardstick of a normal mode; and the paper's 100 s at 10 ms communication
 steps (1 ms internal) as a real-time factor (simulated s per wall s).  Medians of ``--runs``.

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import scenarios  # noqa: E402
 from embed.embedding import embedding  # noqa: E402
 from embed.modes.compile import compile_parts  # noqa: E402
-from embed.embedding.embedding import EXPLICIT_OPS_OFFLINE  # noqa: E402
+from embed.embedding.equations import EXPLICIT_OPS_OFFLINE  # noqa: E402
 from embed.modes.forming import AutomatonForms  # noqa: E402
 from embed.modes.library import ModeLibrary  # noqa: E402
 

@@ -210,7 +210,8 @@ def build() -> Scenario:
                    "forward shank", "angle of the forward foot", "angle of the backward thigh",
                    "angle of the backward shank", "angle of the backward foot"),
         ("m", "m") + ("rad",) * 7)]
-    # evaluate=False: Max's search for comparable arguments took 6 s of the build
+    # evaluate=False: Max's search for comparable arguments took most of the build
+    # (docs/design.md, facts)
     outputs.append(Output("velocity_residual", sp.Max(*[sp.Abs(e) for e in rates + rows_v],
                                                      evaluate=False),
                           "largest |dPhi_q/dt| and |Phi_v| (m/s, rad/s)", ""))

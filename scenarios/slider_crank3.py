@@ -209,6 +209,7 @@ def build() -> Scenario:
                     mode_description="active mode (1: moving; the only one)",
                     residual_description="largest residual of the loop constraints (eq 5) and "
                     "of their rates (Phi_q qdot = 0)",
-                    # a run visits five partitions of the speeds; each compiles in 5-170 ms
+                    # a run visits five partitions of the speeds, each compiled on the spot
+                    # (what that costs: docs/design.md, facts)
                     embedding="symbolic",
                     positive=("m1", "m2", "J2", "m3", "m4"), nonnegative=("K",))

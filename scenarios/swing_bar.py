@@ -129,7 +129,7 @@ def build() -> Scenario:
         Output("energy", kinetic + potential, "kinetic plus potential energy of the bars", "J"),
         Output("power_in", T * dq_H, "power of the drive, T times dq_H", "W"),
         # clipped: a sum of squares, expanded, may round below 0 at rest, and a non-finite
-        # output stops the run (embed.state.check_finite): sqrt(-1e-17) is nan
+        # output stops the run (embed.hybrid.state.check_finite): sqrt(-1e-17) is nan
         Output("power_damping", sp.Max(0, damping), "power the damping dissipates, "
                "b sum |v_i|^2 (>= 0)", "W"),
         Output("quat_norm_error", sp.Abs(sp.sqrt(sp.Max(0, (S.T * S)[0])) - 1),

@@ -114,7 +114,7 @@ def test_small_partitions_choose_as_lapack_does():
     that LAPACK's pivoted QR (dgeqp3) chooses, ties included, and finds the same rank."""
     from scipy.linalg.lapack import dgeqp3
 
-    from embed.embedding.embedding import SMALL_M, _pivoted_gram_schmidt
+    from embed.embedding.partition import SMALL_M, _pivoted_gram_schmidt
 
     rng = np.random.default_rng(11)
     cases = [rng.normal(size=(m, n)) for m in range(1, SMALL_M + 1) for n in range(m, 9)

@@ -13,7 +13,8 @@ from sympy.physics.mechanics import Particle, Point, ReferenceFrame, dynamicsymb
 from embed import (Automaton, Guard, IntegrationError, Jump, Mode, Model, Output, Scenario,
                    Start, Var, holonomic)
 from embed.check.check import check_scenario
-from embed.embedding.embedding import _ops_within, tree_size
+from embed.embedding.embedding import tree_size
+from embed.embedding.equations import _ops_within
 from embed.modes.library import ModeLibrary
 
 

@@ -330,7 +330,7 @@ def _blob(r):
 
 
 def seal(text):
-    """A serialized state's text with the checksum fmu_src.fmu_state.to_bytes gives it: an edit
+    """A serialized state's text with the checksum fmu_src.runtime.fmu_state.to_bytes gives it: an edit
     made by someone who knows the format, to reach the checks behind the checksum."""
     import hashlib
     return b"embed-fmu-state sha256 " + hashlib.sha256(text).hexdigest().encode() + b"\n" + text

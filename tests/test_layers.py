@@ -24,9 +24,7 @@ SUBLAYERS = {
 }
 # Imports of a sub-package above the importer's that the pure moves of issue 28 kept (a move
 # changes no code): (importing file, sub-package imported).  Each is to be removed, none added.
-KNOWN_UPWARD = {
-    ("embed/modes/formulations.py", "hybrid"),    # after_step_for: switching.after_step, reselect
-}
+KNOWN_UPWARD = set()
 
 
 def imported_packages(path, package):

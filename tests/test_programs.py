@@ -582,7 +582,7 @@ def test_prepare_rehearses_the_switch_and_changes_nothing():
 
 @pytest.mark.parametrize("embedding", ["symbolic", "numeric"])
 def test_a_step_takes_its_first_stage_from_where_the_last_ended(embedding):
-    """First same as last (``program.Memo``, ``programs.rk4_program``): a step that starts where
+    """First same as last (``registers.Memo``, ``programs.rk4_program``): a step that starts where
     the last ended, with the same parameters and partition, takes xdot there from the module's
     memo instead of evaluating the stage again; the step is the same to the bit as one that
     evaluates it (the memo cleared), and the memo is what it reads (poisoned, the step

@@ -3,7 +3,7 @@
 
 gillespie2005 Sec 6.2 (Fig 11): symbolic embedding runs in parallel with numerical
 integration.  A thread of the stepping interpreter would hold its GIL through every
-compile (docs/design.md: 2-20 ms stalls), so this runs as its own process.  It builds the
+compile (stalls: docs/design.md, facts), so this runs as its own process.  It builds the
 scenario once (``MODULE.build(**options)``), runs the set-up function named by --set-up
 (called as function(forms, default parameter vector)), and
 then answers requests, each a length-prefixed pickle (client, number,
@@ -207,7 +207,7 @@ def main(argv=None):
     from embed.modes.functions import lambdify
     from embed.modes.programs import linear_program
     from embed.codegen.native import OPT_FAST, OPT_RUN, NativeFunction, compile_program
-    from embed.embedding.embedding import EXPLICIT_OPS_OFFLINE
+    from embed.embedding.equations import EXPLICIT_OPS_OFFLINE
     from embed.modes.forming import AutomatonForms
     from embed.modes.library import ModeLibrary
     from embed.modes.numeric import EntryTerms
@@ -282,8 +282,8 @@ def main(argv=None):
             meta["frames"] = 1 + sum(fn is not None for fn in fns[1:])
             if parts["kind"] == "linear":
                 meta.update(nz=len(parts["z"]), n_ud=parts["n_ud"])
-            # one compiled function a frame: loading one costs the stepping process 0.1-0.4 ms
-            # in a step that finds the caches cold, and it decodes one frame a step
+            # one compiled function a frame: loading one is costly in a step that finds the
+            # caches cold (docs/design.md, facts), and the stepping process decodes one a step
             write(cid, rid, ("mode", key, meta, fns[:1]))
             for i, fn in enumerate(fns[1:], start=1):
                 if fn is not None:

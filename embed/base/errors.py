@@ -24,7 +24,7 @@ class CompilationError(EmbedError):
 
 class SymbolicBudgetError(CompilationError):
     """A mode's symbolic embedding outgrew its size budget (a closed spatial loop's D and E,
-    say): the mode runs on the numeric path instead (``embed.mode_compiler``)."""
+    say): the mode runs on the numeric path instead (``embed.modes.mode_compiler``)."""
 
 
 class IntegrationError(EmbedError):

@@ -14,11 +14,11 @@ every program in the process, so it is warm whichever mode is stepping:
 
 - ``embed_ldlt_exact`` (``EXACT``, up to ``EXACT_MAX`` unknowns): the unrolled solve's
   operations in its order, nothing reassociated or fused (its back substitution by rows of
-  L^T, x_i = y_i (1 / d_i) - sum_{k > i} L_ki x_k): bit for bit the unrolled solve, 0.2 us
-  slower a call at n = 18 (0.6 against 0.4), 7 KB of code against 25;
+  L^T, x_i = y_i (1 / d_i) - sum_{k > i} L_ki x_k): bit for bit the unrolled solve, a little
+  slower a call and a fraction of its code (docs/design.md, "One compiled call a step");
 - ``embed_ldlt`` (``NAME``, beyond): its dot products reassociated, which LLVM's loop
-  vectorizer turns into vector code, faster than the unrolled one from n = 30 on (3.1
-  against 4.0 us at n = 38).
+  vectorizer turns into vector code, faster than the unrolled one for the larger systems
+  (the figures: docs/design.md, "One compiled call a step").
 
 Both are compiled once a process (``embed.codegen.native``) and called by name.
 """

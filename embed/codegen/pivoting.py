@@ -1,12 +1,12 @@
 """The partition of the speeds (gillespie2005 eq 11) as a looped function that compiled programs
 call: the dependent speeds by modified Gram-Schmidt with column pivoting on B, later speeds
-first (``embedding.partition``'s choice, ties within ``TIE`` to the first), and the
+first (``partition.partition``'s choice, ties within ``TIE`` to the first), and the
 permutation they give.
 
 ``embed_partition(B, out, m, n, keep)``: B (m x n by rows); out = [|diag R| (m)..., dep
 (m, ascending)..., perm (n) = [ind..., dep...]..., iperm (n)...], the indices as doubles;
 keep = 1 - TIE.  Each value is computed by the operations, in the order, of the straight-line
-code it replaces (``terms_program.partitioned``): the same results, bit for bit.  That code
+code it replaces (``terms_algebra.partitioned``): the same results, bit for bit.  That code
 is O(n m^2) operations with a select for each column and pivot: 2,000 of the 40-link chain's
 entry, half of the machine code a step switching into the mode reads cold; this one is a few
 kilobytes, shared by every program.  A nan in B gives a nan |diag R| (the caller declines);

@@ -12,7 +12,7 @@ accelerations' offset.  ``embed_reduce(v, perm, D, g, A, rhs, MTd, r0d, n, m)``:
   (what the multipliers take, Sec 5.4).
 
 Each value is computed by the operations, in the order, of the straight-line code it replaces
-(``terms_program._reduced``: A_p T = A_p[:, ind] + sum_k A_p[:, dep_k] D_k, then T^T (A_p T),
+(``terms_algebra.reduced``: A_p T = A_p[:, ind] + sum_k A_p[:, dep_k] D_k, then T^T (A_p T),
 each sum from its first term on), nothing reassociated or fused: the same results, bit for
 bit.  That code is O(n^2 m) operations: 11,000 of the 40-link chain's point pin stage, 130 KB
 of machine code that a step switching into the mode reads cold (a third of its cost); this one

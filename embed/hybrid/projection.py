@@ -25,8 +25,9 @@ MAX_ITERATIONS = 12
 
 
 def max_abs(a):
-    """max |a_i| of a short vector in plain floats (numpy's dispatch costs 20-50 us where an
-    event step finds the caches cold; the comparisons themselves are nothing)."""
+    """max |a_i| of a short vector in plain floats (numpy's dispatch is costly where an event
+    step finds the caches cold, docs/design.md, facts; the comparisons themselves are
+    nothing)."""
     return max(map(abs, a.tolist()), default=0.0)
 
 

@@ -29,7 +29,8 @@ from ..base.errors import (EmbedError, InputError, IntegrationError, ModelDefini
 from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE, PROBE_G, UNARMED  # noqa: F401
 from .integrators import make_integrator
 from ..modes.forming import AutomatonForms
-from ..modes.formulations import Formulation, after_step_for
+from ..modes.formulations import Formulation
+from .after_step import after_step_for
 from ..modes.library import ModeLibrary
 from ..modes.mode_compiler import ModeCompiler
 from .projection import Projection, nearest_on_manifold, on_manifold

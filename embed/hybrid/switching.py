@@ -22,7 +22,7 @@ from .activation import ACTIVATION_TOL, activation_jump
 from ..model.automaton import Jump
 from ..model.reset_maps import reset_map
 from ..model.context import Context
-from ..embedding.embedding import partition
+from ..embedding.partition import partition
 from ..base.errors import IntegrationError, ZenoError
 from .events import EVENT_TOL, LEVEL, PROBE
 from ..base.errors import InputError
@@ -112,7 +112,7 @@ def apply_all(sim, jump):
 
 def impact_speeds(sim, jump: Jump, q, u):
     """The speeds after an impact over its own constraint set ``jump.impact_constraints``
-    (wang2019 eq 19, mueller eq 7 over that set, ``embed.activation``) and their impulses;
+    (wang2019 eq 19, mueller eq 7 over that set, ``embed.hybrid.activation``) and their impulses;
     the discrete variables of the jump are set already (a foot pinned where it struck)."""
     names = tuple(sorted(jump.impact_constraints))
     return activation(sim, names, q, u)
@@ -232,8 +232,9 @@ def record(sim, label, before):
 def rehearse(sim, gi):
     """Evaluate what the event of switching condition gi will need (its reset map, the
     entered constraint set's entry terms, the partition, the new mode's monitors) without
-    applying any of it: an event step finds the caches cold and costs 0.4-0.6 ms where it
-    costs 0.15-0.2 ms warm; rehearsed one step ahead, that cost is split over two steps.
+    applying any of it: an event step finds the caches cold and costs a few times what it
+    costs warm (docs/design.md, facts); rehearsed one step ahead, that cost is split over two
+    steps.
     Changes no state; a failure here is left for the event itself to report.  Returns
     whether the rehearsal went through."""
     st = sim.state
@@ -263,8 +264,8 @@ def rehearse_entry(sim, active):
     (``projection.on_manifold``; none found: no rehearsal), the event (``apply``: the jump, the
     partition, the arming) and one step, then the state restored whole (``get_state``,
     ``set_state``).  The first ``set_constraints`` of a run then finds its Python and its
-    compiled code called once already (first calls: 20-40 us of a 100-130 us switch step at
-    N = 2-10).  Changes no state; a failure is left for the event itself to report."""
+    compiled code called once already (first calls are a large part of a switch step;
+    docs/design.md, facts).  Changes no state; a failure is left for the event itself to report."""
     st = sim.state
     if (st.compiled_mode is None or sim.embedding == "symbolic"
             or not sim.library.terms_programs.get((st.mode, active))):

@@ -1,8 +1,8 @@
 """First-call costs paid at set-up, so that the first event of a real-time run does not pay them.
 
-Measured: 0.2-4 ms each for numpy's and LAPACK's first solve or QR, a constraint's compile on
-first use, the first unpickling of a symengine expression or an LLVM function.  See
-docs/design.md, "Facts measured on these machines".
+Paid here: numpy's and LAPACK's first solve or QR, a constraint's compile on first use, the
+first unpickling of a symengine expression or an LLVM function (what each costs: docs/design.md,
+"Facts measured on these machines").
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import symengine as se
 from scipy.linalg.lapack import dgesv
 
 from ..modes.functions import lambdify
-from ..embedding.embedding import kappa, partition
+from ..embedding.partition import kappa, partition
 from ..modes.numeric import EntryTerms
 
 _WARMED = []          # the process-wide part is done

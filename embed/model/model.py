@@ -165,7 +165,7 @@ class LinearTerms:
     Kane's equations are linear in the accelerations and the force symbols by construction;
     that is checked here, once: ``nonlinear`` names a coefficient that still holds an
     acceleration or a force (a load F**2, say), None if there is none.  An embedding forms its
-    linear system from these blocks (``embedding.ModeEquations``) instead of differentiating
+    linear system from these blocks (``equations.ModeEquations``) instead of differentiating
     the recombined equations (eq 13-15) for each mode; a model with ``nonlinear`` set goes the
     differentiating way, which refuses it in any mode where that force is an unknown (one
     given a law there may enter nonlinearly).  Rows are lists of symengine expressions.

@@ -15,7 +15,7 @@ stage:
     B^T lambda = -(F + F*) = -(b + A_u udot)         (F + F* + B^T lambda = 0, Sec 5.4)
 
 x = q.  The whole RK4 step is one compiled straight-line program (``driven_program``), as a
-"linear" mode's is (``compile.linear_program``): B, C at each stage, then u = -B^T (B B^T)^-1 C
+"linear" mode's is (``programs.linear_program``): B, C at each stage, then u = -B^T (B B^T)^-1 C
 (the least-norm solution, which for a square nonsingular B is -B^-1 C), the step's Newton
 correction of Phi(q, t+h) = 0 (haug_pavesic2023 eq 13-14), and the monitors with
 udot = -B^T (B B^T)^-1 gamma and lambda = -(B B^T)^-1 B (F + F*), every solve an LDL^T of the
@@ -95,8 +95,8 @@ def compile_driven(parts, key, backend=None):
     ``modes.ProgramMode``) or, if it cannot be compiled, the functions of ``DrivenMode``:
     [B, C](t, q), qdot(t, q, u) (None when it is u),
     [gamma, b, A_u](t, q, u) and the monitors(t, q, u, udot, lambda); with LLVM unless another
-    backend is asked for (the four functions of braun_goldfarb2012's biped compile in about
-    0.3 s, and a stage then costs a few microseconds, against 50 us interpreted)."""
+    backend is asked for (compiled, a stage of braun_goldfarb2012's biped costs a fraction of
+    the interpreted one's: docs/design.md, facts)."""
     from .functions import lambdify
     from ..base.errors import CompilationError
     from ..codegen.native import OPT_RUN, compile_program

@@ -18,7 +18,7 @@ def _least_norm(prog, B, rhs):
 
 
 def driven_program(parts, rhs_only=False):
-    """A driven mode's RK4 step as one straight-line program (``compile.rk4_program``'s
+    """A driven mode's RK4 step as one straight-line program (``programs.rk4_program``'s
     layout, arguments [t, h, q..., p..., flag]): each stage u = -B^-1 C (eq 12, D empty) and
     qdot = W u + X; after the step q <- q - flag Phi_q^T (Phi_q Phi_q^T)^-1 Phi(q, t+h)
     (haug_pavesic2023 eq 13-14, one Newton step); the monitors at its end with
@@ -63,7 +63,7 @@ def driven_program(parts, rhs_only=False):
 
 
 def _correction(parts, n_rest):
-    """One Newton step toward Phi(q, t) = 0 (``compile.newton_program`` for any number of
+    """One Newton step toward Phi(q, t) = 0 (``programs.newton_program`` for any number of
     holonomic rows: Phi_q Phi_q^T by LDL^T), a program of [t, q..., p..., flag]; or None."""
     from .programs import _splice, _template
     from ..codegen.program import Program

@@ -21,7 +21,9 @@ from .compile import mode_parts
 from .functions import norm1
 from ..model.constraints import ConstraintSet, moving_B, velocity
 from .driven import driven_parts
-from ..embedding.embedding import ModeEquations, embed, partition
+from ..embedding.embedding import embed
+from ..embedding.equations import ModeEquations
+from ..embedding.partition import partition
 from ..base.errors import ModelDefinitionError
 from .numeric import ConstraintTerms, lam_symbol
 
@@ -56,7 +58,7 @@ def form_mode_parts(model, params, mode, cset, dep, outputs, guards, embeddings=
     dict
         The mode's parts (``compile.mode_parts``).
     """
-    if len(dep) == model.n:          # 0 degrees of freedom: B solved numerically (embed.driven)
+    if len(dep) == model.n:          # 0 degrees of freedom: B solved numerically (embed.modes.driven)
         lam = {lam_symbol(c.name) for c in cset.items}
         zero = {s: se.Integer(0) for e in outputs + guards for s in e.free_symbols
                 if str(s).startswith("lambda_") and s not in lam}

@@ -17,9 +17,9 @@ import symengine as se
 from ..base.errors import CompilationError
 from ..codegen.program import Program
 
-# symengine's "lambda" backend builds a tree of compiled C++ closures: measured here for
-# the disk's RK4 step, 0.1-0.3 ms to build and 1.9 us a call, against 4-5 ms and 1.2 us
-# for "llvm".  Building fast is what makes on-line embedding fit in a 1 ms step.  Only
+# symengine's "lambda" backend builds a tree of compiled C++ closures: for the disk's RK4
+# step it builds many times faster than "llvm" and calls a little slower (docs/design.md,
+# facts).  Building fast is what makes on-line embedding fit in a 1 ms step.  Only
 # "llvm" functions pickle, so the background worker compiles with "llvm".
 BACKEND = "lambda"
 
@@ -28,9 +28,9 @@ class Compiled:
     """A compiled function of one flat argument vector, returning a flat array.
 
     Called through symengine's ``unsafe_real`` after checking the argument's length and
-    type here: its ordinary call validates and reshapes in Python, which measured 4 us a
-    call warm and 10-50 us in a step that finds the caches cold (the event steps of a
-    1 kHz real-time master), against 1-3 us."""
+    type here: its ordinary call validates and reshapes in Python, which costs several times
+    the unsafe call, most in a step that finds the caches cold (the event steps of a 1 kHz
+    real-time master; docs/design.md, facts)."""
 
     __slots__ = ("fn", "n_in", "n_out", "unsafe_real")
 
@@ -90,16 +90,16 @@ class Tape:
     """A few expressions (symengine) of a few arguments as a straight-line program
     (``embed.codegen.program``) run in plain floats: (function, i, j, k) sets register k to
     function(r[i], r[j]) (j < 0: one argument).  For small functions shipped to the stepping
-    process at run time (a fence's jet): loading an LLVM function costs 0.3-0.45 ms in a step
-    that finds the caches cold, whatever its size, and compiling it 1-3 ms in the worker; a
-    tape of 20 operations pickles in a few hundred bytes and runs in a few microseconds.  Same
+    process at run time (a fence's jet): loading an LLVM function is costly in a step that
+    finds the caches cold, whatever its size, and so is compiling it in the worker; a tape of
+    20 operations pickles in a few hundred bytes and runs at once (docs/design.md, facts).  Same
     interface as ``Compiled``.  Any failing operation (log of a negative number, say) makes
     every output nan.
 
     An instruction is (o, i, j, k) with o the function's number in ``_TAPE_FNS``: a tuple of
     ints only, which the cyclic collector stops tracking.  A run keeps every fence's tape (a
-    fence announced again is ready at once); as (function, i, j, k) tuples, the 86,000
-    instructions of 94 fences made one full collection take 50-60 ms of a step."""
+    fence announced again is ready at once); as (function, i, j, k) tuples, a soak's tapes
+    made one full collection longer than a step's budget (docs/design.md)."""
 
     __slots__ = ("n_in", "n_out", "regs", "prog", "outs")
 

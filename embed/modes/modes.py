@@ -291,8 +291,8 @@ class ProgramMode(CompiledMode):
         CompiledMode.__init__(self, meta, key, fns)
         self._parts = meta if "sys" in meta else None
         # the compiled entries called on addresses read once, with outputs kept (copied out):
-        # numpy's ``.ctypes.data`` costs 1.5 us a call warm and 30-40 us in a step that
-        # finds it cold (an event step)
+        # numpy's ``.ctypes.data`` is costly a call, most in a step that finds it cold (an
+        # event step; docs/design.md, "One compiled call a step")
         self._call, self._mon_entry = fns[0]._f, fns[0].entries["monitors"]
         # (the final stage alone writes xdot after the monitors: ``programs.rk4_program``)
         self._y, self._m = Buffer(self.nx + self.n_mon + 1), Buffer(self.n_mon + self.nx)

@@ -20,7 +20,7 @@ import symengine as se
 
 from .functions import lambdify
 from ..model.constraints import gamma, moving_B, phi_and_gradient, velocity
-from ..embedding.embedding import kappa
+from ..embedding.partition import kappa
 from ..base.errors import ConstraintRankError, ModelDefinitionError
 from ..model.model import TIME, to_symengine
 from .modes import Layout, rk4_stepwise
@@ -127,8 +127,8 @@ class NumericTerms:
         exprs = lt.b + _flat(lt.Au) + _flat(lt.Af) + lt.ba + _flat(lt.Aau) + _flat(lt.Aaf)
         exprs += list(model.qdot)
         self.args_tqu = [TIME] + list(model.q) + list(model.u) + self.psyms
-        # compiled once at set-up, called at every evaluation: LLVM (measured for the
-        # 20-link chain: 6 us a call against 90 us for the lambda backend, 0.5 s to build)
+        # compiled once at set-up, called at every evaluation: LLVM (its calls many times
+        # faster than the lambda backend's for a long chain: docs/design.md, facts)
         self.terms = lambdify(self.args_tqu, exprs, f"the unconstrained terms of {model.name!r}",
                               "llvm")
         self.margs = [TIME] + list(model.q) + list(model.u) + list(model.forces) + self.psyms

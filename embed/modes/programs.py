@@ -7,7 +7,8 @@ subexpressions are eliminated once.
 from __future__ import annotations
 
 from ..base.errors import CompilationError
-from ..codegen.program import Memo, Program
+from ..codegen.program import Program
+from ..codegen.registers import Memo
 from ..model.model import TIME
 
 def _template(args, exprs, cse=True):

@@ -16,26 +16,16 @@ inverted by Cramer's rule, well conditioned by the partition's pivoting).
 
 from __future__ import annotations
 
-import itertools
-import math
-
-import numpy as np
 import symengine as se
 
-from .programs import _splice, _template, newton_program, rhs_program, rk4_program
-from ..model.constraints import gamma, moving_B, phi_and_gradient
-from ..embedding.embedding import TIE
-from ..base.errors import CompilationError
-from ..base.tolerances import ACTIVATION_TOL, PHI_TOL, PIVOT_RANK_TOL
+from .programs import _splice, _template, newton_program, rk4_program
+from ..model.constraints import gamma, phi_and_gradient
 from ..model.model import TIME
-from .modes import ProgramMode
-from ..codegen.native import Buffer, compile_program
 from .numeric import lam_symbol
 from ..codegen.program import Program
-from ..codegen import reduction
+from .terms_algebra import _norm1, _sum, partitioned, reduced
 
 MAX_M = 3
-PARTITIONS_AHEAD = 1000   # a program's partition copies made ahead up to this many (3 KB each)
 
 
 def supported(model, cset):
@@ -160,34 +150,6 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
     return (prog, outs), stage
 
 
-def reduced(prog, v, perm, D, g):
-    """(udot_ind, the dependent rows of A_p T and of r0) from the unconstrained terms
-    v = [b..., A_u by rows...] (registers) in the partition's order perm = [ind..., dep...]:
-    A_p T = A_p[:, ind] + sum_k A_p[:, dep_k] D_k (T = [I; D]), r0 = b_p + A_p [0; g], and
-    (T^T A_p T) udot_ind = -T^T r0 (eq 13-16), by LDL^T (``Program.ldl_solve``).  Straight-line
-    up to ``reduction.LOOP_MIN`` independent speeds; from there a call of the looped
-    ``embed_reduce``, the same operations in the same order (``Program.reduced``)."""
-    n, m = len(perm), len(g)
-    n_i = n - m
-    if n_i >= reduction.LOOP_MIN:
-        return prog.reduced(v, perm, D, g)
-    b, Au = v[:n], v[n:]
-    fn = prog.const(float(n))
-    bp = [prog.gather(b, perm[i]) for i in range(n)]
-    rowidx = [prog.mul(perm[i], fn) for i in range(n)]
-    Ap = [[prog.gather(Au, prog.add(rowidx[i], perm[j])) for j in range(n)] for i in range(n)]
-    MT = [[prog.dot([Ap[r][n_i + k] for k in range(m)], [D[k][j] for k in range(m)], Ap[r][j])
-           for j in range(n_i)] for r in range(n)]           # A_p T
-    A = [[prog.dot([D[k][i] for k in range(m)], [MT[n_i + k][j] for k in range(m)], MT[i][j])
-          if j <= i else None for j in range(n_i)] for i in range(n_i)]   # T^T A_p T
-    r0 = [prog.dot([Ap[r][n_i + k] for k in range(m)], g, bp[r]) for r in range(n)]
-    rhs = [prog.unary("neg", prog.dot([D[k][i] for k in range(m)],
-                                      [r0[n_i + k] for k in range(m)], r0[i]))
-           for i in range(n_i)]
-    udi, = prog.ldl_solve(A, [rhs])
-    return udi, MT[n_i:], r0[n_i:]
-
-
 def entry_program(model, npar, cset, templates, final):
     """Entering the constraint set ``cset`` at (t, q, u) as one program: its arguments
     [t, q..., u..., p..., allow, tol], its outputs [max |Phi| (nan if any output is not
@@ -199,7 +161,7 @@ def entry_program(model, npar, cset, templates, final):
       Schur complement B M^-1 B^T is then definite too, no pivoting); taken where ``allow``
       is nonzero and |B u + C| > tol max(1, |u|), as ``activation.activation_jump`` does.
     - The dependent speeds by modified Gram-Schmidt with column pivoting on B, later speeds
-      first (eq 11, ``embedding.partition``'s choice), and the permutation they give.
+      first (eq 11, ``partition.partition``'s choice), and the permutation they give.
     - The monitors of the mode at x, by the step's final stage (``final``).
 
     A singular K, a degenerate B (a zero pivot) or non-finite terms come out as nan: the caller
@@ -242,220 +204,3 @@ def entry_program(model, npar, cset, templates, final):
     outs = diag + dep + impulses + x + mon[:-len(x)]
     total = _sum(prog, [jumped] + outs)      # s - s is nan where any output is not finite
     return prog, [prog.add(phi, prog.sub(total, total)), jumped] + outs
-
-
-def partitioned(prog, B, n):
-    """(|diag R|, dep ascending, perm = [ind..., dep...], iperm) of the partition of the
-    speeds (eq 11) for the registers B (m rows of n speeds): modified Gram-Schmidt with column
-    pivoting on B's columns, later speeds first, ties within ``TIE`` to the first
-    (``embedding.partition``'s choice).  Straight-line below ``reduction.LOOP_MIN`` speeds;
-    from there a call of the looped ``embed_partition``, the same operations in the same
-    order (``Program.pivoted``)."""
-    m, n_i = len(B), n - len(B)
-    if n >= reduction.LOOP_MIN:
-        return prog.pivoted(B, n, TIE)
-    zero, one = prog.const(0.0), prog.const(1.0)
-    cols = [[B[k][n - 1 - j] for k in range(m)] for j in range(n)]
-    chosen, diag, piv = [zero] * n, [], []
-    for _ in range(m):
-        norms = [prog.select(chosen[j], prog.const(-1.0), prog.dot(c, c))
-                 for j, c in enumerate(cols)]
-        best, at = prog.argmax(norms, TIE)
-        d = prog.unary("sqrt", best)
-        e = [prog.div(prog.gather([c[k] for c in cols], at), d) for k in range(m)]
-        cols = [[prog.sub(c[k], prog.mul(prog.dot(e, c), e[k])) for k in range(m)]
-                for c in cols]
-        chosen = [prog.binary("max", chosen[j], prog.compare("eq", prog.const(j), at))
-                  for j in range(n)]
-        diag.append(d)
-        piv.append(prog.sub(prog.const(n - 1), at))
-    dep = _sorted(prog, piv)
-    perm = []
-    for k in range(n_i):                 # the k-th speed not in dep
-        j = prog.const(k)
-        for d in dep:
-            j = prog.add(j, prog.sub(one, prog.compare("gt", d, j)))
-        perm.append(j)
-    perm += dep
-    iperm = []
-    for j in range(n):
-        rj = prog.const(j)
-        below = [prog.compare("gt", rj, d) for d in dep]
-        at_dep = [prog.compare("eq", rj, d) for d in dep]
-        rank = prog.dot(at_dep, [prog.const(n_i + r) for r in range(m)])
-        iperm.append(prog.select(_sum(prog, at_dep), rank,
-                                 prog.sub(rj, _sum(prog, below))))
-    return diag, dep, perm, iperm
-
-
-def _sum(prog, regs):
-    acc = prog.const(0.0)
-    for r in regs:
-        acc = prog.add(acc, r)
-    return acc
-
-
-def _sorted(prog, regs):
-    """The registers' values in ascending order (a sorting network, a few registers)."""
-    regs = list(regs)
-    for i in range(len(regs)):
-        for j in range(len(regs) - 1 - i):
-            a, b = regs[j], regs[j + 1]
-            regs[j], regs[j + 1] = prog.binary("min", a, b), prog.binary("max", a, b)
-    return regs
-
-
-def _norm1(prog, rows, cols):
-    """max_j sum_i |rows[i][j]| (registers)."""
-    acc = prog.const(0.0)
-    for j in range(cols):
-        col = prog.const(0.0)
-        for r in rows:
-            col = prog.add(col, prog.unary("fabs", r[j]))
-        acc = prog.binary("max", acc, col)
-    return acc
-
-
-def partition_tail(ind, dep, flag):
-    """The step's arguments after p: [perm..., iperm..., flag] with perm = [ind..., dep...]
-    (the partition as data, eq 11) and the correction's flag (``newton_program``)."""
-    perm = tuple(ind) + tuple(dep)
-    iperm = [0] * len(perm)
-    for k, j in enumerate(perm):
-        iperm[j] = k
-    return np.array(perm + tuple(iperm) + (flag,), dtype=float)
-
-
-class TermsProgramMode(ProgramMode):
-    """A mode (constraint set, any partition) of the compiled-terms path as one compiled call
-    a step (``terms_program``): the partition is data, so a re-selection of the independent
-    speeds costs no embedding and no compile.  ``with_dep(dep)`` gives the mode for a
-    partition (sharing the compiled function)."""
-
-    path = "numeric"
-
-    def __init__(self, meta, key, fns):
-        ProgramMode.__init__(self, meta, key, fns)
-        self._meta = meta
-        self._made = (meta, key, fns)   # what it pickles as (object code: shipped, issue 30)
-        n = self.n
-        self._tail = partition_tail(self.ind, self.dep, 1.0)
-        self._copies = {self.dep: self}      # every partition's mode, shared by the copies
-        self._enter = fns[0].entries.get("enter")
-        m = self.sizes[4]
-        npar = meta["n_rest"] - 2 * n - 1
-        self._e_in = Buffer(1 + 2 * n + npar + 2)          # ``entry_program``'s layout
-        self._e_out = Buffer(2 + 3 * m + self.nx + self.n_mon)
-
-    def enter(self, t, q, u, p, allow, tol=ACTIVATION_TOL):
-        """Entering this mode's constraints at (t, q, u) in one compiled call
-        (``entry_program``): the activation jump (mueller eq 7) if ``allow``, the dependent
-        speeds (eq 11), the state x = [q, u_ind] and the monitors there.
-
-        Returns
-        -------
-        tuple or None
-            (dep, x, monitors, impulses: a list, or None where there is no jump); None where
-            the general path must decide (Phi above PHI_TOL: the configuration is projected
-            first; a singular K or a rank-deficient B: it says which constraints; anything
-            not finite), or where there is nothing to enter (no constraint).
-        """
-        if self._enter is None or not self.sizes[4]:
-            return None
-        m, n, nx = self.sizes[4], self.n, self.nx
-        args, out = self._e_in.array, self._e_out.array
-        # written as a step's ``_load`` writes its arguments (numpy's paths the stepping loop
-        # keeps warm: np.concatenate's took 7 us more in an event step that found it cold)
-        args[0] = t
-        args[1:1 + n] = q
-        args[1 + n:1 + 2 * n] = u
-        args[1 + 2 * n:-2] = p
-        args[-2] = 1.0 if allow else 0.0
-        args[-1] = tol
-        self._enter(self._e_in.at, self._e_out.at)
-        head = out[:2 + 3 * m].tolist()
-        diag = head[2:2 + m]
-        if not (head[0] <= PHI_TOL and diag[-1] > PIVOT_RANK_TOL * max(diag[0], 1.0)):
-            return None         # (head[0] is nan where any output is not finite)
-        dep = tuple(int(d) for d in head[2 + m:2 + 2 * m])
-        x = out[2 + 3 * m:2 + 3 * m + nx].copy()
-        return dep, x, out[2 + 3 * m + nx:].copy(), head[2 + 2 * m:] if head[1] else None
-
-    def rhs(self, t, x, p):
-        """xdot = [qdot, udot_ind] (eq 2 and 16): the stage, compiled on first use."""
-        if self._rhs is None:
-            self._rhs = compile_program(*rhs_program(self.nx, self._meta["n_rest"],
-                                                     self._meta["stage"]),
-                                        f"the right-hand side of mode {self.key}")
-        return ProgramMode.rhs(self, t, x, p)
-
-    def __reduce__(self):
-        return (_terms_mode, self._made + (self.dep, self.correct))
-
-    def with_dep(self, dep):
-        """The same compiled mode for the dependent speeds ``dep``: a copy sharing the compiled
-        function, made once (``partitions`` makes them ahead: an event step that makes one
-        finds the 30 entries it copies cold, 15-70 us)."""
-        dep = tuple(dep)
-        mode = self._copies.get(dep)
-        if mode is None:
-            mode = object.__new__(TermsProgramMode)
-            mode.__dict__.update(self.__dict__)
-            mode.dep, mode.ind = dep, tuple(i for i in range(self.n) if i not in dep)
-            mode.key = self.key[:2] + (dep,)
-            mode._tail = partition_tail(mode.ind, dep, self._tail[-1])
-            mode._inb = mode._argument_buffer(2 + self.nx + self._meta["n_rest"])
-            self._copies[dep] = mode
-        return mode
-
-    def uncorrected(self):
-        """This mode without the step's Newton correction (``ProgramMode.uncorrected``), whose
-        partitions (``with_dep``) are uncorrected too."""
-        mode = ProgramMode.uncorrected(self)
-        mode._copies = {mode.dep: mode}
-        return mode
-
-    def partitions(self, limit=PARTITIONS_AHEAD):
-        """Make the copies of every partition ahead (``with_dep``), if there are at most
-        ``limit`` (n choose m)."""
-        n, m = self.n, len(self.dep)
-        if math.comb(n, m) <= limit:
-            for dep in itertools.combinations(range(n), m):
-                self.with_dep(dep)
-
-
-def _terms_mode(meta, key, fns, dep, correct):
-    """A ``TermsProgramMode`` loaded (``__reduce__``): made again from its compiled function,
-    uncorrected if it was, for the partition ``dep``."""
-    mode = TermsProgramMode(meta, key, fns)
-    if not correct:
-        mode = mode.uncorrected()
-    return mode.with_dep(dep)
-
-
-def make_terms_mode(forms, mode_id, active, dep, opt=None):
-    """The ``TermsProgramMode`` of a mode of ``forms`` (``embed.modes.forming.AutomatonForms``) with
-    the constraints ``active``, compiled (CompilationError where ``supported`` is not)."""
-    model, lib = forms.model, forms.library
-    cset = forms.constraint_set(active)
-    mode = forms.automaton.modes[mode_id]
-    if not supported(model, cset) or mode.laws:
-        raise CompilationError(f"mode {mode_id} with {list(active)}: no compiled-terms program")
-    terms = lib.shared("terms_program.model", lambda: compile_program(
-        *model_template(model, forms.psyms), "the unconstrained terms of the model"))
-    ctemps = [lib.shared(("terms_program.constraint", c.name),
-                         lambda c=c: constraint_template(model, c, forms.psyms))
-              for c in cset.items]
-    outs, guards = forms.mode_exprs(mode_id)
-    watch = moving_B(model, cset.items)
-    lam_names = list(mode.constraints) + sorted(
-        {str(x)[len("lambda_"):] for e in list(outs) + list(guards) for x in e.free_symbols
-         if str(x).startswith("lambda_")} - set(mode.constraints))
-    (prog, res), stage = terms_program(model, forms.psyms, cset, (terms, ctemps), outs, guards,
-                                       lam_names, watch)
-    fn = compile_program(prog, res, f"the compiled terms of mode {mode_id} {list(active)}", opt)
-    n = model.n
-    meta = {"sizes": (n, 0, len(outs), len(guards), len(cset)), "nx": 2 * n - len(cset),
-            "ind": tuple(i for i in range(n) if i not in dep), "dep": tuple(dep),
-            "n_rest": len(forms.psyms) + 2 * n + 1, "stage": stage}
-    return TermsProgramMode(meta, (mode_id, tuple(active), tuple(dep)), (fn,))

@@ -5,7 +5,9 @@ fmi3Variable.xsd, fmi3ModelStructure.xsd).
 
 What FMI 3.0 adds is declared as the loader (fmu_src/runtime/loader/fmi3_loader.c) provides it:
 ``hasEventMode`` and ``mightReturnEarlyFromDoStep`` (early return at each located event), FMU
-state get/set/serialize, no intermediate update, no directional derivatives.
+state get/set/serialize, no intermediate update, directional derivatives of the outputs w.r.t.
+the inputs (fmu_src/runtime/derivatives.py) with each output's ``dependencies`` as the FMI 2.0
+description declares them, in value references.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def co_simulation(identifier: str) -> dict:
     return {"modelIdentifier": identifier, "needsExecutionTool": "true",
             "canBeInstantiatedOnlyOncePerProcess": "false",
             "canGetAndSetFMUState": "true", "canSerializeFMUState": "true",
-            "providesDirectionalDerivative": "false",
+            "providesDirectionalDerivative": "true",
             "canHandleVariableCommunicationStepSize": "true",
             "providesIntermediateUpdate": "false",
             "mightReturnEarlyFromDoStep": "true",
@@ -108,7 +110,12 @@ def fmi3_description(xml2: bytes) -> bytes:
             vr = by_index[int(u.get("index"))]
             if vr not in seen:                 # an alias's entry is its original's
                 seen.add(vr)
-                ET.SubElement(structure, tag, valueReference=vr)
+                entry = ET.SubElement(structure, tag, valueReference=vr)
+                deps = u.get("dependencies")
+                if deps is not None:           # FMI 2.0 indices -> FMI 3.0 value references
+                    entry.set("dependencies", " ".join(by_index[int(i)] for i in deps.split()))
+                    if u.get("dependenciesKind") is not None:
+                        entry.set("dependenciesKind", u.get("dependenciesKind"))
     ET.indent(root, "\t")
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8")
 

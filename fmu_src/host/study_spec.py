@@ -214,7 +214,7 @@ def _number(where, v) -> float:
 
 
 def from_dict(d: dict, where: str = "study", check: bool = True) -> StudySpec:
-    """A StudySpec from the TOML file's keys (see the module docstring and README):
+    """A StudySpec from the TOML file's keys (see the module docstring and docs/studies.md):
     stop_time, step, seed, samples, outputs, summaries, runner, solver, h_max, and the
     tables parameters, inputs (name = value/list/{kind = [args]}) and build."""
     unknown = sorted(set(d) - KEYS)

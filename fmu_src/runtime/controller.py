@@ -1,5 +1,6 @@
 """A PI speed controller as a co-simulation slave: the second FMU of the SSP example
-(scenarios/ssp/), which drives disk_ramp's F_ext so that the disk's speed u1 reaches a set point.
+(``fmu_src.host.ssp``), which drives disk_ramp's F_ext so that the disk's speed u1 reaches a
+set point.
 
 A discrete PI whose output changes only in doStep, so every master sees the same command
 whatever order it steps and exchanges in: the step from t to t + h takes e = setpoint -

@@ -3,7 +3,7 @@
 pythonfmu turns any Python exception into fmi2Fatal and answers fmi2OK for everything
 else.  Here every FMI-facing method of the slave is wrapped by ``fmi2_call``: it checks
 that the call is legal in the instance's state (the state table of Sec 4.2.4), catches
-every exception, logs it with its category and has the FMU's C loader (fmu_src/loader)
+every exception, logs it with its category and has the FMU's C loader (fmu_src/runtime/loader)
 return the status the standard asks for, with the instance alive.
 """
 
@@ -107,6 +107,11 @@ class Loader:
         if self._set_time is not None:
             self._set_time(float(t))
 
+    def log_now(self, status, message):
+        """``message`` logged for the instance whose call runs now (a call the loader made
+        itself, outside pythonfmu, whose log queue pythonfmu flushes only later)."""
+        if self._log is not None:
+            self._log(int(status), str(message).encode("utf-8", "replace"))
 
     def returned_early(self, t):
         """The running doStep stopped at an event located at ``t`` (FMI 3.0 early return:

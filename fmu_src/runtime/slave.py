@@ -23,7 +23,7 @@ from pythonfmu import Integer, Real, String
 from embed import EmbedError, ModelDefinitionError
 from embed.modes.formulations import FORMULATIONS, Formulation
 from embed.hybrid.simulator import EMBEDDINGS, MAX_STEPS
-from fmu_src.runtime import fmu_state
+from fmu_src.runtime import derivatives, fmu_state
 from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, fmi2_call,
                           refuse_running_call)
 from fmu_src.runtime.status import (ENUMERATIONS, INPUT_REJECTED, MODE_NUMBER, REFUSED,
@@ -218,6 +218,10 @@ class ScenarioSlave(Fmi2Slave):
             lo, hi = COMMON_RANGES.get(name, (None, None))
             self._register(Var(name, start, desc, unit, type=kind, min=lo, max=hi,
                                choices=STRING_CHOICES.get(name, ())), Fmi2Causality.parameter)
+        # which outputs may follow the inputs at an instant; the loader's route to
+        # get_directional_derivative (fmu_src/runtime/derivatives.py)
+        self.dependence = _dependence(self.scenario_name, self.scenario_options, self.sc)
+        derivatives.install(self)
 
     def _formulation(self):
         """(formulation, its options) from the FMU parameters (their defaults before they are
@@ -240,6 +244,7 @@ class ScenarioSlave(Fmi2Slave):
                     type_definitions(self.sc.mode_names(), names | {"status"}))
         if "mode" in names:
             add_integer_alias(root, "mode", MODE_NUMBER)
+        derivatives.declare(root, self, self.dependence)
         return root
 
     def _register(self, v, causality, getter=None):
@@ -476,6 +481,9 @@ class ScenarioSlave(Fmi2Slave):
     def get_real(self, vrs):
         """Real values; outputs through their fast getters (the hot path at 1 kHz)."""
         g = self._getters
+        if self._inputs_changed and self.sim is not None:    # direct feedthrough
+            self._read_inputs()
+            derivatives.refresh_outputs(self.sim)
         try:
             return [float(g[vr]()) for vr in vrs]
         except (KeyError, TypeError):
@@ -549,6 +557,12 @@ class ScenarioSlave(Fmi2Slave):
     def set_string(self, vrs, values):
         self._set(vrs, values, "String")
 
+    @fmi2_call("get", default=lambda self, unknowns, knowns, seed: [0.0] * len(unknowns))
+    def get_directional_derivative(self, unknowns, knowns, seed):
+        """fmi2GetDirectionalDerivative: the Real outputs' derivatives along ``seed`` of the Real
+        inputs ``knowns``, in the current mode (``derivatives.directional_derivative``)."""
+        return derivatives.directional_derivative(self, unknowns, knowns, seed)
+
     # ---------------------------------------------------------------- state
     @fmi2_call("state", default=lambda self: {"invalid": "the state could not be taken"})
     def _get_fmu_state(self):
@@ -590,6 +604,16 @@ class ScenarioSlave(Fmi2Slave):
     @classmethod
     def _refuse_class_call(cls, message):
         refuse_running_call(ERROR, message)
+
+
+_DEPENDENCE = {}   # (name, options) -> output_dependence, once per process
+
+
+def _dependence(name, options, sc):
+    key = (name, tuple(sorted(options.items())))
+    if key not in _DEPENDENCE:
+        _DEPENDENCE[key] = derivatives.output_dependence(sc)
+    return _DEPENDENCE[key]
 
 
 def _model_broken(exc):

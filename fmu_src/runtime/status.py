@@ -1,8 +1,8 @@
 """The ``status`` output's codes: one table, keyed by the engine's error classes; and the
 FMI Enumeration types ``status`` and ``mode`` are declared with in modelDescription.xml.
 
-``status`` reports the last doStep, initialization or refused call.  The README's table
-is checked against this one by tests/test_fmi2_conformance.py.
+``status`` reports the last doStep, initialization or refused call.  docs/fmu.md's table
+(status codes) is checked against this one by tests/test_fmi2_conformance.py.
 """
 
 from __future__ import annotations

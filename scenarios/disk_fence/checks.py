@@ -86,7 +86,7 @@ def validate(profile: FenceProfile, L_f, *, disk_radius=None, max_curvature=MAX_
        r is given, kappa r < 1 where the fence bends towards the disk (a disk of radius r
        follows a concave fence only where its radius of curvature exceeds r: the arc needs
        R > r).
-    An arc (``FenceProfile.arc``) is checked in closed form (kappa = 1/R, no grid: ~10 us).
+    An arc (``FenceProfile.arc``) is checked in closed form (kappa = 1/R, no grid).
     Returns a FenceReport.
     """
     with np.errstate(all="ignore"):

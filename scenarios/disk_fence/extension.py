@@ -87,7 +87,7 @@ class FenceGeometry:
         self.t_request = {}       # version -> when it was announced (perf_counter)
         self.texts = {}           # version -> fence_curve of announcements under way
         self.fences = []          # [uid, text, L_f] of the free-form fences installed
-        # compiled now (LLVM, ~20 + 3 x 40 ms), not in a step, and each called once: the
+        # compiled now (LLVM, tens of ms each), not in a step, and each called once: the
         # first call of an LLVM function costs more than later ones (warm_up does the same
         # for the automaton's modes)
         fn, _, _, entry = profile_family(sim)
@@ -170,7 +170,7 @@ class FenceGeometry:
         if self.compiler is not None:
             self._unanswered()
             # the answers the simulator's poll decoded in earlier steps (one a step); a step
-            # that installs a fence's terms (loading its jet: 0.1-0.4 ms cold) decodes no more
+            # that installs a fence's terms (loading its jet, costly cold) decodes no more
             for _, part in self.compiler.call_results():
                 self._install(part)
                 if part[0] == "terms":

@@ -15,7 +15,7 @@ import symengine as se
 
 from embed import Constraint, ConstraintSet, Guard, Mode, holonomic
 from embed.modes.functions import Tape, lambdify
-from embed.embedding.embedding import EXPLICIT_OPS_OFFLINE
+from embed.embedding.equations import EXPLICIT_OPS_OFFLINE
 from embed.base.errors import ModelDefinitionError
 from embed.model.model import TIME
 from embed.modes.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
@@ -109,8 +109,8 @@ I_Q4 = 4       # q4 among (t, q1, ..., q4, ...)
 
 def jet_function(profile):
     """The jet of a profile, s -> (h, h', h'', h^(3)) (``FenceProfile.jet``), as a ``Tape``:
-    built in the worker in well under 1 ms and loaded in microseconds, where an LLVM function
-    took 1-3 ms to build and 0.3-0.45 ms to load in a 1 kHz loop.
+    built in the worker and loaded in a fraction of what an LLVM function takes to build and to
+    load in a 1 kHz loop (docs/design.md, facts).
 
     Parameters
     ----------

@@ -18,7 +18,7 @@ class JetMode(Layout):
     """One announced profile's fence mode, on the family's symbolic embedding
     (``profile_family_modes``): the right-hand side and monitors are called with the
     profile's jet at s = q4 - L of the state they are evaluated at, so the classical RK4
-    step runs stage by stage (as ``compile.rk4_stepwise``, in buffers of its own): the same
+    step runs stage by stage (as ``modes.rk4_stepwise``, in buffers of its own): the same
     minimal ODE as the profile embedded on its own, without compiling anything of it."""
 
     path = "symbolic"

@@ -92,8 +92,8 @@ def prepare_fence(forms, version, spec, pvec, rhs=False, uid=None):
 
 
 # a fence's monitors go into its composed RK4 step, whatever their size: one LLVM function
-# to load instead of two (measured: 23-27 ms to compile either way for the profiles of the
-# tests); its entry terms are the family's (install_profile), not the worker's
+# to load instead of two (the compile costs the same either way for the profiles of the
+# tests: docs/design.md, facts); its entry terms are the family's (install_profile), not the worker's
 COMPOSE_OPS = 10 ** 6
 
 

@@ -99,7 +99,7 @@ def _fence_name(uid):
 
 def _centre_and_normal_se(profile):
     """Disk centre P + s t + h(s) n + r N(s) and the fence normal N at s = q4 - L, formed in
-    symengine (scenarios/disk_fence/profile.py's conventions; some ten times faster than in sympy).  With
+    symengine (scenarios/disk_fence/profile.py's conventions; faster than in sympy).  With
     ``profile`` None, h is the undefined function PROFILE_H of q4 (d/dq4 = d/ds)."""
     q = [se.Symbol(f"q{i}") for i in range(1, 5)]
     r, phi, L = se.symbols("r phi L")

@@ -215,8 +215,8 @@ def _abs_as_symbols(expr, memo=None):
 
 
 class _Numeric:
-    """Compiled numerics of a profile: symengine Lambdify (interpreted backend, with CSE), about
-    1 ms to build for ordinary profiles against 5-20 ms for sympy's diff and lambdify.
+    """Compiled numerics of a profile: symengine Lambdify (interpreted backend, with CSE), built
+    many times faster than with sympy's diff and lambdify (docs/design.md, facts).
 
     Every abs(u_k) is u_k A_k with A_k a symbol, differentiated with A_k constant, and evaluated
     with A_k = sign(u_k) computed numerically, inner abs first.  (symengine's own sign() is not

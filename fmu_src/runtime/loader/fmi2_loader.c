@@ -55,6 +55,13 @@ EXPORT void embed_fmi3_returned_early(double t)
     if (current) { current->returned_early = 1; current->early_time = t; }
 }
 
+/* The Python slave's route for fmi2GetDirectionalDerivative, which pythonfmu's binary refuses:
+ * given while the running instance's slave is constructed (fmi2Instantiate, fmi2Reset). */
+EXPORT void embed_fmi2_set_directional_derivative(DirectionalDerivative f)
+{
+    if (current) current->dd = f;
+}
+
 /* The GUID this FMU was built with: the Python slave names its FMU states by it. */
 EXPORT const char *embed_fmi2_guid(void) { return EMBED_GUID; }
 
@@ -470,10 +477,25 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte b[], s
     END(r);
 }
 
+/* FMI 2.0 2.1.9: dvUnknown = (d unknowns / d knowns) dvKnown, here the Real outputs w.r.t. the
+ * Real inputs at the communication point (fmu_src/runtime/derivatives.py).  The arrays are
+ * checked here, the value references and the instance's state by the slave: fmi2Error, never
+ * a forward to pythonfmu (whose binary answers this call with an error of its own). */
 EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference u[],
                                                size_t nu, const fmi2ValueReference z[], size_t nz,
                                                const fmi2Real dv[], fmi2Real df[])
-{ FORWARD(GetDirectionalDerivative, u, nu, z, nz, dv, df); }
+{
+    BEGIN("fmi2GetDirectionalDerivative");
+    const char *fn = "fmi2GetDirectionalDerivative";
+    if (nu && !u) END(refuse(I, fn, "vUnknown_ref[] is NULL with nUnknown = %zu", nu));
+    if (nu && !df) END(refuse(I, fn, "dvUnknown[] is NULL with nUnknown = %zu", nu));
+    if (nz && !z) END(refuse(I, fn, "vKnown_ref[] is NULL with nKnown = %zu", nz));
+    if (nz && !dv) END(refuse(I, fn, "dvKnown[] is NULL with nKnown = %zu", nz));
+    if (!I->dd) END(refuse(I, fn, "the slave gave no directional derivatives (not built by "
+                           "this project's builder?)"));
+    if (!nu) END(fmi2OK);
+    END(status_of(I, (fmi2Status)I->dd(u, nu, z, nz, dv, df)));
+}
 EXPORT fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[],
                                               size_t n, const fmi2Integer o[], const fmi2Real v[])
 { FORWARD(SetRealInputDerivatives, vr, n, o, v); }

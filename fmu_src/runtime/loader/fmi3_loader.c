@@ -424,18 +424,31 @@ EXPORT fmi3Status fmi3DeserializeFMUState(fmi3Instance inst, const fmi3Byte b[],
 EXPORT fmi3Status fmi3GetNumberOfVariableDependencies(fmi3Instance inst, fmi3ValueReference vr,
                                                       size_t *n)
 { (void)vr; (void)n; NOT_PROVIDED("fmi3GetNumberOfVariableDependencies", "the dependencies are "
-                                  "not given (ModelStructure has none)") }
+                                  "given in ModelStructure of modelDescription.xml only") }
 EXPORT fmi3Status fmi3GetVariableDependencies(fmi3Instance inst, fmi3ValueReference d,
                                               size_t ed[], fmi3ValueReference ind[], size_t ei[],
                                               fmi3DependencyKind k[], size_t n)
 { (void)d; (void)ed; (void)ind; (void)ei; (void)k; (void)n;
-  NOT_PROVIDED("fmi3GetVariableDependencies", "the dependencies are not given") }
+  NOT_PROVIDED("fmi3GetVariableDependencies", "the dependencies are given in "
+                "ModelStructure of modelDescription.xml only") }
+/* FMI 3.0 2.2.11: the fmi2 layer's (fmi2_loader.c); every variable is a scalar, so nSeed is
+ * nKnowns and nSensitivity nUnknowns.  Allowed where outputs may be read (4.2.5). */
 EXPORT fmi3Status fmi3GetDirectionalDerivative(fmi3Instance inst, const fmi3ValueReference u[],
                                                size_t nu, const fmi3ValueReference k[], size_t nk,
                                                const fmi3Float64 s[], size_t ns,
                                                fmi3Float64 out[], size_t no)
-{ (void)u; (void)nu; (void)k; (void)nk; (void)s; (void)ns; (void)out; (void)no;
-  NOT_PROVIDED("fmi3GetDirectionalDerivative", "providesDirectionalDerivative is false") }
+{
+    J_OF(inst);
+    ONLY_IN("fmi3GetDirectionalDerivative", J->mode == M_INIT || J->mode == M_EVENT
+            || J->mode == M_STEP || J->mode == M_TERMINATED);
+    if (ns != nk)
+        return refuse3(J, "fmi3GetDirectionalDerivative", "nSeed = %zu but nKnowns = %zu (every "
+                       "variable of this FMU is a scalar)", ns, nk);
+    if (no != nu)
+        return refuse3(J, "fmi3GetDirectionalDerivative", "nSensitivity = %zu but nUnknowns = "
+                       "%zu (every variable of this FMU is a scalar)", no, nu);
+    return (fmi3Status)fmi2GetDirectionalDerivative(J->c2, u, nu, k, nk, s, out);
+}
 EXPORT fmi3Status fmi3GetAdjointDerivative(fmi3Instance inst, const fmi3ValueReference u[],
                                            size_t nu, const fmi3ValueReference k[], size_t nk,
                                            const fmi3Float64 s[], size_t ns, fmi3Float64 out[],

@@ -47,6 +47,13 @@ typedef struct Saved {              /* an FMU state handed to the master (FMI 2.
     struct Saved *next;
 } Saved;
 
+/* The slave's directional derivative (fmu_src/runtime/derivatives.py, registered by the slave
+ * while it is constructed): unknowns' and knowns' value references, the seed (nKnown values),
+ * the result (nUnknown values); returns the status (the slave may raise it, as in any call). */
+typedef int (*DirectionalDerivative)(const fmi2ValueReference *unknown, size_t nunknown,
+                                     const fmi2ValueReference *known, size_t nknown,
+                                     const fmi2Real *seed, fmi2Real *result);
+
 typedef struct {
     fmi2Component inner;
     fmi2CallbackFunctions master;   /* the master's callbacks */
@@ -64,6 +71,7 @@ typedef struct {
     int early_return_allowed;       /* FMI 3.0: the master allows doStep to return at an event */
     int returned_early;             /* the slave stopped the running doStep at an event ... */
     double early_time;              /* ... located at this time */
+    DirectionalDerivative dd;       /* the slave's, or NULL (pythonfmu's binary has none) */
 } Inst;
 
 /* An instance on the resources folder `resources` (decoded), as fmi2Instantiate makes it;
