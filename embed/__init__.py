@@ -2,25 +2,34 @@
 
 Data flow (docs/design.md): model -> constraints -> embedding -> compile -> integrators +
 events -> automaton/simulator.  Nothing here knows about FMI.
+
+The public names are imported when first used (PEP 562 ``__getattr__``): importing one
+sub-module (``embed.base.shipped``, the FMU's runtime) does not import the symbolic layers
+(sympy, symengine) with every other one (issue 30).
 """
 
-from .model.automaton import Automaton, Guard, Jump, Mode, Output
-from .model.context import Context
-from .model.constraints import Constraint, ConstraintSet, holonomic, motion
-from .embedding.embedding import embed
-from .embedding.partition import partition
-from .embedding.equations import ModeEquations
-from .base.errors import (CompilationError, ConstraintRankError, EmbedError, EventLocationError,
-                     ImpactError, InputError, IntegrationError, ModelDefinitionError,
-                     StateError, StepBudgetError, ZenoError)
-from .modes.formulations import Formulation
-from .model.joints import QuaternionJoint
-from .modes.library import ModeLibrary
-from .model.model import Model
-from .interface.feasibility import Feasible
-from .interface.scenario import Scenario, Start, Var, engine_outputs
-from .hybrid.simulator import Simulator
-from .interface.visuals import Arrow, Box, Curve, Cylinder, Segment, Sphere, Visuals
+from importlib import import_module
+
+_EXPORTS = {
+    ".model.automaton": ("Automaton", "Guard", "Jump", "Mode", "Output"),
+    ".model.context": ("Context",),
+    ".model.constraints": ("Constraint", "ConstraintSet", "holonomic", "motion"),
+    ".embedding.embedding": ("embed",),
+    ".embedding.partition": ("partition",),
+    ".embedding.equations": ("ModeEquations",),
+    ".base.errors": ("CompilationError", "ConstraintRankError", "EmbedError",
+                     "EventLocationError", "ImpactError", "InputError", "IntegrationError",
+                     "ModelDefinitionError", "StateError", "StepBudgetError", "ZenoError"),
+    ".modes.formulations": ("Formulation",),
+    ".model.joints": ("QuaternionJoint",),
+    ".modes.library": ("ModeLibrary",),
+    ".model.model": ("Model",),
+    ".interface.feasibility": ("Feasible",),
+    ".interface.scenario": ("Scenario", "Start", "Var", "engine_outputs"),
+    ".hybrid.simulator": ("Simulator",),
+    ".interface.visuals": ("Arrow", "Box", "Curve", "Cylinder", "Segment", "Sphere", "Visuals"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "Automaton", "Guard", "Jump", "Mode", "Output", "Context", "Constraint", "ConstraintSet",
@@ -31,3 +40,16 @@ __all__ = [
     "ModeLibrary", "Formulation", "QuaternionJoint", "Visuals", "Segment", "Sphere", "Box",
     "Cylinder", "Curve", "Arrow",
 ]
+
+
+def __getattr__(name):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value          # once: later look-ups do not come here
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -9,7 +9,11 @@ sys.path.insert(0, str(ROOT))
 
 @pytest.fixture(scope="session")
 def fmu_dir(tmp_path_factory):
-    """Every scenario FMU, built once per test session with build_fmu.py."""
+    """Every scenario FMU, built once per test session with build_fmu.py (or, with
+    EMBED_TEST_FMUS set, the folder it names, holding FMUs built from this tree)."""
+    import os
+    if os.environ.get("EMBED_TEST_FMUS"):
+        return Path(os.environ["EMBED_TEST_FMUS"])
     import build_fmu
     out = tmp_path_factory.mktemp("fmus")
     build_fmu.main(["--all", "--out", str(out)])

@@ -171,6 +171,21 @@ def parse_command_line(argv):
     return module, build_options, tuple(options["--job"]), set_up, peer_in, peer_out
 
 
+def _build(module, options):
+    """The scenario of ``module`` built with ``options``; in an FMU that ships Kane's terms
+    (issue 30, ``embed.model.kane_terms``), from them: bit for bit the stepping process's
+    model, without deriving Kane's equations a second time."""
+    from pathlib import Path
+    from embed.base import shipped
+    from embed.base.targets import load_target
+    from embed.model import kane_terms
+    root = Path(__file__).resolve().parents[2]
+    name = module.rsplit(".", 1)[-1]
+    terms = shipped.load_kane(root, name, options, shipped.tag_of(module))[0]
+    with kane_terms.shipped(terms):
+        return load_target(f"{module}:build")(**options)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if hasattr(os, "nice"):
@@ -199,7 +214,7 @@ def main(argv=None):
     from embed.base.errors import SymbolicBudgetError
     from embed.base.targets import load_target
 
-    sc = load_target(f"{module}:build")(**options)
+    sc = _build(module, options)
     forms = AutomatonForms(sc.automaton, ModeLibrary())   # the symbolic layer, no simulator
     defaults = forms.parameter_vector(sc.defaults())
     jobs = {name: load_target(name) for name in job_names}

@@ -249,23 +249,26 @@ class Scenario:
 
     def simulator(self, params=None, *, solver="rk4", h_max=1e-3, rtol=1e-8, inputs=None,
                   embedding="symbolic", compiler=None, t0=0.0, formulation="embedding",
-                  formulation_options=None, consistent_start=None):
+                  formulation_options=None, consistent_start=None, library=None):
         """A simulator started at t = t0 from the ``*_start`` parameters (eq 20), in the
         ``formulation`` asked for (``Simulator``); an input of ``input_defaults`` not given in
         ``inputs`` has its parameter's value, as in the FMU.
 
         Simulators of one scenario share its mode library per embedding path
-        (``ModeLibrary.of``).  ``consistent_start``: None takes the scenario's."""
+        (``ModeLibrary.of``; ``library``: another).  ``consistent_start``: None takes the
+        scenario's."""
         with ModeLibrary.lock_of(self.automaton):   # its start runs the shared compiled modes
             return self._simulator(params, solver, h_max, rtol, inputs, embedding, compiler,
-                                   t0, formulation, formulation_options, consistent_start)
+                                   t0, formulation, formulation_options, consistent_start,
+                                   library)
 
     def _simulator(self, params, solver, h_max, rtol, inputs, embedding, compiler, t0,
-                   formulation, formulation_options, consistent_start):
+                   formulation, formulation_options, consistent_start, library):
         p = {**self.defaults(), **(params or {})}
         check_parameters(self.feasible, p, self.name)
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
-                        library=ModeLibrary.of(self.automaton, embedding), embedding=embedding,
+                        library=library or ModeLibrary.of(self.automaton, embedding),
+                        embedding=embedding,
                         compiler=compiler,
                         precompile=(self.precompile and embedding != "numeric"
                                     and formulation == "embedding"),

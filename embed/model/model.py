@@ -17,6 +17,7 @@ import symengine as se
 from sympy.physics.mechanics import KanesMethod, dynamicsymbols
 
 from ..base.errors import ModelDefinitionError
+from . import kane_terms
 from .symbols import TIME
 
 
@@ -64,9 +65,6 @@ class Model:
                 f"model {name!r}: {len(q)} coordinates but {len(u)} speeds; "
                 "give one generalized speed per coordinate")
         t = dynamicsymbols._t
-        km = KanesMethod(frame, q_ind=q, u_ind=u, kd_eqs=kd_eqs,
-                         u_auxiliary=u_aux or None)
-        fr, frstar = km.kanes_equations(bodies, loads)
         n = len(q)
         # Plain symbols for q, u, udot; the time symbol becomes t.
         self.q = [se.Symbol(plain_name(x)) for x in q]
@@ -80,17 +78,19 @@ class Model:
             sub[us] = sp.Symbol(str(ss))
         sub[t] = sp.Symbol("t")
 
-        def conv(e):
-            e = _expression_object(e)
-            e = e if isinstance(e, sp.Basic) else sp.sympify(e)   # a number or symengine object
-            return to_symengine(e.xreplace(_derivs_first(sub)).xreplace(sub))
-
-        self._to_plain = conv
-        self.Fr = [conv(fr[i]) for i in range(n)]            # F_r   (eq 3-4)
-        self.Frstar = [conv(frstar[i]) for i in range(n)]    # F_r*
-        self.aux = [conv(fr[i] + frstar[i]) for i in range(n, fr.shape[0])]
-        kdd = km.kindiffdict()
-        self.qdot = [conv(kdd[x.diff(t)]) for x in q]      # qdot = W u + X (eq 2)
+        self._plain_sub = sub      # data, not a closure: a formed model pickles (shipped)
+        plain = kane_terms.take(name)     # formed at embed-fmu build, shipped (issue 30)
+        if plain is None:
+            km = KanesMethod(frame, q_ind=q, u_ind=u, kd_eqs=kd_eqs,
+                             u_auxiliary=u_aux or None)
+            fr, frstar = km.kanes_equations(bodies, loads)
+            kdd = km.kindiffdict()
+            plain = self._plain_terms(fr, frstar, n, [kdd[x.diff(t)] for x in q])
+            kane_terms.record(name, plain)
+        # F_r (eq 3-4), F_r*, the auxiliary equations, qdot = W u + X (eq 2): converted from
+        # the plain sympy terms, fresh or shipped alike (bit for bit: embed.model.kane_terms)
+        self.Fr, self.Frstar, self.aux, self.qdot = ([to_symengine(e) for e in part]
+                                                     for part in plain)
         self.forces = [se.Symbol(str(f)) for f in forces]
         self.params = [se.Symbol(str(p)) for p in params]
         self.inputs = [se.Symbol(str(p)) for p in inputs]
@@ -120,6 +120,24 @@ class Model:
         from .joints import model_from_system
         return model_from_system(cls, system, params=params, inputs=inputs, forces=forces,
                                  constraint_names=constraint_names, name=name)
+
+    def _plain_terms(self, fr, frstar, n, qdot):
+        """F_r, F_r*, the auxiliary equations and qdot in the model's plain symbols, as sympy."""
+        sub = self._plain_sub
+        derivs = _derivs_first(sub)
+
+        def plain(e):
+            return e.xreplace(derivs).xreplace(sub)
+        return ([plain(fr[i]) for i in range(n)], [plain(frstar[i]) for i in range(n)],
+                [plain(fr[i] + frstar[i]) for i in range(n, fr.shape[0])],
+                [plain(e) for e in qdot])
+
+    def _to_plain(self, e):
+        """A sympy expression in dynamicsymbols (or a number) in the model's plain symbols."""
+        sub = self._plain_sub
+        e = _expression_object(e)
+        e = e if isinstance(e, sp.Basic) else sp.sympify(e)   # a number or symengine object
+        return to_symengine(e.xreplace(_derivs_first(sub)).xreplace(sub))
 
     def linear_terms(self):
         """The model's equations as ``LinearTerms`` (b + A_u udot + A_f f), read once and kept."""

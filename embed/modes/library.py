@@ -38,6 +38,7 @@ import weakref
 _LIBRARIES = {}       # (id(automaton), embedding path) -> ModeLibrary, while the automaton lives
 _LOCKS = {}           # id(automaton) -> the lock its simulators step under, while it lives
 _LOCKS_LOCK = threading.RLock()
+SYMBOLIC = ("embeddings", "expressions", "sets")    # not shipped (``picklable``)
 
 
 class ModeLibrary:
@@ -93,6 +94,48 @@ class ModeLibrary:
                 lock = _LOCKS[key] = threading.RLock()
                 weakref.finalize(automaton, _LOCKS.pop, key, None)
         return lock
+    @classmethod
+    def adopt(cls, automaton, embedding: str, library: "ModeLibrary") -> "ModeLibrary":
+        """Make ``library`` (compiled at ``embed-fmu build`` and shipped, issue 30) the one
+        ``of(automaton, embedding)`` returns from now on; returns it."""
+        key = (id(automaton), embedding)
+        with _LOCKS_LOCK:
+            if key not in _LIBRARIES:
+                weakref.finalize(automaton, _LIBRARIES.pop, key, None)
+            library.lock = cls.lock_of(automaton)   # its simulators step under the scenario's
+            _LIBRARIES[key] = library
+        return library
+
+    def picklable(self) -> "ModeLibrary":
+        """A copy holding only what pickles (object code, data): a compiled function that
+        does not (symengine's interpreted ``Lambdify``) is left out and compiled again when
+        first needed, as without the copy.  The symbolic caches (``SYMBOLIC``: embeddings,
+        converted expressions, entered sets) are left out too: formed again from the model
+        that loads the copy (a loaded symengine expression lists its terms in another order,
+        and LLVM code compiled from it differs in the last bit: ``embed.model.kane_terms``)."""
+        import cloudpickle
+        out = ModeLibrary()
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if name in SYMBOLIC or name == "lock":    # a lock is the process's own
+                continue
+            if isinstance(value, dict):
+                kept = {}
+                for k, v in value.items():
+                    try:
+                        cloudpickle.dumps((k, v))
+                    except Exception:  # noqa: BLE001 - not shippable: formed again on demand
+                        continue
+                    kept[k] = v
+                value = kept
+            else:
+                try:
+                    cloudpickle.dumps(value)
+                except Exception:  # noqa: BLE001
+                    value = None
+            setattr(out, name, value)
+        out.submitted = {}       # asked of this process's worker, not of the next one's
+        return out
 
     # -------------------------------------------------------------- typed access
     def mode(self, key):

@@ -41,6 +41,7 @@ class TermsProgramMode(ProgramMode):
     def __init__(self, meta, key, fns):
         ProgramMode.__init__(self, meta, key, fns)
         self._meta = meta
+        self._made = (meta, key, fns)   # what it pickles as (object code: shipped, issue 30)
         n = self.n
         self._tail = partition_tail(self.ind, self.dep, 1.0)
         self._copies = {self.dep: self}      # every partition's mode, shared by the copies
@@ -92,6 +93,9 @@ class TermsProgramMode(ProgramMode):
                                         f"the right-hand side of mode {self.key}")
         return ProgramMode.rhs(self, t, x, p)
 
+    def __reduce__(self):
+        return (_terms_mode, self._made + (self.dep, self.correct))
+
     def with_dep(self, dep):
         """The same compiled mode for the dependent speeds ``dep``: a copy sharing the compiled
         function, made once (``partitions`` makes them ahead: an event step that makes one
@@ -122,6 +126,15 @@ class TermsProgramMode(ProgramMode):
         if math.comb(n, m) <= limit:
             for dep in itertools.combinations(range(n), m):
                 self.with_dep(dep)
+
+
+def _terms_mode(meta, key, fns, dep, correct):
+    """A ``TermsProgramMode`` loaded (``__reduce__``): made again from its compiled function,
+    uncorrected if it was, for the partition ``dep``."""
+    mode = TermsProgramMode(meta, key, fns)
+    if not correct:
+        mode = mode.uncorrected()
+    return mode.with_dep(dep)
 
 
 def make_terms_mode(forms, mode_id, active, dep, opt=None):

@@ -32,7 +32,7 @@ from fmu_src.builder.source import ModelSource, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 # the packages the FMU's interpreter must provide: pyproject's own pins of these (one source)
-RUNTIME_PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite")
+RUNTIME_PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite", "cloudpickle")
 DISTRIBUTION = "embed-fmu"
 PACKAGES = ("embed", "scenarios", "fmu_src")
 
@@ -367,8 +367,10 @@ def build(model, out: Path, options=None, python: str = "", log=progress, fmi=(2
         req.write_text("\n".join(requirements()) + "\n")
         files.append(req)
         sys.path.insert(0, str(project))
-
         try:
+            if name not in OTHERS:      # formed and compiled once, here (issue 30)
+                files.append(__import__(f"fmu_src{tag}.runtime.formed", fromlist=["form"]).form(
+                    name, dict(options or {}), project, stop, log))
             fmu = FmuBuilder.build_FMU(script, dest=out, project_files=files,
                                        canGetAndSetFMUstate=True, canSerializeFMUstate=True)
         finally:

@@ -12,13 +12,17 @@ _COMPILERS = {}   # (name, options) -> background embedding worker, one per proc
 _DEPENDENCE = {}  # (name, options) -> output_dependence, once per process
 
 
-def scenario(name, options):
-    """The scenario ``name`` built with ``options``, once per process."""
+def scenario(name, options, notes=None):
+    """The scenario, once per process: shipped in the FMU's resources (``formed``: formed and
+    compiled at ``embed-fmu build``), else built; why a shipped file was refused goes to
+    ``notes``."""
     key = (name, tuple(sorted(options.items())))
     sc = _SCENARIOS.get(key)
     if sc is None:
-        import scenarios
-        sc = scenarios.load(name).build(**options)
+        from fmu_src.runtime import formed
+        sc, why = formed.load(name, dict(options))
+        if notes is not None:
+            notes.extend(why)
         _SCENARIOS[key] = sc
     return sc
 

@@ -51,7 +51,10 @@ class ScenarioSlave(Fmi2Slave):
         self.fmi_state = State.INSTANTIATED
         self.start_time = 0.0
         self.t_comm = 0.0          # the master's communication point
-        self.sc = self.scenario = scenario(self.scenario_name, self.scenario_options)
+        notes = []
+        self.sc = self.scenario = scenario(self.scenario_name, self.scenario_options, notes)
+        for note in notes:
+            self.log(note, Fmi2Status.warning)
         self.lock = ModeLibrary.lock_of(self.sc.automaton)   # FMI calls take turns (fmi2_call)
         self.sim = None
         self.status = 0

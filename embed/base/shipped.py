@@ -1,0 +1,154 @@
+"""What ``embed-fmu build`` forms once, shipped in a file and loaded by every instance (issue 30).
+
+A shipped file is a pickle (cloudpickle: a scenario's reset maps are often closures of its
+``build()``) behind a one-line JSON header naming its key and the SHA-256 and size of the
+pickle.  ``read`` refuses a file whose key differs (another model, other package versions,
+another CPU for object code) or whose bytes do not hash to the header's digest (corrupt or
+truncated) before anything is unpickled, and says why; the caller then forms and compiles as
+without the file.  Keys (``key``): the model's digest (``sources_digest``: the bytes of every
+module that travels with it), its name and build options, the versions of Python and the
+packages the formed objects come from and, for object code, the LLVM version and the host
+CPU's name and features (``environment``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import sys
+from pathlib import Path
+
+MAGIC = b"embed-shipped 1\n"
+PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite", "cloudpickle")
+FOLDER = "formed"               # under the FMU's resources
+KANE_FILE = "kane.pkl"          # Kane's terms in sympy (embed.model.kane_terms): model key
+OBJECTS_FILE = "objects.pkl"    # the compiled mode libraries: model key + CPU key
+
+
+def environment(cpu: bool) -> dict:
+    """The versions formed objects depend on; with ``cpu``, also LLVM's and the host CPU's
+    name and features (object code runs only where those match)."""
+    from importlib.metadata import PackageNotFoundError, version
+    env = {"python": sys.version.split()[0]}
+    for p in PACKAGES:
+        try:
+            env[p] = version(p)
+        except PackageNotFoundError:
+            env[p] = None
+    if cpu:
+        import llvmlite.binding as llvm
+        env["llvm"] = ".".join(map(str, llvm.llvm_version_info))
+        env["cpu"] = llvm.get_host_cpu_name()
+        env["cpu_features"] = llvm.get_host_cpu_features().flatten()
+    return env
+
+
+def sources_digest(root, packages) -> str:
+    """SHA-256 over the relative paths and bytes of every ``.py`` file of the folders
+    ``packages`` under ``root`` (the modules an FMU carries; renamed packages included)."""
+    h = hashlib.sha256()
+    root = Path(root)
+    for pkg in sorted(packages):
+        for f in sorted((root / pkg).rglob("*.py")):
+            if "__pycache__" in f.parts:
+                continue
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def key(name: str, options: dict, digest: str, cpu: bool) -> dict:
+    """The key of a shipped file: what it was formed from and where its objects run."""
+    return {"model": name, "options": {k: options[k] for k in sorted(options)},
+            "sources": digest, **environment(cpu)}
+
+
+def write(path, file_key: dict, obj) -> int:
+    """Pickle ``obj`` into ``path`` behind its header (written whole, then renamed into
+    place); returns the pickle's size in bytes."""
+    import cloudpickle
+    payload = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    header = {"key": file_key, "sha256": hashlib.sha256(payload).hexdigest(),
+              "size": len(payload)}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_bytes(MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload)
+    tmp.replace(path)
+    return len(payload)
+
+
+def read(path, file_key: dict):
+    """(object, None) from the shipped file ``path``, or (None, why it was refused): absent,
+    not a shipped file, formed for another key (the first differing entry named), or its
+    bytes not those its header hashed.  Nothing is unpickled before the digest matched."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, f"{path.name} could not be read ({exc.strerror or exc})"
+    if not data.startswith(MAGIC):
+        return None, f"{path.name} is not a shipped file"
+    end = data.find(b"\n", len(MAGIC))
+    try:
+        header = json.loads(data[len(MAGIC):end])
+        want_sha, want_size, their_key = header["sha256"], header["size"], header["key"]
+    except (ValueError, KeyError, TypeError):
+        return None, f"{path.name}: its header is unreadable"
+    if their_key != file_key:
+        diff = sorted(k for k in set(their_key) | set(file_key)
+                      if their_key.get(k) != file_key.get(k))
+        what = diff[0] if diff else "?"
+        return None, (f"{path.name} was formed for another {what} ({their_key.get(what)!r:.60}, "
+                      f"here {file_key.get(what)!r:.60})")
+    payload = data[end + 1:]
+    if len(payload) != want_size or hashlib.sha256(payload).hexdigest() != want_sha:
+        return None, (f"{path.name} is corrupt or truncated ({len(payload)} of {want_size} "
+                      "bytes, or its SHA-256 differs from its header's): refused, not loaded")
+    try:
+        return pickle.loads(payload), None
+    except Exception as exc:  # noqa: BLE001 - a module it names is gone, say: form anew
+        return None, f"{path.name} did not load ({type(exc).__name__}: {exc})"
+
+
+def tag_of(package: str) -> str:
+    """The build's tag of a renamed package (``embed_ab12`` -> ``_ab12``; ``embed`` -> "")."""
+    root = package.split(".")[0]
+    for base in ("embed", "scenarios", "fmu_src"):
+        if root.startswith(base):
+            return root[len(base):]
+    return ""
+
+
+def model_key(root, name: str, options: dict, tag: str, cpu: bool) -> dict:
+    """The key of the files formed for scenario ``name`` with build ``options`` from the
+    packages (renamed by ``tag``) under ``root``."""
+    packages = [p + tag for p in ("embed", "scenarios", "fmu_src") if (Path(root) / (p + tag)).is_dir()]
+    return key(name, options, sources_digest(root, packages), cpu)
+
+
+def load_objects(root, name: str, options: dict, tag: str):
+    """({embedding path: ModeLibrary} shipped under ``root``/formed for this CPU, notes);
+    (None, notes) if it does not load.  ``notes`` say why a file present was refused
+    (nothing when there is no folder: a model run from its sources)."""
+    folder = Path(root) / FOLDER
+    if not folder.is_dir():
+        return None, []
+    got, why = read(folder / OBJECTS_FILE, model_key(root, name, options, tag, cpu=True))
+    if got is not None:
+        return got, []
+    return None, [f"shipped object code not used: {why}; compiling as without it"]
+
+
+def load_kane(root, name: str, options: dict, tag: str):
+    """(Kane's terms as ``embed.model.kane_terms.recording`` collected them, notes) shipped
+    under ``root``/formed, or (None, notes): ``build()`` under ``kane_terms.shipped`` of them
+    forms the model bit for bit as a fresh build, without deriving Kane's equations."""
+    folder = Path(root) / FOLDER
+    if not folder.is_dir():
+        return None, []
+    terms, why = read(folder / KANE_FILE, model_key(root, name, options, tag, cpu=False))
+    if terms is None:
+        return None, [f"shipped Kane's terms not used: {why}; deriving them"]
+    return terms, []
