@@ -308,11 +308,9 @@ class Simulator:
         stepping.rollback(self)
 
     def advance(self, t_end, stop_at_event=False):
-        """Integrate to t_end, handling every event on the way, in time order
-        (``embed.hybrid.stepping.advance``, where the arguments, the returned flag and the
-        errors are described); any EmbedError rolls back to the state at the call.  Under the
-        lock of the simulators sharing this one's compiled modes (``ModeLibrary.lock_of``:
-        their scratch buffers), so that simulators of one scenario may step from threads."""
+        """Integrate to t_end, every event handled in time order (``stepping.advance``),
+        under the lock of the simulators sharing this one's compiled modes (their scratch
+        buffers: ``ModeLibrary.lock_of``); any EmbedError rolls back to the call's state."""
         with self.library.lock:
             return stepping.advance(self, t_end, stop_at_event)
 
