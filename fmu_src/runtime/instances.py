@@ -5,8 +5,11 @@ the inputs, and pythonfmu's sys.path entry.
 
 from __future__ import annotations
 
+import threading
+
 from fmu_src.runtime import derivatives
 
+_LOCK = threading.RLock()   # instances made from threads of their own build each thing once
 _SCENARIOS = {}   # (name, options) -> Scenario, built once per process
 _COMPILERS = {}   # (name, options) -> background embedding worker, one per process
 _DEPENDENCE = {}  # (name, options) -> output_dependence, once per process
@@ -17,13 +20,14 @@ def scenario(name, options, notes=None):
     compiled at ``embed-fmu build``), else built; why a shipped file was refused goes to
     ``notes``."""
     key = (name, tuple(sorted(options.items())))
-    sc = _SCENARIOS.get(key)
-    if sc is None:
-        from fmu_src.runtime import formed
-        sc, why = formed.load(name, dict(options))
-        if notes is not None:
-            notes.extend(why)
-        _SCENARIOS[key] = sc
+    with _LOCK:
+        sc = _SCENARIOS.get(key)
+        if sc is None:
+            from fmu_src.runtime import formed
+            sc, why = formed.load(name, dict(options))
+            if notes is not None:
+                notes.extend(why)
+            _SCENARIOS[key] = sc
     return sc
 
 
@@ -32,14 +36,15 @@ def compiler(name, options, resources):
     instance: its answers are its own).  The workers stop with their last client (closed at
     fmi2Terminate or when the instance is freed), and start again for the next one."""
     key = (name, tuple(sorted(options.items())))
-    bc = _COMPILERS.get(key)
-    if bc is None or not bc.alive():
-        from embed.background.client import BackgroundCompiler
-        first = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources)
-        client = first.client(resources)
-        first.close()          # the pair lives as long as its instances' clients
-        return client
-    return bc.client(resources)
+    with _LOCK:
+        bc = _COMPILERS.get(key)
+        if bc is None or not bc.alive():
+            from embed.background.client import BackgroundCompiler
+            first = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources)
+            client = first.client(resources)
+            first.close()          # the pair lives as long as its instances' clients
+            return client
+        return bc.client(resources)
 
 
 def forget_repeated_path(resources):
@@ -55,6 +60,7 @@ def dependence(name, options, sc):
     """Which outputs may follow which inputs at an instant (``derivatives.output_dependence``),
     once per process."""
     key = (name, tuple(sorted(options.items())))
-    if key not in _DEPENDENCE:
-        _DEPENDENCE[key] = derivatives.output_dependence(sc)
-    return _DEPENDENCE[key]
+    with _LOCK:
+        if key not in _DEPENDENCE:
+            _DEPENDENCE[key] = derivatives.output_dependence(sc)
+        return _DEPENDENCE[key]
