@@ -60,6 +60,16 @@ class ModeLibrary:
         self.terms = None       # the unconstrained terms (``NumericTerms``), once compiled
         self._own = {}          # a scenario's own shared objects (``shared``)
 
+    def __getstate__(self):
+        """Pickled without its lock (a process's own): ``adopt`` gives a loaded library the
+        lock of the scenario it serves."""
+        return {name: getattr(self, name) for name in self.__slots__ if name != "lock"}
+
+    def __setstate__(self, state):
+        self.lock = threading.RLock()
+        for name, value in state.items():
+            setattr(self, name, value)
+
     @classmethod
     def of(cls, automaton, embedding: str) -> "ModeLibrary":
         """The library of ``automaton`` on the embedding path ``embedding``, shared by every
