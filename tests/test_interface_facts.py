@@ -94,3 +94,21 @@ def test_every_output_is_read_through_the_scenarios_reader(disk_ramp, instance):
         assert getter() == disk_ramp.reader(v.name)(sim), v.name
     assert disk_ramp.observe(sim) == {v.name: disk_ramp.reader(v.name)(sim)
                                       for v in disk_ramp.outputs}
+
+
+def test_a_variable_may_not_hide_the_slaves_own_names(disk_ramp):
+    """A parameter is an attribute of the slave: one named ``log`` would hide the FMI logger
+    (and ``sim`` the simulator); the slave refuses it by name instead (the build stops)."""
+    import copy
+    from embed import ModelDefinitionError
+    from fmu_src.runtime import instances
+    for name in ("log", "sim", "variables"):
+        sc = copy.copy(disk_ramp)
+        sc.parameters = [*disk_ramp.parameters, Var(name, 1.0, "a badly named parameter")]
+        instances._SCENARIOS[(f"hides_{name}", ())] = sc
+
+        class Hides(slave_mod.ScenarioSlave):
+            scenario_name = f"hides_{name}"
+        with pytest.raises(ModelDefinitionError, match=f"parameter '{name}' would hide"):
+            Hides(instance_name="hides")
+        del instances._SCENARIOS[(f"hides_{name}", ())]

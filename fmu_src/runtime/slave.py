@@ -16,6 +16,7 @@ import math
 from pythonfmu import Fmi2Causality, Fmi2Slave
 from pythonfmu.enums import Fmi2Status
 
+from embed import ModelDefinitionError
 from embed.hybrid.simulator import MAX_STEPS
 from embed.modes.library import ModeLibrary
 from fmu_src.runtime import derivatives, fmu_state, simulation
@@ -123,8 +124,14 @@ class ScenarioSlave(Fmi2Slave):
         return root
 
     def _register(self, v, causality, getter=None):
-        """Register the interface variable ``v``; returns its value reference."""
+        """Register the interface variable ``v``; returns its value reference.  A parameter or
+        input lives as an attribute of the slave: ModelDefinitionError (the build stops with
+        it) where its name would hide one of the slave's own (``log``, ``sim``, ...)."""
         if causality != Fmi2Causality.output:
+            if hasattr(self, v.name):
+                raise ModelDefinitionError(
+                    f"the {causality.name} {v.name!r} would hide the FMU slave's own attribute "
+                    f"of that name ({type(getattr(self, v.name)).__name__}); rename it")
             setattr(self, v.name, v.start)
         var = fmi_variable(v, causality, getter)
         self.register_variable(var)
