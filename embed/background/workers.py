@@ -294,10 +294,7 @@ class Workers:
         if any(os.path.isdir(os.path.join(d, "embed")) for d in self.roots):
             return
         self.closed = True
-        if self._restarting is not None:
-            self._restarting.join()
-            if not isinstance(self._started, BaseException):
-                self.pipes = self._started
+        self._join_restart()
         for p in self.pipes:
             try:
                 p.proc.kill()
@@ -306,6 +303,13 @@ class Workers:
                 p.proc.poll()         # reaped now or by a later subprocess call
             except Exception:  # noqa: BLE001
                 pass
+
+    def _join_restart(self):
+        """A restart under way finished, so that closing reaches the workers it started."""
+        if self._restarting is not None:
+            self._restarting.join()
+            if not isinstance(self._started, BaseException):
+                self.pipes = self._started
 
     def wait_ready(self, timeout):
         deadline = time.monotonic() + timeout
@@ -324,10 +328,7 @@ class Workers:
     def _close(self):
         if not self.closed:
             self.closed = True
-            if self._restarting is not None:
-                self._restarting.join()
-                if not isinstance(self._started, BaseException):
-                    self.pipes = self._started
+            self._join_restart()
             for p in self.pipes:
                 p.close()
 
