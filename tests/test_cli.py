@@ -136,7 +136,7 @@ def test_user_model_fmu_validates_and_carries_that_model_only(user_fmu):
     assert res["fmu_src"] == {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runtime/fmi2.py",
                               "runtime/status.py", "runtime/fmu_state.py", "runtime/derivatives.py",
                               "runtime/instances.py", "runtime/simulation.py", "runtime/variables.py",
-                              "runtime/formed.py"}
+                              "runtime/formed.py", "runtime/arrays.py"}
     assert "engine" not in res and "embed" in res and "background/worker.py" in res["embed"]
     with zipfile.ZipFile(user_fmu) as z:
         names = z.namelist()
@@ -211,7 +211,7 @@ def test_bundled_fmu_carries_its_own_scenario_only(disk_ramp_fmu):
     assert res["fmu_src"] == {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runtime/fmi2.py",
                               "runtime/status.py", "runtime/fmu_state.py", "runtime/derivatives.py",
                               "runtime/instances.py", "runtime/simulation.py", "runtime/variables.py",
-                              "runtime/formed.py"}
+                              "runtime/formed.py", "runtime/arrays.py"}
 
 
 def test_user_fmu_stepped_by_fmpy_meets_the_analytic_strike_and_keeps_energy(user_fmu):

@@ -88,7 +88,7 @@ def test_fmu_carries_its_own_model_only(fmu_dir, name):
             tree.setdefault(parts[1].rsplit("_", 1)[0], set()).add(parts[2])
     slave = {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runtime/fmi2.py",
              "runtime/status.py", "runtime/fmu_state.py", "runtime/derivatives.py",
-             "runtime/instances.py", "runtime/simulation.py", "runtime/variables.py", "runtime/formed.py"}
+             "runtime/instances.py", "runtime/simulation.py", "runtime/variables.py", "runtime/formed.py", "runtime/arrays.py"}
     if name in build_fmu.OTHERS:
         assert tree["fmu_src"] == {"__init__.py", "runtime/__init__.py",
                                    f"{build_fmu.OTHERS[name][0].replace('.', '/')}.py"}

@@ -387,7 +387,9 @@ def build(model, out: Path, options=None, python: str = "", log=progress, fmi=(2
                        {"modelDescription.xml": describe(xml)})
     paths = {2: fmu}
     if 3 in fmi:        # alone it takes the FMI 2.0 FMU's place
-        paths[3] = as_fmi3(fmu, out / f"{name}{'_fmi3' if 2 in fmi else ''}.fmu")
+        # the extension's arrays, FMI 3.0's only (fmu_src/runtime/arrays.py)
+        ext = src.load(options).extension if src is not None else None
+        paths[3] = as_fmi3(fmu, out / f"{name}{'_fmi3' if 2 in fmi else ''}.fmu", ext)
     for v in fmi:
         log(f"wrote {paths[v]} (FMI {v}.0, {time.perf_counter() - started:.1f} s)")
     return paths[fmi[0]] if len(fmi) == 1 else tuple(paths[v] for v in fmi)

@@ -7,7 +7,9 @@ What FMI 3.0 adds is declared as the loader (fmu_src/runtime/loader/fmi3_loader.
 ``hasEventMode`` and ``mightReturnEarlyFromDoStep`` (early return at each located event), FMU
 state get/set/serialize, no intermediate update, directional derivatives of the outputs w.r.t.
 the inputs (fmu_src/runtime/derivatives.py) with each output's ``dependencies`` as the FMI 2.0
-description declares them, in value references.
+description declares them, in value references, and answered by fmi3GetVariableDependencies
+(``providesPerElementDependencies``: every variable concerned is a scalar); the extension's
+arrays, which FMI 2.0 lacks (fmu_src/runtime/arrays.py: disk_fence's fence_points[32][2]).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 from xml.etree import ElementTree as ET
+
+from fmu_src.runtime import arrays
 
 # an FMI 2.0 Enumeration (``mode``, of the Mode type) is reported as the Int32 it is read as:
 # the loader forwards Int32 calls, and the mode numbers' names are in the FMI 2.0 FMU
@@ -37,6 +41,7 @@ def co_simulation(identifier: str) -> dict:
             "canBeInstantiatedOnlyOncePerProcess": "false",
             "canGetAndSetFMUState": "true", "canSerializeFMUState": "true",
             "providesDirectionalDerivative": "true",
+            "providesPerElementDependencies": "true",
             "canHandleVariableCommunicationStepSize": "true",
             "providesIntermediateUpdate": "false",
             "mightReturnEarlyFromDoStep": "true",
@@ -51,8 +56,9 @@ def time_reference(xml2: bytes) -> int:
                    default=-1)
 
 
-def fmi3_description(xml2: bytes) -> bytes:
-    """The FMI 3.0 modelDescription.xml of the FMU whose FMI 2.0 one is ``xml2``."""
+def fmi3_description(xml2: bytes, extension=None) -> bytes:
+    """The FMI 3.0 modelDescription.xml of the FMU whose FMI 2.0 one is ``xml2``, with the arrays
+    of the scenario's ``extension`` class (``arrays.describe``)."""
     src = ET.fromstring(xml2)
     time_vr = time_reference(xml2)
     root = ET.Element("fmiModelDescription", fmiVersion="3.0")
@@ -102,6 +108,7 @@ def fmi3_description(xml2: bytes) -> bytes:
                 ET.SubElement(var, "Start", value=start)
             else:
                 var.set("start", start)
+    variables.extend(arrays.describe(extension, time_vr))
     structure = ET.SubElement(root, "ModelStructure")
     old = src.find("ModelStructure")
     for group, tag in (("Outputs", "Output"), ("InitialUnknowns", "InitialUnknown")):
@@ -120,17 +127,18 @@ def fmi3_description(xml2: bytes) -> bytes:
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8")
 
 
-def as_fmi3(fmu2: Path, dest: Path) -> Path:
+def as_fmi3(fmu2: Path, dest: Path, extension=None) -> Path:
     """The FMI 3.0 co-simulation FMU ``dest`` made from the FMI 2.0 one ``fmu2`` of the same
     build: the same resources and binary (which exports the fmi3 functions too), under FMI 3.0's
-    platform folder x86_64-linux/, with the modelDescription.xml of ``fmi3_description``."""
+    platform folder x86_64-linux/, with the modelDescription.xml of ``fmi3_description`` (the
+    arrays of the scenario's ``extension`` class)."""
     tmp = dest.with_suffix(".tmp3")
     with zipfile.ZipFile(fmu2) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
         for item in src.infolist():
             data = src.read(item)
             name = item.filename
             if name == "modelDescription.xml":
-                data = fmi3_description(data)
+                data = fmi3_description(data, extension)
             elif name.startswith("binaries/linux64/"):
                 name = "binaries/x86_64-linux/" + name[len("binaries/linux64/"):]
             info = zipfile.ZipInfo(name, item.date_time)

@@ -19,7 +19,7 @@ from pythonfmu.enums import Fmi2Status
 from embed import ModelDefinitionError
 from embed.hybrid.simulator import MAX_STEPS
 from embed.modes.library import ModeLibrary
-from fmu_src.runtime import derivatives, fmu_state, simulation
+from fmu_src.runtime import arrays, derivatives, fmu_state, simulation
 from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, check_step,
                                   fmi2_call, refuse_running_call)
 from fmu_src.runtime.instances import dependence, forget_repeated_path, scenario
@@ -104,6 +104,7 @@ class ScenarioSlave(Fmi2Slave):
         # get_directional_derivative (fmu_src/runtime/derivatives.py)
         self.dependence = dependence(self.scenario_name, self.scenario_options, self.sc)
         derivatives.install(self)
+        arrays.install(self)        # FMI 3.0: the extension's arrays, fmi3GetVariableDependencies
 
     def to_xml(self, model_options=None):
         """modelDescription.xml; pythonfmu reads the start values through the getters, which
@@ -205,7 +206,8 @@ class ScenarioSlave(Fmi2Slave):
         try:
             self.read_inputs()
             if self.ext is not None:
-                self.ext.before_step({n: getattr(self, n) for n in self.ext_inputs})
+                self.ext.before_step({**{n: getattr(self, n) for n in self.ext_inputs},
+                                      **self.arrays.values})
             early = self.sim.advance(current_time + step_size,
                                      stop_at_event=self.loader.early_return_allowed)
             bc = self.sim.compiler

@@ -9,6 +9,7 @@ import math
 
 from embed import holonomic
 
+from . import points
 from .modes import ARC, FENCE, FENCE_BASE, POLY, fence_mode, next_uid
 from .profile import GEOMETRY_BAD_PARAMETER, GEOMETRY_ON_FENCE, FenceProfile, GeometryError
 
@@ -97,8 +98,11 @@ def announce_arc(sim, R, L_f):
 
 
 def profile_of(spec):
-    """FenceProfile of an announcement: ("arc", R, L_f) or ("curve", text, L_f)."""
+    """FenceProfile of an announcement: ("arc", R, L_f), ("curve", text, L_f) or ("points",
+    description, L_f) (FMI 3.0's array, ``points.description``)."""
     kind, value, L_f = spec
+    if kind == "points":
+        return points.profile(points.from_description(value))
     return FenceProfile.arc(value) if kind == "arc" else FenceProfile.from_text(value)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from embed import Var
 
-from . import jobs
+from . import jobs, points
 from .announce import activate, announce_arc, check_length, check_not_on_fence, profile_of
 from .checks import validate
 from .family import install_profile, jet_function, profile_family, profile_family_modes
@@ -40,6 +40,16 @@ FENCE_INPUTS = [
         type="Integer"),
     Var("fence_curve", "", "fence height profile h(s) over the ramp line (s from P); empty: "
         "the arc of radius fence_radius", type="String"),
+]
+# FMI 3.0 only (fmu_src/runtime/arrays.py: variable, shape): the fence as points of its height
+# profile, the cubic spline through them (``points``); used at an announcement when the count is
+# not 0, in place of fence_curve and fence_radius, the fence ending at the last point
+FENCE_ARRAYS = [
+    (Var("fence_points", 0.0, "points (s, h) of the fence's height profile beyond P, rows in "
+         "increasing s > 0; the first fence_point_count rows are used", "m"), (points.N_MAX, 2)),
+    (Var("fence_point_count", 0, "rows of fence_points that make the fence announced by "
+         "fence_version (the cubic spline through P and them); 0: fence_curve or the arc",
+         type="Integer", min=0, max=points.N_MAX), ()),
 ]
 FENCE_OUTPUTS = [
     Var("geometry_status", 0, "0 ok; otherwise the geometry code of the last rejected "
@@ -75,6 +85,7 @@ class FenceGeometry:
 
     inputs = FENCE_INPUTS
     outputs = FENCE_OUTPUTS
+    arrays = FENCE_ARRAYS
 
     def __init__(self, sim, compiler, log):
         self.sim, self.compiler, self.log = sim, compiler, log
@@ -112,7 +123,8 @@ class FenceGeometry:
         serialized state restored elsewhere) is parsed, checked and installed again."""
         for uid, text, L_f in s.get("fences", []):
             if FENCE_BASE + int(uid) not in self.sim.automaton.modes:
-                profile = FenceProfile.from_text(text)
+                profile = (points.profile(points.from_description(text))
+                           if text.startswith(points.PREFIX) else FenceProfile.from_text(text))
                 validate(profile, L_f, disk_radius=self.sim.param("r"))
                 install_profile(self.sim, int(uid), float(L_f), jet_function(profile))
                 self.fences.append([int(uid), text, float(L_f)])
@@ -140,6 +152,11 @@ class FenceGeometry:
             self.t_request[v] = time.perf_counter()
             self.values["embed_pending"] = 1.0
             try:
+                if inputs.get("fence_point_count"):     # FMI 3.0's array: ends at its last point
+                    rows = points.check(points.from_rows(inputs["fence_points"],
+                                                         inputs["fence_point_count"]))
+                    text = points.description(rows)
+                    spec = ("points", text, rows[-1][0])
                 check_length(spec[2])
                 check_not_on_fence(self.sim)
                 if spec[0] == "arc":        # the compiled arc family: ready at once

@@ -62,6 +62,19 @@ EXPORT void embed_fmi2_set_directional_derivative(DirectionalDerivative f)
     if (current) current->dd = f;
 }
 
+/* The Python slave's FMI 3.0-only variables and dependencies (loader.h), given while the running
+ * instance's slave is constructed. */
+EXPORT void embed_fmi3_set_extra(ExtraVariables f, unsigned first, size_t count,
+                                 VariableDependencies d)
+{
+    if (current) {
+        current->extra = f;
+        current->extra_first = first;
+        current->extra_count = count;
+        current->deps = d;
+    }
+}
+
 /* The GUID this FMU was built with: the Python slave names its FMU states by it. */
 EXPORT const char *embed_fmi2_guid(void) { return EMBED_GUID; }
 
@@ -475,6 +488,28 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte b[], s
     I->states = w;
     *s = w;
     END(r);
+}
+
+int embed_extra(Inst *I, int op, unsigned vr, double *values, size_t n)
+{
+    if (!I->extra || I->dead) return op == EXTRA_SIZE ? -1 : fmi2Error;
+    Inst *outer = current;
+    I->override_status = -1;
+    current = I;
+    int r = I->extra(op, vr, values, n);
+    if (op != EXTRA_SIZE) r = status_of(I, (fmi2Status)r);
+    current = outer;
+    return r;
+}
+
+long embed_dependencies(Inst *I, unsigned vr, unsigned *out, size_t n)
+{
+    if (!I->deps || I->dead) return -1;
+    Inst *outer = current;
+    current = I;
+    long r = I->deps(vr, out, n);
+    current = outer;
+    return r;
 }
 
 /* FMI 2.0 2.1.9: dvUnknown = (d unknowns / d knowns) dvKnown, here the Real outputs w.r.t. the

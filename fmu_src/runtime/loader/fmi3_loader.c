@@ -14,7 +14,11 @@
  *    mode are checked here, the rest by the slave (fmu_src/runtime/fmi2.py);
  *  - the types: Float64 is fmi2Real, Int32 fmi2Integer, Boolean fmi2Boolean (converted: bool
  *    against int), String fmi2String; the FMU has no variable of any other type, so a value
- *    reference given for one is refused as unknown (fmi3Error). */
+ *    reference given for one is refused as unknown (fmi3Error);
+ *  - arrays (2.2.6.2, 2.4.7.3, <Dimension>): Float64 and Int32 variables FMI 2.0 does not show
+ *    (disk_fence's fence_points[32][2]) are the slave's own (fmu_src/runtime/arrays.py), reached
+ *    through its callback (loader.h ExtraVariables), their values row-major in values[];
+ *  - fmi3GetVariableDependencies (2.2.10): the slave's answer, the ModelStructure's. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdarg.h>
@@ -273,12 +277,92 @@ EXPORT fmi3Status fmi3Reset(fmi3Instance inst)
 
 /* ---- values ---------------------------------------------------------------------------------- */
 
-/* FMI 3.0 2.2.6.2: nValues is the number of values of the variables; every variable here is a
- * scalar, so it equals nValueReferences */
+static int is_extra(const Inst *I, fmi3ValueReference vr)
+{
+    return I->extra && vr >= I->extra_first && vr - I->extra_first < I->extra_count;
+}
+
+static int any_extra(const Inst *I, const fmi3ValueReference vr[], size_t nvr)
+{
+    if (!I->extra || !vr) return 0;
+    for (size_t i = 0; i < nvr; i++)
+        if (is_extra(I, vr[i])) return 1;
+    return 0;
+}
+
+/* FMI 3.0 2.2.6.2: values[] holds the values of the variables one after another, an array's
+ * all its elements (row-major), nValues of them in all.  With a slave's array among them (its
+ * size from the slave): a wrong nValues is refused before anything is set, the slave naming
+ * the array; each array through the slave, each scalar through the fmi2 layer (get2/set2). */
+static fmi3Status extra_values(Inst3 *J, const char *fn, int op, const fmi3ValueReference vr[],
+                               size_t nvr, double *v, size_t nv,
+                               fmi2Status (*one)(Inst *, const fmi2ValueReference *, double *))
+{
+    Inst *I = J->c2;
+    size_t total = 0, last = 0;
+    long last_size = -1;
+    for (size_t i = 0; i < nvr; i++) {
+        if (!is_extra(I, vr[i])) { total++; continue; }
+        int n = embed_extra(I, EXTRA_SIZE, vr[i], NULL, 0);
+        if (n < 0) return refuse3(J, fn, "value reference %u: the slave has no such variable",
+                                  vr[i]);
+        total += (size_t)n;
+        last = i;
+        last_size = n;
+    }
+    if (total != nv) {
+        if (last_size >= 0 && nv + (size_t)last_size >= total)
+            return (fmi3Status)embed_extra(I, EXTRA_WRONG_COUNT, vr[last], NULL,
+                                           nv + (size_t)last_size - total);
+        return refuse3(J, fn, "nValues = %zu but the variables of valueReferences[] have %zu "
+                       "values; nothing was set", nv, total);
+    }
+    fmi3Status r = fmi3OK;
+    size_t off = 0;
+    for (size_t i = 0; i < nvr && r <= fmi3Warning; i++) {
+        fmi3Status ri;
+        if (is_extra(I, vr[i])) {
+            size_t n = (size_t)embed_extra(I, EXTRA_SIZE, vr[i], NULL, 0);
+            ri = (fmi3Status)embed_extra(I, op, vr[i], v + off, n);
+            off += n;
+        } else {
+            ri = (fmi3Status)one(I, vr + i, v + off);
+            off++;
+        }
+        if (ri > r) r = ri;
+    }
+    return r;
+}
+
+static fmi2Status set_real(Inst *I, const fmi2ValueReference *vr, double *v)
+{ return fmi2SetReal(I, vr, 1, v); }
+static fmi2Status get_real(Inst *I, const fmi2ValueReference *vr, double *v)
+{ return fmi2GetReal(I, vr, 1, v); }
+static fmi2Status set_int(Inst *I, const fmi2ValueReference *vr, double *v)
+{ fmi2Integer k = (fmi2Integer)*v; return fmi2SetInteger(I, vr, 1, &k); }
+static fmi2Status get_int(Inst *I, const fmi2ValueReference *vr, double *v)
+{ fmi2Integer k = 0; fmi2Status r = fmi2GetInteger(I, vr, 1, &k); *v = k; return r; }
+
+/* Int32 values with an array among them: through doubles (exact for every Int32) */
+static fmi3Status extra_ints(Inst3 *J, const char *fn, int op, const fmi3ValueReference vr[],
+                             size_t nvr, fmi3Int32 *v, size_t nv)
+{
+    if ((nvr && !vr) || (nv && !v))
+        return refuse3(J, fn, "%s is NULL", !vr ? "valueReferences[]" : "values[]");
+    double *d = calloc(nv ? nv : 1, sizeof *d);
+    if (!d) return refuse3(J, fn, "out of memory");
+    for (size_t i = 0; i < nv && op == EXTRA_SET; i++) d[i] = v[i];
+    fmi3Status r = extra_values(J, fn, op, vr, nvr, d, nv, op == EXTRA_SET ? set_int : get_int);
+    for (size_t i = 0; i < nv && op == EXTRA_GET && r <= fmi3Warning; i++) v[i] = (fmi3Int32)d[i];
+    free(d);
+    return r;
+}
+
+/* FMI 3.0 2.2.6.2: nValues is the number of values of the variables; with no array among them
+ * it equals nValueReferences */
 #define CHECK_VALUES(fn, vr, nvr, v, nv) \
-    if ((nvr) != (nv)) return refuse3(J, fn, "nValues = %zu but nValueReferences = %zu (every " \
-                                      "variable of this FMU is a scalar)", (size_t)(nv), \
-                                      (size_t)(nvr)); \
+    if ((nvr) != (nv)) return refuse3(J, fn, "nValues = %zu but nValueReferences = %zu (these " \
+                                      "variables are scalars)", (size_t)(nv), (size_t)(nvr)); \
     if ((nvr) && (!(vr) || !(v))) return refuse3(J, fn, "%s is NULL with nValueReferences = %zu", \
                                                  !(vr) ? "valueReferences[]" : "values[]", \
                                                  (size_t)(nvr))
@@ -288,8 +372,25 @@ EXPORT fmi3Status fmi3Reset(fmi3Instance inst)
                                T v[], size_t nv) \
     { J_OF(inst); CHECK_VALUES("fmi3" #F3, vr, nvr, v, nv); \
       return (fmi3Status)fmi2##F2(J->c2, vr, nvr, v); }
-SAME(GetInt32, GetInteger, fmi3Int32)
-SAME(SetInt32, SetInteger, const fmi3Int32)
+EXPORT fmi3Status fmi3GetInt32(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr,
+                               fmi3Int32 v[], size_t nv)
+{
+    J_OF(inst);
+    if (any_extra(J->c2, vr, nvr))
+        return extra_ints(J, "fmi3GetInt32", EXTRA_GET, vr, nvr, v, nv);
+    CHECK_VALUES("fmi3GetInt32", vr, nvr, v, nv);
+    return (fmi3Status)fmi2GetInteger(J->c2, vr, nvr, v);
+}
+
+EXPORT fmi3Status fmi3SetInt32(fmi3Instance inst, const fmi3ValueReference vr[], size_t nvr,
+                               const fmi3Int32 v[], size_t nv)
+{
+    J_OF(inst);
+    if (any_extra(J->c2, vr, nvr))
+        return extra_ints(J, "fmi3SetInt32", EXTRA_SET, vr, nvr, (fmi3Int32 *)v, nv);
+    CHECK_VALUES("fmi3SetInt32", vr, nvr, v, nv);
+    return (fmi3Status)fmi2SetInteger(J->c2, vr, nvr, v);
+}
 SAME(GetString, GetString, fmi3String)
 SAME(SetString, SetString, const fmi3String)
 
@@ -306,6 +407,10 @@ EXPORT fmi3Status fmi3GetFloat64(fmi3Instance inst, const fmi3ValueReference vr[
                                  fmi3Float64 v[], size_t nv)
 {
     J_OF(inst);
+    if (any_extra(J->c2, vr, nvr) && !has_time(vr, nvr)) {
+        if (nv && !v) return refuse3(J, "fmi3GetFloat64", "values[] is NULL");
+        return extra_values(J, "fmi3GetFloat64", EXTRA_GET, vr, nvr, v, nv, get_real);
+    }
     CHECK_VALUES("fmi3GetFloat64", vr, nvr, v, nv);
     if (!has_time(vr, nvr)) return (fmi3Status)fmi2GetReal(J->c2, vr, nvr, v);
     fmi3Status r = fmi3OK;
@@ -326,6 +431,10 @@ EXPORT fmi3Status fmi3SetFloat64(fmi3Instance inst, const fmi3ValueReference vr[
                                  const fmi3Float64 v[], size_t nv)
 {
     J_OF(inst);
+    if (any_extra(J->c2, vr, nvr) && !has_time(vr, nvr)) {
+        if (nv && !v) return refuse3(J, "fmi3SetFloat64", "values[] is NULL");
+        return extra_values(J, "fmi3SetFloat64", EXTRA_SET, vr, nvr, (double *)v, nv, set_real);
+    }
     CHECK_VALUES("fmi3SetFloat64", vr, nvr, v, nv);
     if (has_time(vr, nvr))
         return refuse3(J, "fmi3SetFloat64", "time (value reference %u) is the independent "
@@ -421,16 +530,44 @@ EXPORT fmi3Status fmi3DeserializeFMUState(fmi3Instance inst, const fmi3Byte b[],
 
 #define NOT_PROVIDED(call, why) { J_OF(inst); return refuse3(J, call, why); }
 
+/* FMI 3.0 2.2.10 (providesPerElementDependencies): the inputs an unknown depends on, as the
+ * ModelStructure lists them; every variable concerned is a scalar, so each element index is 0
+ * ("the whole variable"), and each kind fmi3Dependent (no particular structure), as declared. */
 EXPORT fmi3Status fmi3GetNumberOfVariableDependencies(fmi3Instance inst, fmi3ValueReference vr,
                                                       size_t *n)
-{ (void)vr; (void)n; NOT_PROVIDED("fmi3GetNumberOfVariableDependencies", "the dependencies are "
-                                  "given in ModelStructure of modelDescription.xml only") }
+{
+    J_OF(inst);
+    if (!n) return refuse3(J, "fmi3GetNumberOfVariableDependencies", "nDependencies is NULL");
+    long k = embed_dependencies(J->c2, vr, NULL, 0);
+    if (k < 0) return refuse3(J, "fmi3GetNumberOfVariableDependencies", "value reference %u "
+                              "is not an unknown of ModelStructure (an output or initial "
+                              "unknown)", vr);
+    *n = (size_t)k;
+    return fmi3OK;
+}
+
 EXPORT fmi3Status fmi3GetVariableDependencies(fmi3Instance inst, fmi3ValueReference d,
                                               size_t ed[], fmi3ValueReference ind[], size_t ei[],
                                               fmi3DependencyKind k[], size_t n)
-{ (void)d; (void)ed; (void)ind; (void)ei; (void)k; (void)n;
-  NOT_PROVIDED("fmi3GetVariableDependencies", "the dependencies are given in "
-                "ModelStructure of modelDescription.xml only") }
+{
+    J_OF(inst);
+    const char *fn = "fmi3GetVariableDependencies";
+    if (n && (!ed || !ind || !ei || !k)) return refuse3(J, fn, "an output array is NULL with "
+                                                        "nDependencies = %zu", n);
+    long m = embed_dependencies(J->c2, d, NULL, 0);
+    if (m < 0) return refuse3(J, fn, "value reference %u is not an unknown of ModelStructure "
+                              "(an output or initial unknown)", d);
+    if ((size_t)m != n) return refuse3(J, fn, "nDependencies = %zu but value reference %u has "
+                                       "%ld (fmi3GetNumberOfVariableDependencies)", n, d, m);
+    if (n && embed_dependencies(J->c2, d, ind, n) != m)
+        return refuse3(J, fn, "the dependencies of value reference %u changed", d);
+    for (size_t i = 0; i < n; i++) {
+        ed[i] = 0;
+        ei[i] = 0;
+        k[i] = fmi3Dependent;
+    }
+    return fmi3OK;
+}
 /* FMI 3.0 2.2.11: the fmi2 layer's (fmi2_loader.c); every variable is a scalar, so nSeed is
  * nKnowns and nSensitivity nUnknowns.  Allowed where outputs may be read (4.2.5). */
 EXPORT fmi3Status fmi3GetDirectionalDerivative(fmi3Instance inst, const fmi3ValueReference u[],

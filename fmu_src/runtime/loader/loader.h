@@ -54,6 +54,17 @@ typedef int (*DirectionalDerivative)(const fmi2ValueReference *unknown, size_t n
                                      const fmi2ValueReference *known, size_t nknown,
                                      const fmi2Real *seed, fmi2Real *result);
 
+/* The slave's FMI 3.0-only variables (fmu_src/runtime/arrays.py: the arrays, and scalars FMI 2.0
+ * does not show), value references first..first+count-1, given while the slave is constructed:
+ * op EXTRA_SIZE answers the number of values of vr; EXTRA_SET and EXTRA_GET take or fill
+ * n values and answer the status; EXTRA_WRONG_COUNT logs that n values were given for vr and
+ * answers fmi2Error.  Int32 values travel as doubles (exact). */
+enum { EXTRA_SIZE, EXTRA_SET, EXTRA_GET, EXTRA_WRONG_COUNT };
+typedef int (*ExtraVariables)(int op, unsigned vr, double *values, size_t n);
+/* The inputs an unknown depends on (FMI 3.0 2.2.10, the ModelStructure's dependencies): their
+ * number, the first n of them in out; -1, logged, if vr is not an unknown. */
+typedef long (*VariableDependencies)(unsigned vr, unsigned *out, size_t n);
+
 typedef struct {
     fmi2Component inner;
     fmi2CallbackFunctions master;   /* the master's callbacks */
@@ -72,7 +83,16 @@ typedef struct {
     int returned_early;             /* the slave stopped the running doStep at an event ... */
     double early_time;              /* ... located at this time */
     DirectionalDerivative dd;       /* the slave's, or NULL (pythonfmu's binary has none) */
+    ExtraVariables extra;           /* the slave's FMI 3.0-only variables, or NULL ... */
+    unsigned extra_first;           /* ... value references extra_first .. */
+    size_t extra_count;             /* ... + extra_count - 1 */
+    VariableDependencies deps;      /* the slave's, or NULL */
 } Inst;
+
+/* The slave's callbacks above, called as any fmi2 function calls the slave: the instance
+ * running (its log), its status override; fmi2Error if it gave none. */
+int embed_extra(Inst *I, int op, unsigned vr, double *values, size_t n);
+long embed_dependencies(Inst *I, unsigned vr, unsigned *out, size_t n);
 
 /* An instance on the resources folder `resources` (decoded), as fmi2Instantiate makes it;
  * early_return: the slave may stop a step at an event (fmi3InstantiateCoSimulation's
