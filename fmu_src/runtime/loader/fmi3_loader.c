@@ -337,7 +337,10 @@ static fmi3Status extra_values(Inst3 *J, const char *fn, int op, const fmi3Value
 static fmi2Status set_real(Inst *I, const fmi2ValueReference *vr, double *v)
 { return fmi2SetReal(I, vr, 1, v); }
 static fmi2Status get_real(Inst *I, const fmi2ValueReference *vr, double *v)
-{ return fmi2GetReal(I, vr, 1, v); }
+{
+    if (*vr == EMBED_TIME_VR) { *v = I->last_ok_time; return fmi2OK; }     /* time, as below */
+    return fmi2GetReal(I, vr, 1, v);
+}
 static fmi2Status set_int(Inst *I, const fmi2ValueReference *vr, double *v)
 { fmi2Integer k = (fmi2Integer)*v; return fmi2SetInteger(I, vr, 1, &k); }
 static fmi2Status get_int(Inst *I, const fmi2ValueReference *vr, double *v)
@@ -407,8 +410,11 @@ EXPORT fmi3Status fmi3GetFloat64(fmi3Instance inst, const fmi3ValueReference vr[
                                  fmi3Float64 v[], size_t nv)
 {
     J_OF(inst);
-    if (any_extra(J->c2, vr, nvr) && !has_time(vr, nvr)) {
+    if (any_extra(J->c2, vr, nvr)) {
         if (nv && !v) return refuse3(J, "fmi3GetFloat64", "values[] is NULL");
+        if (J->mode == M_INSTANTIATED && has_time(vr, nvr))
+            return refuse3(J, "fmi3GetFloat64", "time is known from "
+                           "fmi3EnterInitializationMode on");
         return extra_values(J, "fmi3GetFloat64", EXTRA_GET, vr, nvr, v, nv, get_real);
     }
     CHECK_VALUES("fmi3GetFloat64", vr, nvr, v, nv);
@@ -431,7 +437,7 @@ EXPORT fmi3Status fmi3SetFloat64(fmi3Instance inst, const fmi3ValueReference vr[
                                  const fmi3Float64 v[], size_t nv)
 {
     J_OF(inst);
-    if (any_extra(J->c2, vr, nvr) && !has_time(vr, nvr)) {
+    if (any_extra(J->c2, vr, nvr) && !has_time(vr, nvr)) {     /* time: refused below */
         if (nv && !v) return refuse3(J, "fmi3SetFloat64", "values[] is NULL");
         return extra_values(J, "fmi3SetFloat64", EXTRA_SET, vr, nvr, (double *)v, nv, set_real);
     }
