@@ -26,6 +26,7 @@ from scipy.interpolate import CubicSpline
 
 from fmu_src.builder.build import build
 from scenarios.disk_fence import points
+from scenarios.disk_fence.modes import FENCE_BASE
 from scenarios.disk_fence.profile import GEOMETRY_BAD_PARAMETER, FenceProfile, GeometryError
 
 POINTS = [(1.5, 0.05), (3.0, 0.3), (4.5, 0.7), (6.0, 1.1)]
@@ -256,3 +257,33 @@ def test_fmusim_sets_the_fence_array(pairs, tmp_path):
                     ("fence_curve", points.spline_text(POINTS)), ("fence_length", "6.0"))
     assert rows3 == rows2 and len(rows3) == round(T_END / H) + 1
     assert {r["mode"] for r in rows3} == {"1", "2", "3"}
+
+
+def test_a_state_on_a_points_fence_restores_where_the_fence_was_never_announced():
+    """The FMU state names a points fence by its description (``points.description``): a
+    simulator that never saw the announcement installs it again from there, and steps on as
+    the original does, bit for bit (a serialized state restored in another process)."""
+    from scenarios import disk_fence
+    from scenarios.disk_fence.extension import FenceGeometry
+    sc = disk_fence.build()
+    inputs = {"fence_version": 1, "fence_curve": "", "fence_radius": 10.0, "fence_length": 6.7,
+              "fence_points": FLAT, "fence_point_count": len(POINTS)}
+    a = sc.simulator()
+    geo = FenceGeometry(a, None, lambda msg: None)
+    a.advance(7.0)
+    geo.before_step(inputs)
+    a.advance(8.0)
+    assert a.mode_number == 3 and geo.get("geometry_version_active") == 1
+    saved, fence_state = a.get_state(), geo.state()
+    assert fence_state["fences"][0][1] == points.description(POINTS)
+    b = disk_fence.build().simulator()             # a scenario of its own: no fence installed
+    uid = fence_state["fences"][0][0]
+    assert FENCE_BASE + uid not in b.automaton.modes
+    other = FenceGeometry(b, None, lambda msg: None)
+    other.set_state(fence_state)
+    assert FENCE_BASE + uid in b.automaton.modes
+    b.set_state(saved)
+    for sim in (a, b):
+        sim.advance(9.0)
+    assert np.array_equal(a.q, b.q) and np.array_equal(a.u, b.u)
+    assert [e[1] for e in a.events] == ["ramp_end", "fence_end"]
