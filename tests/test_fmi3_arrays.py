@@ -13,7 +13,7 @@ import math
 import subprocess
 import xml.etree.ElementTree as ET
 import zipfile
-from ctypes import byref, c_size_t
+from ctypes import byref, c_double, c_int, c_size_t
 
 import masters
 import numpy as np
@@ -21,7 +21,7 @@ import pytest
 from fmpy import extract, read_model_description
 from fmpy.fmi1 import FMICallException
 from fmpy.fmi2 import FMU2Slave
-from fmpy.fmi3 import FMU3Slave, fmi3DependencyKind, fmi3ValueReference
+from fmpy.fmi3 import FMU3Slave, fmi3Clock, fmi3DependencyKind, fmi3ValueReference
 from scipy.interpolate import CubicSpline
 
 from fmu_src.builder.build import build
@@ -79,6 +79,10 @@ def _open(fmu, tmp_path, cls, tag, messages):
     else:
         s.instantiate()
     return s, md, {v.name: v.valueReference for v in md.modelVariables}
+
+
+def messages_append(messages, status, message):
+    messages.append((status, message.decode()))
 
 
 def _refused(messages, call, *args, text):
@@ -215,10 +219,30 @@ def test_fence_array_runs_as_the_fmi2_text_bit_for_bit_and_meets_the_fence_on_ti
 
 def test_variable_dependencies_of_disk_ramp_are_its_fmi2_declarations(pairs, tmp_path):
     """disk_ramp's friction force and accelerations follow its inputs F_ext and T_ext: the
-    dependencies are not all empty here."""
+    dependencies are not all empty here.  Also what an FMU without clocks and without
+    intermediate update answers: every clock function refuses a value reference as no Clock,
+    and the master's intermediateUpdate callback is never called, early returns included."""
     fmu2, fmu3 = pairs["disk_ramp"]
-    msgs = []
-    s, md, vr = _open(fmu3, tmp_path, FMU3Slave, "r3", msgs)
+    msgs, updates = [], []
+    md = read_model_description(fmu3)
+    s = FMU3Slave(guid=md.guid, unzipDirectory=extract(fmu3, unzipdir=str(tmp_path / "r3")),
+                  modelIdentifier="disk_ramp", instanceName="r3")
+    s.instantiate(earlyReturnAllowed=True,
+                  logMessage=lambda env, st, cat, msg: messages_append(msgs, st, msg),
+                  intermediateUpdate=lambda *a: updates.append(a) or 0)
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    one = (fmi3ValueReference * 1)(vr["q1"])
+    _refused(msgs, lambda: s.fmi3GetClock(s.component, one, 1, (fmi3Clock * 1)()),
+             text=f"value reference {vr['q1']} is not a Clock variable")
+    _refused(msgs, lambda: s.fmi3GetIntervalDecimal(s.component, one, 1, (c_double * 1)(),
+                                                    (c_int * 1)()), text="is not a Clock")
+    s.enterInitializationMode(startTime=0.0)
+    s.exitInitializationMode()
+    t, early = 0.0, 0
+    while t < 2.0 - 1e-12:
+        _, _, returned, t = s.doStep(currentCommunicationPoint=t, communicationStepSize=0.05)
+        early += bool(returned)
+    assert early >= 1 and updates == []
     declared = _declared(fmu2)
     assert any(declared.values())
     for v in md.modelVariables:
