@@ -11,7 +11,6 @@ import pickle
 
 import numpy as np
 import symengine as se
-from scipy.linalg.lapack import dgesv
 
 from ..modes.functions import lambdify
 from ..embedding.partition import kappa, partition
@@ -55,7 +54,6 @@ def warm_up(sim):
             a = np.eye(size) + 0.1
             np.linalg.solve(a, np.ones(size))
             np.linalg.inv(a)
-            dgesv(a, np.ones(size))
             m = max(1, size // 2)
             B = np.ones((m, size)) + np.eye(m, size)
             partition(B)
