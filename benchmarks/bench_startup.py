@@ -51,7 +51,7 @@ f.exitInitializationMode()
 t2 = time.perf_counter()
 f.doStep(0.0, h)
 t3 = time.perf_counter()
-symbolic = sorted(m for m in ("sympy", "symengine") if m in sys.modules)
+symbolic = sorted(m for m in ("sympy", "symengine", "scipy") if m in sys.modules)
 f.terminate()
 f.freeInstance()
 print(json.dumps({"instantiate": t1 - t0, "initialize": t2 - t1, "step": t3 - t2,
