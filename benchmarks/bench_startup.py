@@ -162,7 +162,7 @@ def main(argv=None) -> int:
               f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
               f"on {os.cpu_count()} CPUs")
         print("| FMU | instantiate (s) | initialize (s) | first step (s) | total (s) | "
-              "x floor | sympy/symengine loaded |")
+              "x floor | sympy/symengine/scipy loaded |")
         print("|---|---|---|---|---|---|---|")
         for label, m in med.items():
             loaded = ",".join(runs[label][-1]["symbolic"]) or "-"
