@@ -51,7 +51,7 @@ f.exitInitializationMode()
 t2 = time.perf_counter()
 f.doStep(0.0, h)
 t3 = time.perf_counter()
-symbolic = sorted(m for m in ("sympy", "symengine") if m in sys.modules)
+symbolic = sorted(m for m in ("sympy", "symengine", "scipy") if m in sys.modules)
 f.terminate()
 f.freeInstance()
 print(json.dumps({"instantiate": t1 - t0, "initialize": t2 - t1, "step": t3 - t2,
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
               f"{load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
               f"on {os.cpu_count()} CPUs")
         print("| FMU | instantiate (s) | initialize (s) | first step (s) | total (s) | "
-              "x floor | sympy/symengine loaded |")
+              "x floor | sympy/symengine/scipy loaded |")
         print("|---|---|---|---|---|---|---|")
         for label, m in med.items():
             loaded = ",".join(runs[label][-1]["symbolic"]) or "-"

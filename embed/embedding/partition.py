@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg.lapack import dgeqp3, dgesv
 
 from ..base.errors import ConstraintRankError
 from ..base.tolerances import PIVOT_RANK_TOL
@@ -16,7 +15,10 @@ from ..base.tolerances import PIVOT_RANK_TOL
 def _pivoted_qr(a):
     """|diag R| and the 0-based column pivots of A P = Q R: LAPACK dgeqp3 called directly
     (an event step calls this; scipy.linalg.qr's checks and workspace query cost many times
-    the factorization: docs/design.md, facts)."""
+    the factorization: docs/design.md, facts).  scipy is imported here, when first needed
+    (more than ``SMALL_M`` constraints, or a rank check): the stepping process of a small
+    model does not import it (issue 30)."""
+    from scipy.linalg.lapack import dgeqp3
     qr, jpvt, _, _, info = dgeqp3(a)
     if info != 0:
         raise ConstraintRankError(f"pivoted QR failed (LAPACK info {info})")
@@ -97,7 +99,8 @@ def kappa(B_num: np.ndarray, dep, B1inv=None) -> float:
         return 1.0
     nB = np.abs(B_num).sum(axis=0).max()
     if B1inv is None:
-        _, _, B1inv, info = dgesv(B_num[:, list(dep)], np.eye(m))
-        if info != 0:
+        try:        # LAPACK dgesv (numpy's: bit for bit scipy's, without importing scipy)
+            B1inv = np.linalg.solve(B_num[:, list(dep)], np.eye(m))
+        except np.linalg.LinAlgError:
             return float("inf")
     return float(nB * np.abs(B1inv).sum(axis=0).max())

@@ -9,7 +9,7 @@ plastic impact map (wang2019 eq 19).  See docs/design.md, "Where each paper fits
 
 from __future__ import annotations
 
-from scipy.linalg.lapack import dgesv
+import numpy as np
 
 from ..base.errors import ConstraintRankError
 from ..base.tolerances import ACTIVATION_TOL
@@ -49,10 +49,10 @@ def activation_jump(K, rhs, u, names, t, tol=ACTIVATION_TOL):
     if max_abs(rhs) <= tol * max(1.0, max_abs(u)):
         return u, {}
     n = len(u)
-    _, _, z, info = dgesv(K.T, rhs)     # K is symmetric: its transpose is K, in the
-                                        # column order LAPACK takes without a copy
-    if info != 0:
+    try:        # LAPACK dgesv (numpy's: bit for bit scipy's, without importing scipy)
+        z = np.linalg.solve(K.T, rhs)     # K.T: the matrix dgesv was given
+    except np.linalg.LinAlgError:
         raise ConstraintRankError(
             f"constraints {list(names)} cannot be activated at t = {t:.9g} s: "
-            "[M B^T; B 0] is singular (redundant constraints)")
+            "[M B^T; B 0] is singular (redundant constraints)") from None
     return u + z[:n], dict(zip(names, (-z[n:]).tolist()))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg.lapack import dgesv
 
 from ..base.errors import ConstraintRankError, IntegrationError
 from ..base.tolerances import PHI_TOL
@@ -124,11 +123,12 @@ class Projection:
     def rechart(self, G, t):
         """A new chart at Phi_q = G: (U, B) with U = G^T, B = (G U)^-1 (haug_pavesic2023 eq 14)."""
         U = G.T.copy()
-        _, _, Bh, info = dgesv(G @ U, np.eye(len(G)))
-        if info != 0:
+        try:        # LAPACK dgesv (numpy's: bit for bit scipy's, without importing scipy)
+            Bh = np.linalg.solve(G @ U, np.eye(len(G)))
+        except np.linalg.LinAlgError:
             raise ConstraintRankError(
                 f"configuration constraints {[ct.name for ct in self.holonomic]} have a "
-                f"singular Jacobian at t = {t:.9g} s")
+                f"singular Jacobian at t = {t:.9g} s") from None
         return (U, Bh)
 
 
@@ -177,11 +177,12 @@ def nearest_on_manifold(projection, t, q0, p, iterations=60):
         return q0
     q = np.array(q0, dtype=float)
     for _ in range(iterations):
-        _, _, y, info = dgesv(G @ G.T, G @ (q - q0) - r)
-        if info != 0:
+        try:        # LAPACK dgesv (numpy's: bit for bit scipy's, without importing scipy)
+            y = np.linalg.solve(G @ G.T, G @ (q - q0) - r)
+        except np.linalg.LinAlgError:
             raise ConstraintRankError(
                 f"configuration constraints {[ct.name for ct in projection.holonomic]} have a "
-                f"singular Jacobian at t = {t:.9g} s near the start configuration")
+                f"singular Jacobian at t = {t:.9g} s near the start configuration") from None
         q_new = q0 + G.T @ y
         step = max_abs(q_new - q)
         q = q_new

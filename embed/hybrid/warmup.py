@@ -11,7 +11,6 @@ import pickle
 
 import numpy as np
 import symengine as se
-from scipy.linalg.lapack import dgesv
 
 from ..modes.functions import lambdify
 from ..embedding.partition import kappa, partition
@@ -50,13 +49,15 @@ def warm_up(sim):
             if active:
                 sim.mode_compiler.entry([sim.forms.constraint_terms(c) for c in active], sim.t, sim.q, sim.u, sim.pvec)
         sim.mode_compiler.numeric_terms().evaluate(sim.t, sim.q, sim.u, sim.pvec)
-        k = n + max([len(md.constraints) for md in sim.aut.modes.values()] + [1]) + 2
+        most = max([len(md.constraints) for md in sim.aut.modes.values()] + [1])
+        k = n + most + 2
         for size in range(1, k + 1):
             a = np.eye(size) + 0.1
             np.linalg.solve(a, np.ones(size))
             np.linalg.inv(a)
-            dgesv(a, np.ones(size))
-            m = max(1, size // 2)
+            # no more rows than a mode has constraints: a pivoted QR of more than
+            # ``partition.SMALL_M`` would import scipy for a model that never needs it
+            m = min(max(1, size // 2), most)
             B = np.ones((m, size)) + np.eye(m, size)
             partition(B)
             kappa(B, tuple(range(m)))

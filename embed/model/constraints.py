@@ -65,9 +65,23 @@ def _from_motion(model, name, expr, phi):
 
 def moving_B(model: Model, constraints) -> bool:
     """Whether B of any of ``constraints`` changes with q or t: then kappa(B1) can grow and
-    the partition may need re-selecting (gillespie2005 Sec 5.4)."""
-    moving = set(model.q) | {TIME}
-    return any(e.free_symbols & moving for c in constraints for e in c.B)
+    the partition may need re-selecting (gillespie2005 Sec 5.4).  Each constraint's answer
+    is kept in it (by the model's coordinates' names): asked again at every simulator's
+    start, it is then no symbolic work (issue 30)."""
+    return any(_moves(model, c) for c in constraints)
+
+
+def _moves(model: Model, c: Constraint) -> bool:
+    """Whether B of ``c`` changes with q or t, worked out once per coordinate names."""
+    key = ("moving_B", tuple(map(str, model.q)))
+    memo = c.__dict__.get("_memo")
+    if memo is None:
+        memo = {}
+        object.__setattr__(c, "_memo", memo)     # a frozen dataclass: not a field
+    if key not in memo:
+        moving = set(model.q) | {TIME}
+        memo[key] = any(e.free_symbols & moving for e in c.B)
+    return memo[key]
 
 
 def velocity(c: Constraint, u):

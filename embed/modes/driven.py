@@ -31,13 +31,24 @@ from __future__ import annotations
 
 import numpy as np
 import symengine as se
-from scipy.linalg.lapack import dgetrf, dgetrs
 
 from ..model.constraints import gamma, phi_and_gradient, velocity
 from ..base.errors import ConstraintRankError
 from ..model.model import TIME
 from .driven_program import driven_program
 from .modes import _SymbolicMode, rk4_stepwise
+
+
+_LAPACK = []
+
+
+def _lapack():
+    """(dgetrf, dgetrs) of scipy's LAPACK, imported when a driven mode first steps: a
+    stepping process without one does not import scipy (issue 30)."""
+    if not _LAPACK:
+        from scipy.linalg.lapack import dgetrf, dgetrs
+        _LAPACK[:] = (dgetrf, dgetrs)
+    return _LAPACK
 
 
 def driven_parts(model, params, cset, dep, outputs, guards):
@@ -126,6 +137,7 @@ class DrivenMode(_SymbolicMode):
         """(LU of B, pivots, u) at (t, q = x)."""
         n = self.n
         v = self._sys(np.concatenate(([t], x, p)))
+        dgetrf, dgetrs = _lapack()
         lu, piv, info = dgetrf(v[:n * n].reshape(n, n))
         if info != 0:
             raise ConstraintRankError(
@@ -147,6 +159,7 @@ class DrivenMode(_SymbolicMode):
         n = self.n
         lu, piv, u = self._speeds(t, x, p)
         d = self._dyn(np.concatenate(([t], x, u, p)))
+        dgetrs = _lapack()[1]
         udot, _ = dgetrs(lu, piv, -d[:n])                         # B udot = -gamma
         ff = d[n:2 * n] + d[2 * n:].reshape(n, n) @ udot          # F + F* = b + A_u udot
         lam, _ = dgetrs(lu, piv, -ff, trans=1)                    # B^T lambda = -(F + F*)

@@ -119,11 +119,17 @@ class AutomatonForms:
         self.psyms = list(m.params) + list(m.inputs) + [se.Symbol(k) for k in self.discrete_names]
         self.pnames = [str(s) for s in self.psyms]
         self.outputs = list(automaton.outputs)
-        exprs = library.expressions
-        if "out" not in exprs:   # outputs in the model's symbols, converted once
-            exprs["out"] = [m.sym(e) for e in automaton.outputs.values()]
-        self._output_exprs = exprs["out"]
-        m.linear_terms()         # the model's coefficients, read once before any embedding
+
+    @property
+    def _output_exprs(self):
+        """The automaton's outputs in the model's symbols, converted once, when a mode is
+        first formed: a simulator whose modes are all compiled steps, enters modes and
+        handles events without any symbolic work (issue 30; ``tests/test_frozen_scenario.py``)."""
+        exprs = self.library.expressions
+        if "out" not in exprs:
+            exprs["out"] = [self.model.sym(e) for e in self.automaton.outputs.values()]
+            self.model.linear_terms()   # the model's coefficients, read before any embedding
+        return exprs["out"]
 
     def parameter_vector(self, params):
         """The parameter vector (``pnames`` order) for the parameter values ``params`` (by
