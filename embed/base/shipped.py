@@ -14,6 +14,7 @@ CPU's name and features (``environment``).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import pickle
@@ -25,6 +26,7 @@ PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite", "cloudpickle")
 FOLDER = "formed"               # under the FMU's resources
 KANE_FILE = "kane.pkl"          # Kane's terms in sympy (embed.model.kane_terms): model key
 OBJECTS_FILE = "objects.pkl"    # the compiled mode libraries: model key + CPU key
+IMAGE_FILE = "image.pkl"        # the scenario without symbols (embed.interface.image): model key
 
 
 def environment(cpu: bool) -> dict:
@@ -64,11 +66,13 @@ def key(name: str, options: dict, digest: str, cpu: bool) -> dict:
             "sources": digest, **environment(cpu)}
 
 
-def write(path, file_key: dict, obj) -> int:
+def write(path, file_key: dict, obj, payload: bytes = None) -> int:
     """Pickle ``obj`` into ``path`` behind its header (written whole, then renamed into
-    place); returns the pickle's size in bytes."""
-    import cloudpickle
-    payload = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    place), or write ``payload``, a pickle made elsewhere; returns the pickle's size in
+    bytes."""
+    if payload is None:
+        import cloudpickle
+        payload = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     header = {"key": file_key, "sha256": hashlib.sha256(payload).hexdigest(),
               "size": len(payload)}
     path = Path(path)
@@ -79,10 +83,12 @@ def write(path, file_key: dict, obj) -> int:
     return len(payload)
 
 
-def read(path, file_key: dict):
+def read(path, file_key: dict, persistent=None):
     """(object, None) from the shipped file ``path``, or (None, why it was refused): absent,
     not a shipped file, formed for another key (the first differing entry named), or its
-    bytes not those its header hashed.  Nothing is unpickled before the digest matched."""
+    bytes not those its header hashed.  Nothing is unpickled before the digest matched.
+    ``persistent``: {persistent id: object} of a pickle that names objects of the loading
+    process (``persistent_pickle``)."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -107,9 +113,39 @@ def read(path, file_key: dict):
         return None, (f"{path.name} is corrupt or truncated ({len(payload)} of {want_size} "
                       "bytes, or its SHA-256 differs from its header's): refused, not loaded")
     try:
-        return pickle.loads(payload), None
+        if persistent is None:
+            return pickle.loads(payload), None
+        return _Loader(io.BytesIO(payload), persistent).load(), None
     except Exception as exc:  # noqa: BLE001 - a module it names is gone, say: form anew
         return None, f"{path.name} did not load ({type(exc).__name__}: {exc})"
+
+
+def persistent_pickle(obj, named: dict) -> bytes:
+    """``obj`` pickled (cloudpickle) with the objects of ``named`` ({persistent id: object})
+    left out, by their ids: the loading process gives its own (``read``'s ``persistent``;
+    the mode libraries' model: the loading scenario's, its image's or the real one)."""
+    import cloudpickle
+    ids = {id(v): k for k, v in named.items()}
+
+    class Pickler(cloudpickle.Pickler):
+        def persistent_id(self, o):
+            return ids.get(id(o))
+
+    buf = io.BytesIO()
+    Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buf.getvalue()
+
+
+class _Loader(pickle.Unpickler):
+    def __init__(self, file, persistent):
+        super().__init__(file)
+        self.persistent = persistent
+
+    def persistent_load(self, pid):
+        try:
+            return self.persistent[pid]
+        except KeyError:
+            raise pickle.UnpicklingError(f"the loading process has no {pid!r}") from None
 
 
 def tag_of(package: str) -> str:
@@ -128,14 +164,16 @@ def model_key(root, name: str, options: dict, tag: str, cpu: bool) -> dict:
     return key(name, options, sources_digest(root, packages), cpu)
 
 
-def load_objects(root, name: str, options: dict, tag: str):
+def load_objects(root, name: str, options: dict, tag: str, model=None):
     """({embedding path: ModeLibrary} shipped under ``root``/formed for this CPU, notes);
     (None, notes) if it does not load.  ``notes`` say why a file present was refused
-    (nothing when there is no folder: a model run from its sources)."""
+    (nothing when there is no folder: a model run from its sources).  ``model``: the
+    loading scenario's, which the libraries' compiled terms name (``persistent_pickle``)."""
     folder = Path(root) / FOLDER
     if not folder.is_dir():
         return None, []
-    got, why = read(folder / OBJECTS_FILE, model_key(root, name, options, tag, cpu=True))
+    got, why = read(folder / OBJECTS_FILE, model_key(root, name, options, tag, cpu=True),
+                    {"model": model})
     if got is not None:
         return got, []
     return None, [f"shipped object code not used: {why}; compiling as without it"]
@@ -152,3 +190,15 @@ def load_kane(root, name: str, options: dict, tag: str):
     if terms is None:
         return None, [f"shipped Kane's terms not used: {why}; deriving them"]
     return terms, []
+
+
+def load_image(root, name: str, options: dict, tag: str):
+    """(the scenario image ``embed.interface.image.freeze`` wrote, notes) shipped under
+    ``root``/formed, or (None, notes) with why a file present was refused."""
+    folder = Path(root) / FOLDER
+    if not (folder / IMAGE_FILE).is_file():
+        return None, []
+    image, why = read(folder / IMAGE_FILE, model_key(root, name, options, tag, cpu=False))
+    if image is None:
+        return None, [f"shipped scenario image not used: {why}; building the scenario"]
+    return image, []

@@ -95,10 +95,11 @@ class Simulator:
         # this simulator's own view of the automaton (constraints and modes added at run time
         # stay here) and its symbolic forms
         self.forms = AutomatonForms(automaton, self.library)
+        if embedding != "symbolic" or self.formulation.full_state:
+            self.forms.symbolic()      # a scenario image's symbols: their paths form at once
         self.aut = self.forms.automaton
-        m = self.model = automaton.model
-        self.dnames, self.psyms, self.pnames = (self.forms.discrete_names, self.forms.psyms,
-                                                self.forms.pnames)
+        m = self.model
+        self.dnames, self.pnames = self.forms.discrete_names, self.forms.pnames
         self.n_params, self.n_inputs = len(m.params), len(m.inputs)
         self.discrete_offset = self.n_params + self.n_inputs
         missing = [str(s) for s in m.params if str(s) not in params]
@@ -132,6 +133,17 @@ class Simulator:
         self.start_log = ""
 
     # ---------------------------------------------------------------- state views
+    @property
+    def model(self):
+        """The model (of a scenario image: without symbols until its forms need them,
+        ``AutomatonForms.symbolic``)."""
+        return self.forms.model
+
+    @property
+    def psyms(self):
+        """The parameter vector's symbols (``AutomatonForms.psyms``)."""
+        return self.forms.psyms
+
     @property
     def q(self):
         return self.state.x[:self.model.n]

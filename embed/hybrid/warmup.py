@@ -44,6 +44,7 @@ def warm_up(sim):
         for mode in list(sim.aut.modes.values()):
             active = tuple(sorted(mode.constraints))
             if active and active not in library.entry:
+                sim.forms.symbolic()    # a scenario image's symbols, for the compile
                 library.entry[active] = EntryTerms(sim.model, sim.forms.constraint_set(active),
                                                    sim.psyms, "llvm")
             if active:

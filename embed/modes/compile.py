@@ -20,7 +20,7 @@ import symengine as se
 
 from ..model.constraints import phi_and_gradient
 from ..base.errors import CompilationError
-from ..model.model import TIME
+from ..model.symbols import TIME
 from .driven import DrivenMode, compile_driven
 from .modes import CompiledMode, LinearMode, ProgramMode, rk4_scheme
 from .functions import lambdify, max_abs

@@ -34,7 +34,7 @@ import symengine as se
 
 from ..model.constraints import gamma, phi_and_gradient, velocity
 from ..base.errors import ConstraintRankError
-from ..model.model import TIME
+from ..model.symbols import TIME
 from .driven_program import driven_program
 from .modes import _SymbolicMode, rk4_stepwise
 

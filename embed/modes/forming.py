@@ -15,17 +15,14 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import symengine as se
 
-from .compile import mode_parts
-from .functions import norm1
-from ..model.constraints import ConstraintSet, moving_B, velocity
-from .driven import driven_parts
-from ..embedding.embedding import embed
-from ..embedding.equations import ModeEquations
+from ..model.constraints import ConstraintSet
 from ..embedding.partition import partition
 from ..base.errors import ModelDefinitionError
-from .numeric import ConstraintTerms, lam_symbol
+
+# the symbolic layers (compile, embedding, numeric's ConstraintTerms: sympy and symengine)
+# are imported where a mode or a constraint is formed: a simulator whose modes are all
+# compiled (a scenario image, issue 30) imports neither
 
 
 def form_mode_parts(model, params, mode, cset, dep, outputs, guards, embeddings=None,
@@ -58,6 +55,14 @@ def form_mode_parts(model, params, mode, cset, dep, outputs, guards, embeddings=
     dict
         The mode's parts (``compile.mode_parts``).
     """
+    import symengine as se
+    from .compile import mode_parts
+    from .driven import driven_parts
+    from .functions import norm1
+    from .numeric import lam_symbol
+    from ..embedding.embedding import embed
+    from ..embedding.equations import ModeEquations
+    from ..model.constraints import moving_B, velocity
     if len(dep) == model.n:          # 0 degrees of freedom: B solved numerically (embed.modes.driven)
         lam = {lam_symbol(c.name) for c in cset.items}
         zero = {s: se.Integer(0) for e in outputs + guards for s in e.free_symbols
@@ -110,15 +115,49 @@ class AutomatonForms:
     """
 
     def __init__(self, automaton, library):
+        self.library = library
+        # an image's (``embed.interface.image``): builds the real automaton, once needed
+        self._thaw = _IMAGES.get(id(automaton))
+        self._view(automaton)
+
+    def _view(self, automaton):
         self.automaton = dataclasses.replace(automaton, constraints=dict(automaton.constraints),
                                              modes=dict(automaton.modes))
-        self.library = library
         m = self.model = automaton.model
         self.discrete_names = list(automaton.discrete)
-        # the parameter vector's symbols: parameters, inputs, discrete variables
-        self.psyms = list(m.params) + list(m.inputs) + [se.Symbol(k) for k in self.discrete_names]
+        # the parameter vector's symbols: parameters, inputs, discrete variables (an
+        # image's placeholders until it is thawed: their names and number only are read)
+        self.psyms = list(m.params) + list(m.inputs) + [_symbol(k, self._thaw)
+                                                        for k in self.discrete_names]
         self.pnames = [str(s) for s in self.psyms]
         self.outputs = list(automaton.outputs)
+
+    def symbolic(self):
+        """This view with the model's symbols: of an image (``register_image``), the real
+        automaton built now (its modes, constraints and model take the image's places in
+        this view, whose library and run-time additions stay); returns self."""
+        if self._thaw is not None:
+            thaw, self._thaw = self._thaw, None
+            view, image_model, real = self.automaton, self.model, thaw[0]()
+            known = dict(view.constraints), dict(view.modes)
+            pnames, outputs = self.pnames, self.outputs
+            self._view(real)
+            fresh = self.automaton
+            for k, c in known[0].items():
+                fresh.constraints.setdefault(k, c)
+            for k, md in known[1].items():
+                fresh.modes.setdefault(k, md)
+            vars(view).update(vars(fresh))       # one automaton object: the simulator's too
+            self.automaton = view
+            terms = self.library.terms        # shipped: compiled for the image's model
+            if terms is not None and terms.model is image_model:
+                terms.model = self.model
+            if (self.pnames, self.outputs) != (pnames, outputs):
+                raise ModelDefinitionError(
+                    f"the scenario image of model {self.model.name!r} does not match the "
+                    f"scenario built from its sources (parameters {pnames} against "
+                    f"{self.pnames}); build the FMU again")
+        return self
 
     @property
     def _output_exprs(self):
@@ -127,6 +166,7 @@ class AutomatonForms:
         handles events without any symbolic work (issue 30; ``tests/test_frozen_scenario.py``)."""
         exprs = self.library.expressions
         if "out" not in exprs:
+            self.symbolic()
             exprs["out"] = [self.model.sym(e) for e in self.automaton.outputs.values()]
             self.model.linear_terms()   # the model's coefficients, read before any embedding
         return exprs["out"]
@@ -153,6 +193,7 @@ class AutomatonForms:
 
     def add_constraint(self, c):
         """Make a constraint known at run time (it is compiled on its own, Sec 5.5)."""
+        self.symbolic()          # a constraint formed outside, in the real symbols
         known = self.automaton.constraints.get(c.name)
         if known is not None and known is not c:
             raise ModelDefinitionError(f"constraint {c.name!r} exists; give the new one another name")
@@ -172,7 +213,8 @@ class AutomatonForms:
         """
         terms = self.library.constraint_terms.get(name)
         if terms is None:
-            c = self.automaton.constraints[name]
+            from .numeric import ConstraintTerms
+            c = self.symbolic().automaton.constraints[name]
             terms = self.library.constraint_terms[name] = ConstraintTerms(self.model, c, self.psyms)
         return terms
 
@@ -192,6 +234,7 @@ class AutomatonForms:
     # ------------------------------------------------------------------ modes
     def add_mode(self, mode):
         """A mode defined at run time; its constraints must be known (``add_constraint``)."""
+        self.symbolic()
         if mode.id in self.automaton.modes:
             raise ModelDefinitionError(f"mode {mode.id} exists; give the new one another id")
         self.automaton.modes[mode.id] = mode
@@ -200,6 +243,7 @@ class AutomatonForms:
         """Make ``mode`` and its ``constraints`` known to this view, leaving those it knows
         already: a mode whose terms and compiled forms are installed ready-made (a family's
         member, its constraints stubs known by their compiled terms only)."""
+        self.symbolic()
         for c in constraints:
             self.automaton.constraints.setdefault(c.name, c)
         self.automaton.modes.setdefault(mode.id, mode)
@@ -216,6 +260,7 @@ class AutomatonForms:
         """
         exprs = self.library.expressions
         if mode is not None or mode_id not in exprs:
+            self.symbolic()
             m, md = self.model, mode or self.automaton.modes[mode_id]
             over = {k: m.sym(v) for k, v in md.outputs}
             outs = [over.get(k, e) for k, e in zip(self.outputs, self._output_exprs)]
@@ -244,8 +289,30 @@ class AutomatonForms:
             The mode's parts (``compile.mode_parts``).
         """
         mode_id, active, dep = key
+        self.symbolic()
         mode = mode or self.automaton.modes[mode_id]
         cset = cset or self.constraint_set(active)
         outs, guards = self.mode_exprs(mode_id, None if mode_id in self.automaton.modes else mode)
         return form_mode_parts(self.model, self.psyms, mode, cset, dep, outs, guards,
                                self.library.embeddings, explicit_ops, compose_ops)
+
+
+_IMAGES = {}     # id(an image's automaton) -> (real, placeholder), while the image lives
+
+
+def register_image(automaton, real, placeholder):
+    """Mark ``automaton`` as a scenario image's (``embed.interface.image``, no symbols):
+    the forms of its simulators call ``real()`` for the real automaton (the scenario built
+    from its sources) the first time they need symbols (``AutomatonForms.symbolic``);
+    until then a discrete variable's symbol is ``placeholder(name)``."""
+    import weakref
+    _IMAGES[id(automaton)] = (real, placeholder)
+    weakref.finalize(automaton, _IMAGES.pop, id(automaton), None)
+
+
+def _symbol(name, image):
+    """The parameter vector's symbol of a discrete variable (an image's placeholder)."""
+    if image is not None:
+        return image[1](name)
+    import symengine as se
+    return se.Symbol(name)

@@ -17,7 +17,6 @@ from itertools import combinations
 import numpy as np
 
 from .compile import make_mode
-from ..embedding.equations import EXPLICIT_OPS_OFFLINE
 from ..base.errors import ConstraintRankError, SymbolicBudgetError
 from .formulations import Formulation, FullStateMode
 from .numeric import NumericMode, NumericTerms
@@ -113,7 +112,8 @@ class ModeCompiler(PreparedPrograms):
     def numeric_terms(self):
         """The unconstrained terms compiled once (Sec 5.5), built on first use."""
         if self.library.terms is None:
-            forms, modes = self.forms, self.forms.automaton.modes
+            forms = self.forms.symbolic()      # a scenario image's: the real symbols now
+            modes = forms.automaton.modes
             self.library.terms = NumericTerms(
                 forms.model, forms.psyms, {k: forms.mode_exprs(k)[0] for k in modes},
                 {k: forms.mode_exprs(k)[1] for k in modes},
@@ -184,6 +184,8 @@ class ModeCompiler(PreparedPrograms):
             compiled = library.numeric_modes.get(key)     # entered before: nothing to make
         if compiled is not None:
             return compiled
+        forms.symbolic()         # nothing compiled for it: a scenario image's symbols now
+        mode = forms.automaton.modes[mode_id]
         prepared = self.terms_mode(mode_id, active, dep)
         if prepared is not None and (reselect or path.program_first):
             library.numeric_modes[key] = prepared       # nothing embedded: no embed_times
@@ -244,6 +246,7 @@ class ModeCompiler(PreparedPrograms):
         compiled = self.full_state_modes.get(key[:2])
         if compiled is None:
             t0 = time.perf_counter()
+            self.forms.symbolic()
             cset = self.forms.constraint_set(active)
             compiled = self.full_state_modes[key[:2]] = FullStateMode(
                 self.numeric_terms(), mode, cset, len(self.forms.outputs), key,
@@ -254,6 +257,7 @@ class ModeCompiler(PreparedPrograms):
     def precompile(self, max_partitions=12):
         """Embed and compile (LLVM) every mode of the automaton for every choice of dependent
         speeds, at set-up: mode switches then cost no compile at all (small automata only)."""
+        from ..embedding.equations import EXPLICIT_OPS_OFFLINE     # sympy: where one is formed
         n = self.forms.model.n
         for mode_id, mode in list(self.forms.automaton.modes.items()):
             active = tuple(sorted(mode.constraints))

@@ -22,7 +22,7 @@ from .functions import lambdify
 from ..model.constraints import gamma, moving_B, phi_and_gradient, velocity
 from ..embedding.partition import kappa
 from ..base.errors import ConstraintRankError, ModelDefinitionError
-from ..model.model import TIME, to_symengine
+from ..model.symbols import TIME
 from .modes import Layout, rk4_stepwise
 
 
@@ -158,6 +158,7 @@ class NumericTerms:
                                      f"the monitors of mode {mode_id}", backend)
         idx, l0, L = [], [], []
         for sym, law in laws:
+            from ..model.model import to_symengine     # sympy: where a law is formed
             sym, law = to_symengine(sym), to_symengine(law)
             idx.append(list(model.forces).index(sym))
             l0.append(law.subs({f: 0 for f in model.forces}))

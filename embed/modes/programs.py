@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..base.errors import CompilationError
 from ..codegen.program import Program
 from ..codegen.registers import Memo
-from ..model.model import TIME
+from ..model.symbols import TIME
 
 def _template(args, exprs, cse=True):
     """``exprs`` of ``args`` as a program of its own, to be spliced in (``_splice``) once for

@@ -20,7 +20,7 @@ import symengine as se
 
 from .programs import _splice, _template, newton_program, rk4_program
 from ..model.constraints import gamma, phi_and_gradient
-from ..model.model import TIME
+from ..model.symbols import TIME
 from .numeric import lam_symbol
 from ..codegen.program import Program
 from .terms_algebra import _norm1, _sum, partitioned, reduced

@@ -34,10 +34,8 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-import symengine as se
 from pythonfmu.enums import Fmi2Status
 
-from embed.model.model import TIME
 from fmu_src.runtime.fmi2 import OK, CallError
 
 # the C loader's callback (loader.h ``DirectionalDerivative``): unknowns, knowns, seed, result
@@ -62,8 +60,7 @@ def output_dependence(sc) -> dict:
     inputs = {str(s) for s in m.inputs}
     if not inputs:
         return {v.name: False for v in sc.outputs}
-    held = ({str(s) for s in m.q} | {str(s) for s in m.params} | set(aut.discrete)
-            | {str(TIME)})
+    held = ({str(s) for s in m.q} | {str(s) for s in m.params} | set(aut.discrete) | {"t"})
     speeds = {str(s) for s in m.u}
     u_follows = any(inputs & _names(e) for c in aut.constraints.values()
                     for e in list(c.B) + [c.C])
@@ -89,6 +86,7 @@ def output_dependence(sc) -> dict:
 
 
 def _names(expr):
+    import symengine as se
     return {str(s) for s in se.sympify(expr).free_symbols}
 
 
@@ -135,7 +133,9 @@ class Jacobian:
         parts = sim.forms.mode_parts(compiled.key)
         if parts.get("kind") != "explicit":
             return cls(compiled, rows, in_idx)
+        import symengine as se       # here: the first directional derivative of the mode
         from embed.modes.functions import lambdify
+        from embed.model.symbols import TIME
         mon, params = parts["mon"], parts["params"]
         syms = [se.sympify(params[j]) for j in in_idx]
         exprs = [se.diff(mon[r], s) for r in rows for s in syms]

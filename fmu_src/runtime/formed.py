@@ -15,6 +15,7 @@ it, saying why in its log.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from embed.base import shipped
 
 ROOT = Path(__file__).resolve().parents[2]       # the FMU's resources (or the source tree)
 TAG = shipped.tag_of(__name__)
+_LOCK = threading.RLock()
 
 
 def form(name: str, options: dict, root, until: float, log=print) -> Path:
@@ -49,25 +51,70 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     except Exception as exc:  # noqa: BLE001 - ship what was compiled before it stopped
         log(f"{name}: the default run stopped at build time ({type(exc).__name__}: {exc}); "
             "shipping the modes compiled until then")
+    if sc.extension is None and sc.embedding != "background":
+        sizes[shipped.IMAGE_FILE] = shipped.write(
+            folder / shipped.IMAGE_FILE, shipped.model_key(root, name, options, TAG, cpu=False),
+            None, _image(sc))
     sizes[shipped.OBJECTS_FILE] = shipped.write(
         folder / shipped.OBJECTS_FILE, shipped.model_key(root, name, options, TAG, cpu=True),
-        {embedding: library.picklable()})
+        None, shipped.persistent_pickle({embedding: library.picklable()},
+                                        {"model": sc.automaton.model}))
     log(f"{name}: formed and compiled for shipping in {time.perf_counter() - started:.1f} s "
         f"({', '.join(f'{k} {v / 1e3:.0f} kB' for k, v in sizes.items())})")
     return folder
 
 
+def _image(sc) -> bytes:
+    """The scenario's image (``embed.interface.image``) with what the stepping asks of its
+    symbols answered now: whether each constraint's B moves (``moving_B``, kept in it) and
+    the outputs' dependence on the inputs (``derivatives.output_dependence``)."""
+    from embed.interface import image
+    from embed.model.constraints import moving_B
+    from fmu_src.runtime import derivatives
+    for c in sc.automaton.constraints.values():
+        moving_B(sc.automaton.model, [c])
+    return image.freeze(sc, {"dependence": derivatives.output_dependence(sc)})
+
+
 def load(name: str, options: dict):
-    """(scenario, notes): the scenario built from the shipped Kane's terms (bit for bit as a
-    fresh build, without deriving them), with the shipped libraries of compiled modes
-    adopted as the ones its simulators share (``ModeLibrary.adopt``)."""
-    libraries, notes = shipped.load_objects(ROOT, name, options, TAG)
-    sc = build(name, options, notes)
+    """(scenario, notes, dependence): the scenario's shipped image (``embed.interface.image``:
+    no symbols, neither sympy nor the scenario's module imported), whose simulators build
+    the real scenario (``real``) when they first need symbols, with the outputs' dependence
+    on the inputs formed at build time; else (no image, or refused: ``notes`` say why)
+    the scenario built from the shipped Kane's terms (bit for bit as a fresh build, without
+    deriving them) and None.  The shipped libraries of compiled modes are adopted as the
+    ones its simulators share (``ModeLibrary.adopt``)."""
+    img, notes = shipped.load_image(ROOT, name, options, TAG)
+    dependence = None
+    if img is not None:
+        from embed.interface.image import Placeholder
+        from embed.modes.forming import register_image
+        sc, dependence = img["scenario"], img["dependence"]
+        register_image(sc.automaton, lambda: real(name, options).automaton,
+                       lambda k: Placeholder(k, "Symbol"))
+    else:
+        sc = build(name, options, notes)
+    libraries, why = shipped.load_objects(ROOT, name, options, TAG, sc.automaton.model)
+    notes += why
     if libraries:
         from embed.modes.library import ModeLibrary
         for embedding, library in libraries.items():
             ModeLibrary.adopt(sc.automaton, embedding, library)
-    return sc, notes
+    return sc, notes, dependence
+
+
+_REAL = {}      # (name, options) -> the real scenario of an image, built once per process
+
+
+def real(name: str, options: dict):
+    """The scenario built from its sources and the shipped Kane's terms (``build``), once per
+    process: what an image's simulators go on with when they need symbols."""
+    key = (name, tuple(sorted(options.items())))
+    with _LOCK:
+        sc = _REAL.get(key)
+        if sc is None:
+            sc = _REAL[key] = build(name, dict(options))
+    return sc
 
 
 def build(name: str, options: dict, notes=None, root=None, module=None):

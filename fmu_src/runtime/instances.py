@@ -16,18 +16,20 @@ _DEPENDENCE = {}  # (name, options) -> output_dependence, once per process
 
 
 def scenario(name, options, notes=None):
-    """The scenario, once per process: shipped in the FMU's resources (``formed``: formed and
-    compiled at ``embed-fmu build``), else built; why a shipped file was refused goes to
-    ``notes``."""
+    """The scenario, once per process: shipped in the FMU's resources (``formed``: its image,
+    formed and compiled at ``embed-fmu build``), else built; why a shipped file was refused
+    goes to ``notes``."""
     key = (name, tuple(sorted(options.items())))
     with _LOCK:
         sc = _SCENARIOS.get(key)
         if sc is None:
             from fmu_src.runtime import formed
-            sc, why = formed.load(name, dict(options))
+            sc, why, dependence = formed.load(name, dict(options))
             if notes is not None:
                 notes.extend(why)
             _SCENARIOS[key] = sc
+            if dependence is not None:        # the image's: formed at build time
+                _DEPENDENCE[key] = dependence
     return sc
 
 

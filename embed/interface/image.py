@@ -1,0 +1,175 @@
+"""A scenario's image: the scenario as the stepping process needs it, without its symbols
+(issue 30, docs/design.md "Start-up").
+
+``freeze`` pickles a built ``Scenario`` (cloudpickle: its reset maps, ``enabled`` predicates,
+initial map and feasibility checks by value, their scenario module included) with every
+sympy and symengine object, sympy's and symengine's modules, classes and functions replaced
+by a ``Placeholder`` (its text and kind) and the ``Model`` by a ``ModelImage`` (its numeric
+attributes, the symbols as placeholders): loading it (``thaw``) imports neither sympy nor
+the scenario's module.  The stepping path reads names and sizes only
+(``tests/test_frozen_scenario.py``): where an image's simulator meets symbolic work (a mode
+or a constraint's terms nobody compiled, a symbolic Jacobian), its forms build the real
+scenario then and go on with its symbols (``embed.modes.forming.register_image``).  A
+placeholder used for anything but its name raises ``SymbolsNeeded``, naming it.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+import sys
+import types
+
+from ..base.errors import EmbedError
+
+SYMBOLIC_PACKAGES = ("sympy", "symengine", "mpmath")
+
+
+class SymbolsNeeded(EmbedError):
+    """A scenario image's placeholder was used as a symbol: the work needs the real scenario
+    (``embed.modes.forming.AutomatonForms.symbolic`` builds it first)."""
+
+
+class Placeholder:
+    """A symbolic object's stand-in in an image: its text (hashable and equal by it, as a
+    symbol by its name) and the kind it stands for; any other use raises ``SymbolsNeeded``."""
+
+    __slots__ = ("text", "kind")
+
+    def __init__(self, text, kind):
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "kind", kind)
+
+    def __reduce__(self):
+        return Placeholder, (self.text, self.kind)
+
+    def __str__(self):
+        return self.text
+
+    def __repr__(self):
+        return f"Placeholder({self.kind} {self.text[:60]})"
+
+    def __hash__(self):
+        return hash(("placeholder", self.text))
+
+    def __eq__(self, other):
+        return isinstance(other, Placeholder) and other.text == self.text
+
+    def __getattr__(self, name):
+        if name.startswith("__"):          # copy, pickle and friends probe for hooks
+            raise AttributeError(name)
+        raise SymbolsNeeded(f".{name} of {self!r}: a scenario image has no symbols")
+
+    def _used(self, *args):
+        raise SymbolsNeeded(f"{self!r} used as a symbol: a scenario image has no symbols")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = \
+        __rtruediv__ = __pow__ = __rpow__ = __neg__ = __iter__ = __len__ = __getitem__ = \
+        __bool__ = __float__ = __call__ = __lt__ = __gt__ = __le__ = __ge__ = _used
+
+
+class ModelImage:
+    """A ``Model``'s stand-in in an image: its numeric attributes (``n``, the coordinates',
+    speeds', forces', parameters' and inputs' names as placeholders); what forms equations
+    (``sym``, ``linear_terms``) raises ``SymbolsNeeded``."""
+
+    def __init__(self, state):
+        self.__dict__.update(state)
+
+    def index_q(self, name: str) -> int:       # as Model.index_q
+        return [str(s) for s in self.q].index(name)
+
+    def sym(self, expr):
+        raise SymbolsNeeded(f"model {self.name!r}: an expression formed from an image")
+
+    def linear_terms(self):
+        raise SymbolsNeeded(f"model {self.name!r}: linear terms formed from an image")
+
+
+def _symbolic(obj) -> bool:
+    """Whether ``obj`` is of sympy or symengine: an expression or matrix (``Basic``, a class
+    sympy made, as ``dynamicsymbols``' functions), or one of their modules, classes or
+    functions."""
+    if isinstance(obj, types.ModuleType):
+        return _ours(obj.__name__)
+    kind = obj if isinstance(obj, type) else type(obj)
+    if _ours(getattr(kind, "__module__", None)) or _ours(type(kind).__module__):
+        return True
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
+        return _ours(getattr(obj, "__module__", None))
+    for package, names in (("sympy", ("Basic", "MatrixBase")), ("symengine", ("Basic",))):
+        mod = sys.modules.get(package)
+        if mod is not None and isinstance(obj, tuple(getattr(mod, n) for n in names)):
+            return True
+    return False
+
+
+def _ours(module) -> bool:
+    return bool(module) and module.split(".")[0] in SYMBOLIC_PACKAGES
+
+
+def freeze(sc, extra=None) -> bytes:
+    """The image of the scenario ``sc`` (pickled; ``extra``: what else travels with it, a
+    dict, pickled in the same pass): symbols as placeholders, the model as a ``ModelImage``,
+    the scenario's own modules by value; without ``visuals`` and ``check_entries`` (the
+    host's drawing and ``embed-fmu check``'s entries, not the stepping process's)."""
+    import cloudpickle
+    from ..model.model import Model
+    img = copy.copy(sc)
+    img.visuals, img.check_entries = None, {}
+    home = _scenario_package(sc)
+    registered = home is not None and not cloudpickle.list_registry_pickle_by_value() & {home}
+    if registered:
+        cloudpickle.register_pickle_by_value(sys.modules[home])
+
+    class Freezer(cloudpickle.Pickler):
+        def reducer_override(self, obj):
+            if type(obj) is Model:
+                state = {k: v for k, v in vars(obj).items()
+                         if k not in ("frame", "bodies", "_linear_terms", "_plain_sub")}
+                return ModelImage, (state,)
+            if _symbolic(obj):
+                return Placeholder, (_text(obj), type(obj).__name__)
+            return super().reducer_override(obj)
+
+    buf = io.BytesIO()
+    try:
+        Freezer(buf, protocol=pickle.HIGHEST_PROTOCOL).dump({"scenario": img, **(extra or {})})
+    finally:
+        if registered:
+            cloudpickle.unregister_pickle_by_value(sys.modules[home])
+    return buf.getvalue()
+
+
+def thaw(data: bytes) -> dict:
+    """The image ``freeze`` wrote: {"scenario": Scenario, ...} (imports no sympy)."""
+    return pickle.loads(data)
+
+
+def _text(obj) -> str:
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__
+    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+        return f"{obj.__module__}.{obj.__qualname__}"
+    try:
+        return str(obj)
+    except Exception:  # noqa: BLE001 - a placeholder's text is only its name
+        return type(obj).__name__
+
+
+def _scenario_package(sc):
+    """The top-level package of the module that built ``sc`` (``scenarios`` or the build's
+    renamed one): its functions and classes travel by value."""
+    aut = sc.automaton
+    fns = [sc.initial_state, aut.initial, aut.zeno, getattr(aut.transition, "fallback", None)]
+    fns += [g.reset for m in aut.modes.values() for g in m.guards]
+    for fn in fns:
+        name = getattr(fn, "__module__", None) or ""
+        if name.split(".")[0].startswith("scenarios"):
+            return name.split(".")[0]
+    for name in sys.modules:
+        top, _, rest = name.partition(".")
+        if top.startswith("scenarios") and rest.split(".")[0] == sc.name:
+            return top
+    return None
