@@ -117,9 +117,10 @@ class ModeLibrary:
         return library
 
     def picklable(self) -> "ModeLibrary":
-        """A copy holding only what pickles (object code, data): a compiled function that
-        does not (symengine's interpreted ``Lambdify``) is left out and compiled again when
-        first needed, as without the copy.  The symbolic caches (``SYMBOLIC``: embeddings,
+        """A copy holding only what pickles (object code, data).  A function of symengine's
+        "lambda" backend pickles as its bit-exact object code (``Compiled.__reduce__``,
+        ``embed.codegen.lambda_order``); one that has none is left out and compiled again
+        when first needed, as without the copy.  The symbolic caches (``SYMBOLIC``: embeddings,
         converted expressions, entered sets) are left out too: formed again from the model
         that loads the copy (a loaded symengine expression lists its terms in another order,
         and LLVM code compiled from it differs in the last bit: ``embed.model.kane_terms``)."""
