@@ -184,12 +184,12 @@ class ModeCompiler(PreparedPrograms):
             compiled = library.numeric_modes.get(key)     # entered before: nothing to make
         if compiled is not None:
             return compiled
-        forms.symbolic()         # nothing compiled for it: a scenario image's symbols now
-        mode = forms.automaton.modes[mode_id]
         prepared = self.terms_mode(mode_id, active, dep)
         if prepared is not None and (reselect or path.program_first):
             library.numeric_modes[key] = prepared       # nothing embedded: no embed_times
             return prepared
+        forms.symbolic()         # nothing compiled for it: a scenario image's symbols now
+        mode = forms.automaton.modes[mode_id]
         t0 = time.perf_counter()
         # a constraint known only by its compiled terms (a stub, B empty: a geometry prepared
         # elsewhere) has nothing to embed symbolically: its modes come ready-made (a family's
@@ -257,7 +257,6 @@ class ModeCompiler(PreparedPrograms):
     def precompile(self, max_partitions=12):
         """Embed and compile (LLVM) every mode of the automaton for every choice of dependent
         speeds, at set-up: mode switches then cost no compile at all (small automata only)."""
-        from ..embedding.equations import EXPLICIT_OPS_OFFLINE     # sympy: where one is formed
         n = self.forms.model.n
         for mode_id, mode in list(self.forms.automaton.modes.items()):
             active = tuple(sorted(mode.constraints))
@@ -268,6 +267,7 @@ class ModeCompiler(PreparedPrograms):
                 key = (mode_id, active, dep)
                 if self.library.mode(key) is not None:
                     continue
+                from ..embedding.equations import EXPLICIT_OPS_OFFLINE   # sympy: one to form
                 try:
                     self.library.install(key, make_mode(
                         self.forms.mode_parts(key, EXPLICIT_OPS_OFFLINE), key, backend="llvm"))

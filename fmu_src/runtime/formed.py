@@ -47,6 +47,7 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     try:
         sim = sc.simulator(embedding="numeric" if embedding == "background" else embedding,
                            library=library)
+        sim.warm_up()        # as the FMU's initialization: every mode's entry terms
         sim.advance(until)
     except Exception as exc:  # noqa: BLE001 - ship what was compiled before it stopped
         log(f"{name}: the default run stopped at build time ({type(exc).__name__}: {exc}); "
