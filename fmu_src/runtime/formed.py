@@ -52,17 +52,38 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     except Exception as exc:  # noqa: BLE001 - ship what was compiled before it stopped
         log(f"{name}: the default run stopped at build time ({type(exc).__name__}: {exc}); "
             "shipping the modes compiled until then")
-    if sc.extension is None and sc.embedding != "background":
+    objects = library.picklable()
+    dropped = _dropped(library, objects)
+    if dropped:
+        log(f"{name}: no scenario image (its FMU would build the scenario at the start): the "
+            f"object code cannot carry {dropped}")
+    if sc.extension is None and sc.embedding != "background" and not dropped:
         sizes[shipped.IMAGE_FILE] = shipped.write(
             folder / shipped.IMAGE_FILE, shipped.model_key(root, name, options, TAG, cpu=False),
             None, _image(sc))
     sizes[shipped.OBJECTS_FILE] = shipped.write(
         folder / shipped.OBJECTS_FILE, shipped.model_key(root, name, options, TAG, cpu=True),
-        None, shipped.persistent_pickle({embedding: library.picklable()},
+        None, shipped.persistent_pickle({embedding: objects},
                                         {"model": sc.automaton.model}))
     log(f"{name}: formed and compiled for shipping in {time.perf_counter() - started:.1f} s "
         f"({', '.join(f'{k} {v / 1e3:.0f} kB' for k, v in sizes.items())})")
     return folder
+
+
+def _dropped(library, objects) -> str:
+    """What the default run compiled that the object code ``objects`` (``ModeLibrary.
+    picklable``) leaves out, named; "" if nothing."""
+    from embed.modes.library import SYMBOLIC
+    out = []
+    for slot in type(library).__slots__:
+        mine, theirs = getattr(library, slot), getattr(objects, slot)
+        if slot in SYMBOLIC + ("lock", "submitted"):
+            continue
+        if isinstance(mine, dict):
+            out += [f"{slot} {k}" for k in mine if k not in theirs]
+        elif mine is not None and theirs is None:
+            out.append(slot)
+    return ", ".join(out)
 
 
 def _image(sc) -> bytes:
