@@ -13,6 +13,7 @@ CPU's name and features (``environment``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -29,7 +30,8 @@ OBJECTS_FILE = "objects.pkl"    # the compiled mode libraries: model key + CPU k
 IMAGE_FILE = "image.pkl"        # the scenario without symbols (embed.interface.image): model key
 
 
-def environment(cpu: bool) -> dict:
+@functools.lru_cache(maxsize=None)
+def _environment(cpu: bool) -> dict:
     """The versions formed objects depend on; with ``cpu``, also LLVM's and the host CPU's
     name and features (object code runs only where those match)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -45,6 +47,12 @@ def environment(cpu: bool) -> dict:
         env["cpu"] = llvm.get_host_cpu_name()
         env["cpu_features"] = llvm.get_host_cpu_features().flatten()
     return env
+
+
+def environment(cpu: bool) -> dict:
+    """The versions formed objects depend on; with ``cpu``, also LLVM's and the host CPU's
+    name and features (object code runs only where those match).  Once per process."""
+    return dict(_environment(bool(cpu)))
 
 
 def sources_digest(root, packages) -> str:
@@ -161,7 +169,14 @@ def model_key(root, name: str, options: dict, tag: str, cpu: bool) -> dict:
     """The key of the files formed for scenario ``name`` with build ``options`` from the
     packages (renamed by ``tag``) under ``root``."""
     packages = [p + tag for p in ("embed", "scenarios", "fmu_src") if (Path(root) / (p + tag)).is_dir()]
-    return key(name, options, sources_digest(root, packages), cpu)
+    return key(name, options, _digest(str(root), tuple(packages)), cpu)
+
+
+@functools.lru_cache(maxsize=16)
+def _digest(root: str, packages: tuple) -> str:
+    """``sources_digest`` once per process and folder: the image, Kane's terms and the
+    object code are keyed by it at one instantiate."""
+    return sources_digest(root, packages)
 
 
 def load_objects(root, name: str, options: dict, tag: str, model=None):
