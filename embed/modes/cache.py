@@ -46,6 +46,7 @@ MAX_NODES = 2_000_000       # a larger automaton is not cached (its digest would
 _PROJECT = ("embed", "scenarios")
 _ENTRIES = {}               # (id(automaton), embedding) -> _Entry, while the automaton lives
 _MEMO = {}                  # per process: environment, sources digest
+_INSTALLED = {}             # module name -> whether it is not the project's (``_installed``)
 _LOCK = threading.Lock()
 
 
@@ -69,94 +70,100 @@ def _project_digest() -> str:
 
 
 class _Digest:
-    """A walk over an object graph writing a canonical text of it into a SHA-256: numbers by
-    repr, expressions (sympy, symengine) by their text, functions by their code, constants,
-    defaults and closures, other objects by their class and attributes; the modules of the
-    classes and functions met are collected (their sources enter the key)."""
+    """A canonical digest of an object graph (a Merkle walk: an object's digest is that of
+    its class and its parts', so objects shared or not, as a process's caches make them, digest
+    alike): numbers by repr, expressions (sympy, symengine) by their text, arrays by their
+    bytes, functions by their code, constants, defaults and closures, other objects by their
+    class and attributes.  The modules of the classes and functions met are collected (their
+    sources enter the key)."""
 
     def __init__(self):
-        self.h, self.seen, self.modules, self.nodes = hashlib.sha256(), {}, set(), 0
+        self.memo, self.stack, self.modules, self.nodes = {}, set(), set(), 0
         self._keep = []          # what was walked: ids stay unique while the walk lasts
         self.basics = tuple(t for t in (_cls("sympy", "Basic"), _cls("symengine", "Basic"),
                                         _cls("sympy.matrices", "MatrixBase"),
                                         _cls("symengine", "MatrixBase")) if t)
 
-    def put(self, *parts):
-        for p in parts:
-            self.h.update(str(p).encode() + b"\x1f")
-
-    def walk(self, obj):
+    def walk(self, obj) -> str:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise OverflowError("automaton too large to digest")
         if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
-            return self.put(type(obj).__name__, repr(obj))
+            return f"{type(obj).__name__}:{obj!r}"
+        i = id(obj)
+        if i in self.memo:
+            return self.memo[i]
         if self.basics and isinstance(obj, self.basics):
-            return self.put(type(obj).__name__, obj)
-        if id(obj) in self.seen:
-            return self.put("@", self.seen[id(obj)])
-        self.seen[id(obj)] = len(self.seen)
+            self._keep.append(obj)
+            d = self.memo[i] = _sha(type(obj).__name__, str(obj))
+            return d
+        if i in self.stack:                   # a cycle: named by its class only
+            return f"cycle:{type(obj).__qualname__}"
+        self.stack.add(i)
         self._keep.append(obj)
+        try:
+            d = self.memo[i] = _sha(*self._parts(obj))
+        finally:
+            self.stack.discard(i)
+        return d
+
+    def _parts(self, obj):
         t = type(obj)
         if t.__module__ == "numpy" or hasattr(obj, "__array_interface__"):
             import numpy as np
             a = np.asarray(obj)
-            return self.put("array", a.dtype.str, a.shape, a.tobytes().hex())
+            return ["array", a.dtype.str, a.shape, a.tobytes().hex()]
         if isinstance(obj, (list, tuple)):
-            self.put(t.__name__, len(obj))
-            for x in obj:
-                self.walk(x)
-            return None
+            return [t.__name__] + [self.walk(x) for x in obj]
         if isinstance(obj, dict):
-            self.put("dict", len(obj))
-            for k, v in obj.items():
-                self.walk(k)
-                self.walk(v)
-            return None
+            return ["dict"] + [self.walk(x) for kv in obj.items() for x in kv]
         if isinstance(obj, (set, frozenset)):
-            subs = sorted(_digest_of(x) for x in obj)
-            return self.put("set", *subs)
+            return ["set"] + sorted(self.walk(x) for x in obj)
         if isinstance(obj, type):
             self.modules.add(obj.__module__)
-            return self.put("class", obj.__module__, obj.__qualname__)
+            return ["class", obj.__module__, obj.__qualname__]
         code = getattr(obj, "__code__", None)
         if code is not None:                  # a function, a lambda, a closure
             self.modules.add(getattr(obj, "__module__", None) or "")
-            self.put("function", getattr(obj, "__qualname__", ""))
-            self._code(code)
-            self.walk(getattr(obj, "__defaults__", None))
-            self.walk(getattr(obj, "__kwdefaults__", None))
+            cells = []
             for cell in getattr(obj, "__closure__", None) or ():
                 try:
-                    self.walk(cell.cell_contents)
+                    cells.append(self.walk(cell.cell_contents))
                 except ValueError:            # an empty cell
-                    self.put("empty")
-            return None
+                    cells.append("empty")
+            return ["function", getattr(obj, "__qualname__", ""), self._code(code),
+                    self.walk(getattr(obj, "__defaults__", None)),
+                    self.walk(getattr(obj, "__kwdefaults__", None))] + cells
         if hasattr(obj, "__func__") and hasattr(obj, "__self__"):   # a bound method
-            self.walk(obj.__func__)
-            return self.walk(obj.__self__)
+            return ["method", self.walk(obj.__func__), self.walk(obj.__self__)]
+        if _installed(t.__module__):          # another package's object (a sympy frame):
+            text = str(obj)                   # its text, not its internals (counters, caches)
+            return ["foreign", t.__module__, t.__qualname__, "" if " at 0x" in text else text]
         self.modules.add(t.__module__)
-        self.put("object", t.__module__, t.__qualname__)
         names = sorted(getattr(obj, "__dict__", {}))
-        for k in getattr(t, "__slots__", ()) if not names else ():
-            names.append(k)
+        if not names:
+            names = [k for c in t.__mro__ for k in getattr(c, "__slots__", ())]
+        out = ["object", t.__module__, t.__qualname__]
         for k in names:
-            if k.startswith("__") or not hasattr(obj, k):
+            if k.startswith("__") or "lock" in k.lower() or not hasattr(obj, k):
                 continue
             v = getattr(obj, k)
-            if isinstance(v, (threading.Lock().__class__, weakref.ref)) or "lock" in k.lower():
+            if isinstance(v, weakref.ref):
                 continue
-            self.put(".", k)
-            self.walk(v)
-        return None
+            out += [k, self.walk(v)]
+        return out
 
-    def _code(self, code):
-        self.put("code", code.co_code.hex(), code.co_names, code.co_varnames)
-        for c in code.co_consts:
-            if hasattr(c, "co_code"):
-                self._code(c)
-            else:
-                self.walk(c)
+    def _code(self, code) -> str:
+        return _sha("code", code.co_code.hex(), code.co_names, code.co_varnames,
+                    *[self._code(c) if hasattr(c, "co_code") else self.walk(c)
+                      for c in code.co_consts])
+
+
+def _sha(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(str(p).encode() + b"\x1f")
+    return h.hexdigest()
 
 
 def _cls(module, name):
@@ -164,32 +171,27 @@ def _cls(module, name):
     return getattr(m, name, None) if m is not None else None
 
 
-def _digest_of(obj) -> str:
-    d = _Digest()
-    d.walk(obj)
-    return d.h.hexdigest()
-
-
 def content_digest(automaton) -> str:
     """SHA-256 of the automaton's canonical text (``_Digest``) and of the sources of the
     modules outside the engine its classes and functions come from (a scenario's own modes
     and reset maps, a script's model)."""
     d = _Digest()
-    d.walk(automaton)
+    parts = [d.walk(automaton)]
     project = tuple(p + "." for p in _PROJECT) + _PROJECT
     for f in _module_files(m for m in d.modules if m and not m.startswith(project)
                            and not _installed(m)):
-        d.put("source", Path(f).name, hashlib.sha256(Path(f).read_bytes()).hexdigest())
-    return d.h.hexdigest()
+        parts += ["source", Path(f).name, hashlib.sha256(Path(f).read_bytes()).hexdigest()]
+    return _sha(*parts)
 
 
 def _installed(module: str) -> bool:
     """Whether ``module`` is the standard library's or an installed package's."""
+    if module in _INSTALLED:
+        return _INSTALLED[module]
     f = getattr(sys.modules.get(module), "__file__", None)
-    if not f:
-        return True
-    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    return "site-packages" in f or any(f.startswith(p + os.sep) for p in prefixes)
+    _INSTALLED[module] = out = not f or "site-packages" in f or any(
+        f.startswith(p + os.sep) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    return out
 
 
 def key_of(scenario, embedding: str) -> dict:
