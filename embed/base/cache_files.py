@@ -107,7 +107,8 @@ def info(where=None) -> dict:
                 head = fh.read(len(shipped.MAGIC))
                 if head == shipped.MAGIC:
                     k = json.loads(fh.readline()).get("key", {})
-                    model, embedding = k.get("model", "?"), k.get("embedding", "?")
+                    model = k.get("model") or k.get("object", "?")
+                    embedding = k.get("embedding", "llvm helper")
             files.append((f.name, model, embedding, f.stat().st_size))
         except (OSError, ValueError):
             continue
@@ -126,3 +127,34 @@ def clear(where=None) -> int:
         except OSError:
             pass
     return n
+
+
+_ENV = {}
+
+
+def object_code(what: str, source: bytes, make):
+    """The object code ``make()`` returns for ``source`` (LLVM IR and how it is compiled, as
+    bytes), read from the cache folder when a whole file for it, this LLVM and this CPU is
+    there (``shipped.read``: refused by key or SHA-256 before use), else made and written.
+    The engine's LLVM helpers, compiled once per process (``embed.codegen.native``)."""
+    where = folder()
+    if where is None or shipped.tag_of(__name__):     # off, or an FMU's own code
+        return make()
+    if "env" not in _ENV:
+        _ENV["env"] = shipped.environment(cpu=True)
+    key = {"object": what, "source": hashlib.sha256(source).hexdigest(), **_ENV["env"]}
+    path = where / f"llvm-{what}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]}{SUFFIX}"
+    if path.exists():
+        got, why = shipped.read(path, key)
+        if isinstance(got, bytes):
+            return got
+        import warnings
+        warnings.warn(f"compiled-mode cache: {why or path.name + ' holds no object code'}; "
+                      "compiling as without it", CacheWarning, stacklevel=2)
+    obj = make()
+    try:
+        import pickle
+        write(path, key, pickle.dumps(bytes(obj), protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:
+        pass                     # not cached: this process compiled it, as without the cache
+    return obj

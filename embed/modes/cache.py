@@ -212,13 +212,15 @@ def path_of(where: Path, file_key: dict) -> Path:
 
 # ------------------------------------------------------------------------------ load, save
 class _Entry:
-    """A library served from (and saved to) the file ``path``: ``kept`` compiled objects
-    were in the file when it loaded or was last written."""
+    """A library served from (and saved to) the file ``path``: ``kept``, how many compiled
+    objects the library held when the file was written (with those that do not pickle,
+    compiled again by every process: the file is not rewritten for them)."""
 
-    __slots__ = ("library", "key", "path", "kept")
+    __slots__ = ("library", "key", "path", "kept", "pickled")
 
-    def __init__(self, library, file_key, path, kept):
+    def __init__(self, library, file_key, path, kept, pickled):
         self.library, self.key, self.path, self.kept = library, file_key, path, kept
+        self.pickled = pickled          # how many of them the file holds
 
 
 def _size(library) -> int:
@@ -252,7 +254,8 @@ def library(scenario, embedding: str) -> ModeLibrary:
     got = None
     if path.exists():
         got, why = shipped.read(path, file_key)
-        if got is not None and not isinstance(got, ModeLibrary):
+        if got is not None and not (isinstance(got, dict) and
+                                    isinstance(got.get("library"), ModeLibrary)):
             got, why = None, f"{path.name} holds no mode library"
         if got is None:
             warnings.warn(f"compiled-mode cache: {why}; compiling as without it (the file "
@@ -262,9 +265,10 @@ def library(scenario, embedding: str) -> ModeLibrary:
     with _LOCKS_LOCK:
         if k in _LIBRARIES:                   # another thread was first
             return _LIBRARIES[k]
-        lib = (ModeLibrary.adopt(aut, embedding, got) if got is not None
+        lib = (ModeLibrary.adopt(aut, embedding, got["library"]) if got is not None
                else ModeLibrary.of(aut, embedding))
-        _ENTRIES[k] = _Entry(lib, file_key, path, _size(lib) if got is not None else 0)
+        _ENTRIES[k] = (_Entry(lib, file_key, path, got["live"], _size(lib)) if got is not None
+                       else _Entry(lib, file_key, path, 0, 0))
         weakref.finalize(aut, _finish, k)
     return lib
 
@@ -297,13 +301,15 @@ def save(entry) -> bool:
     if _size(lib) <= entry.kept:
         return False
     with lib.lock:                        # no simulator of it steps while it is copied
-        copy = lib.picklable()
-        kept = _size(copy)
-        if kept <= entry.kept:            # what is new does not pickle
+        live, copy = _size(lib), lib.picklable()
+        pickled = _size(copy)
+        if pickled <= entry.pickled:      # what is new does not pickle
+            entry.kept = live
             return False
         try:
             import cloudpickle
-            payload = cloudpickle.dumps(copy, protocol=pickle.HIGHEST_PROTOCOL)
+            payload = cloudpickle.dumps({"library": copy, "live": live},
+                                        protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - not cached; the run is unaffected
             warnings.warn(f"compiled-mode cache: {entry.path.name} not written "
                           f"({type(exc).__name__}: {exc})", CacheWarning, stacklevel=2)
@@ -314,6 +320,6 @@ def save(entry) -> bool:
         warnings.warn(f"compiled-mode cache: {entry.path} not written ({exc})", CacheWarning,
                       stacklevel=2)
         return False
-    entry.kept = kept
+    entry.kept, entry.pickled = live, pickled
     prune(entry.path.parent)
     return True
