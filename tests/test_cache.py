@@ -200,3 +200,41 @@ def test_key_follows_the_build(tmp_path):
     assert ka["content"] != cache.key_of(c, "symbolic")["content"]
     assert ka != cache.key_of(a, "numeric")
     assert cache.path_of(tmp_path, ka) != cache.path_of(tmp_path, cache.key_of(a, "numeric"))
+
+
+def test_program_mode_pickles_bit_for_bit():
+    """A ``ProgramMode`` (pendulum_chain N = 5's mode: one compiled program a step) pickles
+    without its ctypes entry points and, loaded, steps to the same bits as the original."""
+    import cloudpickle
+    import numpy as np
+
+    from embed.modes.library import ModeLibrary
+    from embed.modes.modes import ProgramMode
+    from scenarios import pendulum_chain
+
+    sc = pendulum_chain.build(N=5)
+    sim = sc.simulator(library=ModeLibrary())
+    sim.advance(0.05)
+    (mode,) = [m for m in sim.library.modes.values() if isinstance(m, ProgramMode)]
+    copy = cloudpickle.loads(cloudpickle.dumps(mode))
+    assert copy._call is not mode._call
+    x, p = np.array(sim.state.x), np.array(sim.state.pvec)
+    assert np.array_equal(copy.rk4(0.05, 1e-3, x, p), mode.rk4(0.05, 1e-3, x, p))
+    assert np.array_equal(copy.monitors(0.05, x, p), mode.monitors(0.05, x, p))
+
+
+def test_llvm_helper_object_code_refused_when_damaged(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache_files.ENV, str(tmp_path))
+    made = []
+
+    def make():
+        made.append(1)
+        return b"object code"
+    assert cache_files.object_code("h", b"ir", make) == b"object code" and len(made) == 1
+    assert cache_files.object_code("h", b"ir", make) == b"object code" and len(made) == 1
+    (path,) = tmp_path.glob("llvm-h-*")
+    path.write_bytes(path.read_bytes()[:-3])
+    with pytest.warns(cache_files.CacheWarning, match="corrupt or truncated"):
+        assert cache_files.object_code("h", b"ir", make) == b"object code"
+    assert len(made) == 2
+    assert cache_files.object_code("h", b"other ir", make) and len(made) == 3
