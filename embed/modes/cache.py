@@ -33,7 +33,6 @@ import json
 import os
 import pickle
 import sys
-import threading
 import warnings
 import weakref
 from pathlib import Path
@@ -47,7 +46,6 @@ _PROJECT = ("embed", "scenarios")
 _ENTRIES = {}               # (id(automaton), embedding) -> _Entry, while the automaton lives
 _MEMO = {}                  # per process: environment, sources digest
 _INSTALLED = {}             # module name -> whether it is not the project's (``_installed``)
-_LOCK = threading.Lock()
 
 
 # ------------------------------------------------------------------------------ keys
