@@ -119,14 +119,15 @@ def study(n: int, model="disk_ramp", runs=1):
           f"(medians of {runs})")
     print("| cache | cases | ok | wall (s) | cases/s |")
     print("|---|---|---|---|---|")
-    for kind, cache in (("off", "off"), ("warm", folder)):
-        res = []
-        for _ in range(runs):
+    res = {"off": [], "warm": []}
+    for _ in range(runs):                # interleaved: the load of the machine drifts
+        for kind, cache in (("off", "off"), ("warm", folder)):
             _, out = _child(STUDY, [model, str(n)], cache)
             cases, wall, ok = out.split()
-            res.append((int(cases), float(wall), int(ok)))
-        wall = statistics.median(r[1] for r in res)
-        print(f"| {kind} | {res[0][0]} | {res[0][2]} | {wall:.1f} | {res[0][0] / wall:.1f} |")
+            res[kind].append((int(cases), float(wall), int(ok)))
+    for kind, r in res.items():
+        wall = statistics.median(x[1] for x in r)
+        print(f"| {kind} | {r[0][0]} | {r[0][2]} | {wall:.1f} | {r[0][0] / wall:.1f} |")
     shutil.rmtree(folder, ignore_errors=True)
 
 
