@@ -52,10 +52,13 @@ print(json.dumps({"compiles": COUNT["llvm"], "hash": h.hexdigest(), "events": le
 '''
 
 
-def _start(where, script):
+def _start(where, script, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EMBED_CACHE": str(where)}
+    if cwd is not None:              # a home of its own: what it writes is seen
+        cwd.mkdir(exist_ok=True)
+        env.update(HOME=str(cwd), XDG_CACHE_HOME="")
     return subprocess.Popen([sys.executable, "-c", script, NAME, str(UNTIL)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _result(proc):
@@ -64,15 +67,15 @@ def _result(proc):
     return json.loads(out.splitlines()[-1])
 
 
-def _run(where):
-    return _result(_start(where, CHILD))
+def _run(where, cwd=None):
+    return _result(_start(where, CHILD, cwd))
 
 
 def test_cached_run_is_bit_for_bit_and_compiles_nothing(tmp_path):
     """Two cold processes write the same file at once; a third loads it: no compile, the
     uncached trajectory to the bit (and the cold ones equal it too)."""
     where = tmp_path / "cache"
-    off = _run("off")
+    off = _run("off", cwd=tmp_path / "off-home")
     cold = [_start(where, CHILD) for _ in range(2)]      # concurrent writers
     cold = [_result(p) for p in cold]
     files = list(where.glob("*" + cache_files.SUFFIX))
@@ -83,7 +86,7 @@ def test_cached_run_is_bit_for_bit_and_compiles_nothing(tmp_path):
     assert warm["compiles"] == 0, warm
     assert warm["hash"] == off["hash"] == cold[0]["hash"] == cold[1]["hash"]
     assert warm["warnings"] == [] and warm["events"] == off["events"]
-    assert not list(tmp_path.glob("off*"))               # "off" wrote nothing anywhere
+    assert list((tmp_path / "off-home").rglob("*")) == []   # nothing in its cwd, HOME
 
 
 def test_cache_off_writes_nothing(tmp_path, monkeypatch):
