@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from pathlib import Path
 import threading
 import uuid
 
@@ -66,11 +67,17 @@ def _llvm():
 def _optimized(llvm, tm, engine, text, name):
     """The address of function ``name`` of the IR ``text``, optimized by LLVM's O3 pipeline
     (loops vectorized) and loaded into ``engine``: a helper the programs call by name."""
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
-    pb.getModulePassManager().run(mod, pb)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(tm.emit_object(mod)))
+    def emit():
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+        pb.getModulePassManager().run(mod, pb)
+        return tm.emit_object(mod)
+    # the same object code every process: kept in the user's cache (issue 30), keyed by the
+    # IR, this module's source (its LLVM options) and, in ``object_code``, LLVM and the CPU
+    from ..base.cache_files import object_code
+    obj = object_code(name, text.encode() + Path(__file__).read_bytes(), emit)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     return engine.get_function_address(name)
 
