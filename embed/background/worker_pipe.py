@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..codegen.native import deferred_loads
+
 WRITE_BUDGET = 1 << 16     # bytes a poll writes to a worker at most (one pipe buffer)
 READ_BUDGET = 1 << 18      # bytes a poll reads from a worker at most
 _HEAD = struct.Struct("<I")
@@ -119,6 +121,7 @@ class WorkerPipe:
         self.pos = 0                  # bytes of buf decoded already
         self.ready = False
         self.dead = False
+        self.unloaded = []            # the functions of the last frame decoded, not loaded
         self.heard = time.monotonic()   # the last bytes read from it, or work sent to it
 
     def send(self, data):
@@ -163,7 +166,9 @@ class WorkerPipe:
         return n >= 4 and n - 4 >= _HEAD.unpack_from(self.buf, self.pos)[0]
 
     def next_frame(self):
-        """The next complete answer decoded, or None."""
+        """The next complete answer decoded, or None; the compiled functions in it are not
+        loaded yet: they are listed in ``self.unloaded`` (``native.load_later``)."""
+        self.unloaded = []
         if not self.has_frame():
             return None
         (size,) = _HEAD.unpack_from(self.buf, self.pos)
@@ -171,7 +176,8 @@ class WorkerPipe:
         view = memoryview(self.buf)
         part = view[start:start + size]
         try:
-            msg = pickle.loads(part)
+            with deferred_loads() as self.unloaded:
+                msg = pickle.loads(part)
         finally:
             part.release()
             view.release()
