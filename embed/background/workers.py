@@ -6,9 +6,7 @@ docstring for the protocol and its promises.
 
 from __future__ import annotations
 
-import collections
 import itertools
-from concurrent import futures
 import os
 import select
 import threading
@@ -16,8 +14,7 @@ import time
 import weakref
 from pathlib import Path
 
-from ..codegen.native import load_later, start_loader
-from .worker_pipe import ModeParts, WorkerPipe, frame, python_executable, worker_command
+from .worker_pipe import Loads, ModeParts, WorkerPipe, frame, python_executable, worker_command
 
 MAX_DEATHS = 2             # a request outstanding when the workers died this often is dropped
 DEADLINE = 20.0            # s a worker with work may stay silent before it counts as hung
@@ -57,10 +54,7 @@ class Workers:
         self.history = []         # announcements (frames), sent again to new workers
         self.pending = {}         # request number -> Request not answered yet
         self.parts = ModeParts()  # modes of which functions are still to come
-        # answers decoded whose compiled functions load in the loader thread, in order:
-        # (Future of the loads, client, kind, item); told to the client once loaded
-        self.loading = collections.deque()
-        self._load = None         # the Future of the newest frame's loads
+        self.loads = Loads()      # answers whose compiled functions are loading
         self.restarts = 0
         self.closed = False
         self.instances = 0        # clients made by client() still alive
@@ -69,7 +63,6 @@ class Workers:
         self._started = None      # what it made: (fast, slow) or the exception
         self.fast, self.slow = self._start()
         self.pipes = (self.fast, self.slow)
-        start_loader()            # the answers' functions load there (``_answer``)
 
     def _start(self):
         # the newest folder holding embed/ that still exists (a master may delete the one an
@@ -104,8 +97,7 @@ class Workers:
     def outstanding(self, cid):
         """Client ``cid``'s requests not answered, and answers of it still loading."""
         with self.lock:
-            return (sum(1 for r in self.pending.values() if r.client == cid)
-                    + sum(1 for a in self.loading if a[1] == cid))
+            return sum(r.client == cid for r in self.pending.values()) + self.loads.count(cid)
 
     def request(self, cid, pipe, req, slot=None, what=None):
         with self.lock:
@@ -123,26 +115,6 @@ class Workers:
             for p in self.pipes if self._restarting is None else ():
                 p.send(data)
 
-    def _answer(self, cid, kind, item):
-        """An answer for client ``cid``: told once the functions of the frames decoded so far
-        have loaded (in the loader thread, off the stepping path; issue 30), in order."""
-        if self.loading or (self._load is not None and not self._load.done()):
-            self.loading.append((self._load, cid, kind, item))
-        else:
-            self._tell(cid, kind, item)
-
-    def _loaded(self):
-        """Tell the answers whose functions have loaded (``_answer``), in order."""
-        loading = self.loading
-        while loading and loading[0][0].done():
-            fut, cid, kind, item = loading.popleft()
-            exc = fut.exception()
-            if exc is not None:
-                self._tell(cid, "error", (kind, f"a compiled function did not load: {exc}",
-                                          repr(item)[:200]))
-            else:
-                self._tell(cid, kind, item)
-
     def _tell(self, cid, kind, item):
         """``item`` into client ``cid``'s inbox (``BackgroundCompiler._drain``), if it lives."""
         client = self.clients.get(cid) if cid is not None else None
@@ -159,7 +131,7 @@ class Workers:
     def _poll(self, max_frames):
         if self.closed or (self._restarting is not None and not self._finish_restart()):
             return
-        self._loaded()
+        self.loads.release(self._tell)
         if not self.pending and self.ready and not (self.fast.busy or self.slow.busy):
             return                # nothing outstanding: no system call
         for p in self.pipes:
@@ -172,10 +144,9 @@ class Workers:
                 msg = p.next_frame()
                 if msg is None:
                     break
-                if p.unloaded:
-                    self._load = load_later(p.unloaded)
+                self.loads.frame(p.unloaded)
                 n += self._route(p, msg)
-        self._loaded()
+        self.loads.release(self._tell)
         if self.fast.dead or self.slow.dead:
             self._restart()
         elif self.pending and (hung := self._hung(time.monotonic())):
@@ -221,11 +192,11 @@ class Workers:
         if kind in ("mode", "mode_fn"):
             done = self.parts.add(body)
             if done is not None:
-                self._answer(cid, "mode", done)
+                self.loads.answer(self._tell, cid, "mode", done)
         elif kind in ("entry", "rhs"):
-            self._answer(cid, "extra", body)
+            self.loads.answer(self._tell, cid, "extra", body)
         elif kind in ("call", "error", "numeric"):   # numeric: over the symbolic budget
-            self._answer(cid, kind, body[1:])
+            self.loads.answer(self._tell, cid, kind, body[1:])
         return 1
 
     def _restart(self, hung=()):
@@ -306,12 +277,9 @@ class Workers:
                 restarting = self._restarting
                 r = [p.fd_r for p in self.pipes if not p.dead]
                 w = [p.fd_w for p in self.pipes if p.out and not p.dead]
-                loading = self.loading[0][0] if self.loading else None
             if restarting is not None:
                 restarting.join(0.01)
-            elif loading is not None:
-                futures.wait([loading], 0.01)
-            else:
+            elif not self.loads.wait(0.01):
                 select_io(r, w, 0.01)
             self.poll(max_frames=1 << 20)
         return not self.outstanding(cid)
