@@ -36,6 +36,7 @@ bench: fmus
 hil: fmus
 	$(PY) benchmarks/hil_disk_fence.py --fmu $(OUT)/disk_fence.fmu
 	$(PY) benchmarks/hil_chain.py --fmu $(OUT)/pendulum_chain.fmu
+	$(PY) benchmarks/hil_fences.py --fmu build=$(OUT)/disk_fence.fmu --reps 3
 
 clean:
 	rm -rf $(OUT) .pytest_cache

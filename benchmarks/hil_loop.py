@@ -24,26 +24,31 @@ def realtime_policy():
         return "nice 0"
 
 
-def run(runner, seconds, out_real, out_int, actions):
+def run(runner, seconds, out_real, out_int, actions, cpu=False):
     """Step ``runner`` (fmu_src.host.master.FmuRunner, initialized) at 1 kHz for ``seconds``.
 
-    ``actions``: {cycle k: (integer input name, value)} set before that cycle's doStep.
-    Returns a dict: step_us (doStep alone), cycle_us, wake_us (how late each cycle began),
+    ``actions``: {cycle k: [(input name, value), ...]} (or one pair) set before that cycle's
+    doStep, an integer by fmi2SetInteger, a str by fmi2SetString (outside the doStep time).
+    Returns a dict: step_us (doStep alone), cpu_us (with ``cpu``: the CPU time of the
+    stepping thread in doStep, which a loaded machine's other processes do not add to), cycle_us, wake_us (how late each cycle began),
     misses, timeline [(t, ints..., reals..., doStep us)] whenever an integer output changed,
     and the last reals and ints."""
     from fmpy.fmi2 import fmi2Integer, fmi2Real, fmi2True, fmi2ValueReference
     f = runner.fmu
     vr_real = (fmi2ValueReference * len(out_real))(*[runner.vr(k) for k in out_real])
     vr_int = (fmi2ValueReference * len(out_int))(*[runner.vr(k) for k in out_int])
-    acts = {k: ((fmi2ValueReference * 1)(runner.vr(name)), (fmi2Integer * 1)(int(v)))
-            for k, (name, v) in actions.items()}
+    acts = {k: [((fmi2ValueReference * 1)(runner.vr(name)),
+                 v if isinstance(v, str) else (fmi2Integer * 1)(int(v)))
+                for name, v in ([a] if isinstance(a[0], str) else a)]
+            for k, a in actions.items()}
     real = (fmi2Real * len(out_real))()
     ints = (fmi2Integer * len(out_int))()
     comp, do_step = f.component, f.fmi2DoStep
     get_real, get_int, set_int = f.fmi2GetReal, f.fmi2GetInteger, f.fmi2SetInteger
     n = int(round(seconds * 1000))
     dt = 1e-3
-    step_us, cycle_us, wake_us = np.zeros(n), np.zeros(n), np.zeros(n)
+    step_us, cycle_us, wake_us, cpu_us = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    thread_ns = time.thread_time_ns
     misses, timeline = 0, []
     get_int(comp, vr_int, len(out_int), ints)
     last = list(ints)
@@ -54,11 +59,18 @@ def run(runner, seconds, out_real, out_int, actions):
         while clock() < slot:               # wait for this millisecond (busy: sleep is coarse)
             pass
         s = clock()
-        if k in acts:
-            set_int(comp, acts[k][0], 1, acts[k][1])
+        for vr, v in acts.get(k, ()):
+            if isinstance(v, str):
+                f.setString(list(vr), [v])
+            else:
+                set_int(comp, vr, 1, v)
+        if cpu:
+            c0 = thread_ns()
         m = clock()
         do_step(comp, k * dt, dt, fmi2True)
         d = clock()
+        if cpu:
+            cpu_us[k] = (thread_ns() - c0) * 1e-3
         get_real(comp, vr_real, len(out_real), real)
         get_int(comp, vr_int, len(out_int), ints)
         e = clock()
@@ -71,7 +83,7 @@ def run(runner, seconds, out_real, out_int, actions):
         if now != last:
             timeline.append(((k + 1) * dt, *now, *list(real), step_us[k]))
         last = now
-    return dict(step_us=step_us, cycle_us=cycle_us, wake_us=wake_us, misses=misses,
+    return dict(step_us=step_us, cpu_us=cpu_us, cycle_us=cycle_us, wake_us=wake_us, misses=misses,
                 timeline=timeline, real=list(real), ints=list(ints), dt=dt)
 
 

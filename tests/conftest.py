@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -5,6 +6,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# the engine runner's cache of compiled modes (embed.modes.cache) is off for the suite, in
+# this process and the ones it starts: every test compiles what it runs, as on a clean
+# machine, and nothing is written into the user's ~/.cache (tests/test_cache.py turns it on
+# in folders of its own)
+os.environ["EMBED_CACHE"] = "off"
 
 
 @pytest.fixture(scope="session")

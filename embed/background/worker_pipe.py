@@ -17,7 +17,10 @@ import struct
 import subprocess
 import sys
 import time
+from concurrent import futures
 from pathlib import Path
+
+from ..codegen.native import deferred_loads, load_later, start_loader
 
 WRITE_BUDGET = 1 << 16     # bytes a poll writes to a worker at most (one pipe buffer)
 READ_BUDGET = 1 << 18      # bytes a poll reads from a worker at most
@@ -119,6 +122,7 @@ class WorkerPipe:
         self.pos = 0                  # bytes of buf decoded already
         self.ready = False
         self.dead = False
+        self.unloaded = []            # the functions of the last frame decoded, not loaded
         self.heard = time.monotonic()   # the last bytes read from it, or work sent to it
 
     def send(self, data):
@@ -163,7 +167,9 @@ class WorkerPipe:
         return n >= 4 and n - 4 >= _HEAD.unpack_from(self.buf, self.pos)[0]
 
     def next_frame(self):
-        """The next complete answer decoded, or None."""
+        """The next complete answer decoded, or None; the compiled functions in it are not
+        loaded yet: they are listed in ``self.unloaded`` (``native.load_later``)."""
+        self.unloaded = []
         if not self.has_frame():
             return None
         (size,) = _HEAD.unpack_from(self.buf, self.pos)
@@ -171,7 +177,8 @@ class WorkerPipe:
         view = memoryview(self.buf)
         part = view[start:start + size]
         try:
-            msg = pickle.loads(part)
+            with deferred_loads() as self.unloaded:
+                msg = pickle.loads(part)
         finally:
             part.release()
             view.release()
@@ -233,3 +240,51 @@ class ModeParts:
             del self._partial[key]
             return (key, tuple(fns), meta)
         return None
+
+
+class Loads:
+    """Answers decoded whose compiled functions load in the loader thread
+    (``native.load_later``, off the stepping path: issue 30, tails), handed on in the order
+    they came once the functions of every frame decoded before them have loaded (one loader
+    thread, loads in order: the newest frame's done means all are)."""
+
+    def __init__(self):
+        self.queue = collections.deque()   # (Future, client, kind, item)
+        self.last = None          # the Future of the newest frame's loads
+        start_loader()            # now, not in a step: starting a thread costs milliseconds
+
+    def frame(self, unloaded):
+        """A frame was decoded with these functions not loaded (``WorkerPipe.unloaded``)."""
+        if unloaded:
+            self.last = load_later(unloaded)
+
+    def answer(self, tell, cid, kind, item):
+        """tell(cid, kind, item) now if nothing is loading, else once it has loaded."""
+        if self.queue or (self.last is not None and not self.last.done()):
+            self.queue.append((self.last, cid, kind, item))
+        else:
+            tell(cid, kind, item)
+
+    def release(self, tell):
+        """Tell the answers whose functions have loaded, in order; a load that failed is
+        told as an error in place of its answer."""
+        q = self.queue
+        while q and q[0][0].done():
+            fut, cid, kind, item = q.popleft()
+            exc = fut.exception()
+            if exc is not None:
+                tell(cid, "error", (kind, f"a compiled function did not load: {exc}",
+                                    repr(item)[:200]))
+            else:
+                tell(cid, kind, item)
+
+    def count(self, cid):
+        """Answers of client ``cid`` still loading."""
+        return sum(1 for a in self.queue if a[1] == cid)
+
+    def wait(self, timeout):
+        """Wait at most ``timeout`` s for the first answer's loads; False if none is loading."""
+        if not self.queue:
+            return False
+        futures.wait([self.queue[0][0]], timeout)
+        return True

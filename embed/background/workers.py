@@ -14,7 +14,7 @@ import time
 import weakref
 from pathlib import Path
 
-from .worker_pipe import ModeParts, WorkerPipe, frame, python_executable, worker_command
+from .worker_pipe import Loads, ModeParts, WorkerPipe, frame, python_executable, worker_command
 
 MAX_DEATHS = 2             # a request outstanding when the workers died this often is dropped
 DEADLINE = 20.0            # s a worker with work may stay silent before it counts as hung
@@ -54,6 +54,7 @@ class Workers:
         self.history = []         # announcements (frames), sent again to new workers
         self.pending = {}         # request number -> Request not answered yet
         self.parts = ModeParts()  # modes of which functions are still to come
+        self.loads = Loads()      # answers whose compiled functions are loading
         self.restarts = 0
         self.closed = False
         self.instances = 0        # clients made by client() still alive
@@ -94,8 +95,9 @@ class Workers:
         return self._restarting is None and self.fast.ready and self.slow.ready
 
     def outstanding(self, cid):
+        """Client ``cid``'s requests not answered, and answers of it still loading."""
         with self.lock:
-            return sum(1 for r in self.pending.values() if r.client == cid)
+            return sum(r.client == cid for r in self.pending.values()) + self.loads.count(cid)
 
     def request(self, cid, pipe, req, slot=None, what=None):
         with self.lock:
@@ -129,6 +131,7 @@ class Workers:
     def _poll(self, max_frames):
         if self.closed or (self._restarting is not None and not self._finish_restart()):
             return
+        self.loads.release(self._tell)
         if not self.pending and self.ready and not (self.fast.busy or self.slow.busy):
             return                # nothing outstanding: no system call
         for p in self.pipes:
@@ -141,7 +144,9 @@ class Workers:
                 msg = p.next_frame()
                 if msg is None:
                     break
+                self.loads.frame(p.unloaded)
                 n += self._route(p, msg)
+        self.loads.release(self._tell)
         if self.fast.dead or self.slow.dead:
             self._restart()
         elif self.pending and (hung := self._hung(time.monotonic())):
@@ -187,11 +192,11 @@ class Workers:
         if kind in ("mode", "mode_fn"):
             done = self.parts.add(body)
             if done is not None:
-                self._tell(cid, "mode", done)
+                self.loads.answer(self._tell, cid, "mode", done)
         elif kind in ("entry", "rhs"):
-            self._tell(cid, "extra", body)
+            self.loads.answer(self._tell, cid, "extra", body)
         elif kind in ("call", "error", "numeric"):   # numeric: over the symbolic budget
-            self._tell(cid, kind, body[1:])
+            self.loads.answer(self._tell, cid, kind, body[1:])
         return 1
 
     def _restart(self, hung=()):
@@ -274,7 +279,7 @@ class Workers:
                 w = [p.fd_w for p in self.pipes if p.out and not p.dead]
             if restarting is not None:
                 restarting.join(0.01)
-            else:
+            elif not self.loads.wait(0.01):
                 select_io(r, w, 0.01)
             self.poll(max_frames=1 << 20)
         return not self.outstanding(cid)

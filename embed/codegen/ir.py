@@ -189,8 +189,9 @@ def _function(prog, outs, name, internal, sub_names, used, memo):
             continue
         d = f"%r{r}"
         if op == "const":
-            val[r] = repr(float(a)) if a == a and abs(a) != float("inf") else \
-                "0x" + np.float64(a).tobytes()[::-1].hex().upper()
+            # the bits in hexadecimal: a float's shortest repr ("2e-05", "1e+16") is not
+            # LLVM's syntax for a double
+            val[r] = "0x" + np.float64(a).tobytes()[::-1].hex().upper()
             continue
         if op in _BINOP:
             lines.append(f"  {d} = {_BINOP[op]} double {val[a]}, {val[c]}")

@@ -9,10 +9,14 @@ answers, gillespie2005 Sec 6.2) and loads without compiling again.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import queue
 import threading
 import uuid
+from concurrent.futures import Future
+from pathlib import Path
 
 import numpy as np
 
@@ -53,24 +57,49 @@ def _llvm():
             tms = {o: target.create_target_machine(opt=o, jit=True, **_host(llvm))
                    for o in (OPT_FAST, OPT_RUN)}
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tms[OPT_FAST])
-            for exact, name in ((False, ldlt.NAME), (True, ldlt.EXACT)):   # ``Program.ldl_solve``
-                llvm.add_symbol(name, _optimized(llvm, tms[OPT_RUN], engine,
-                                                 ldlt.module(exact), name))
-            for mod in (reduction, pivoting):        # ``Program.reduced``, ``pivoted``
-                llvm.add_symbol(mod.NAME, _optimized(llvm, tms[OPT_RUN], engine, mod.module(),
-                                                     mod.NAME))
-            _STATE.update(llvm=llvm, tm=tms, engine=engine)
+            _STATE.update(llvm=llvm, tm=tms, engine=engine, helpers=set())
     return _STATE
+
+
+# the helpers programs call by name (``Program.ldl_solve``, ``reduced``, ``pivoted``): each
+# optimized by LLVM's O3 pipeline, 0.15-0.6 s, when object code naming it is first loaded (a
+# fence's jet names none: the fast worker never builds them)
+_HELPERS = {ldlt.NAME: lambda: ldlt.module(False), ldlt.EXACT: lambda: ldlt.module(True),
+            reduction.NAME: reduction.module, pivoting.NAME: pivoting.module}
+
+
+def _helpers(st, obj):
+    """The helpers object code ``obj`` names, built and made known (under _LOCK)."""
+    for name, module in _HELPERS.items():
+        if name not in st["helpers"] and name.encode() in obj:
+            st["llvm"].add_symbol(name, _optimized(st["llvm"], st["tm"][OPT_RUN],
+                                                   st["engine"], module(), name))
+            st["helpers"].add(name)
+
+
+def set_up(helpers=True):
+    """LLVM ready for the first compile or load (``_llvm``), with every helper if
+    ``helpers`` (about 1 s once a process)."""
+    st = _llvm()
+    if helpers:
+        with _LOCK:
+            _helpers(st, " ".join(_HELPERS).encode())
 
 
 def _optimized(llvm, tm, engine, text, name):
     """The address of function ``name`` of the IR ``text``, optimized by LLVM's O3 pipeline
     (loops vectorized) and loaded into ``engine``: a helper the programs call by name."""
-    mod = llvm.parse_assembly(text)
-    mod.verify()
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
-    pb.getModulePassManager().run(mod, pb)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(tm.emit_object(mod)))
+    def emit():
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+        pb.getModulePassManager().run(mod, pb)
+        return tm.emit_object(mod)
+    # the same object code every process: kept in the user's cache (issue 30), keyed by the
+    # IR, this module's source (its LLVM options) and, in ``object_code``, LLVM and the CPU
+    from ..base.cache_files import object_code
+    obj = object_code(name, text.encode() + Path(__file__).read_bytes(), emit)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     return engine.get_function_address(name)
 
@@ -134,14 +163,23 @@ class NativeFunction:
     __slots__ = ("obj", "name", "n_in", "n_out", "exports", "opt", "entries", "memo",
                  "memo_size", "_f")
 
-    def __init__(self, obj, name, n_in, n_out, exports=None, opt=None, memo_size=0):
+    def __init__(self, obj, name, n_in, n_out, exports=None, opt=None, memo_size=0,
+                 load=True):
         self.obj, self.name, self.n_in, self.n_out = obj, name, n_in, n_out
         self.opt = opt              # the codegen level it was compiled at
         self.exports = dict(exports or {})
         self.memo_size = memo_size
+        if load:
+            self.load()
+
+    def load(self):
+        """Add the object code to the engine and resolve its functions (``load=False`` at
+        construction leaves this to ``load_later``'s thread)."""
+        name, memo_size = self.name, self.memo_size
         st = _llvm()
         with _LOCK:
-            st["engine"].add_object_file(st["llvm"].ObjectFileRef.from_data(obj))
+            _helpers(st, self.obj)
+            st["engine"].add_object_file(st["llvm"].ObjectFileRef.from_data(self.obj))
             st["engine"].finalize_object()
             addr = {k: st["engine"].get_function_address(v)
                     for k, v in [("", name)] + list(self.exports.items())}
@@ -167,5 +205,72 @@ class NativeFunction:
         return out
 
     def __reduce__(self):          # object code: loads in another process without compiling
-        return (NativeFunction, (self.obj, self.name, self.n_in, self.n_out, self.exports,
-                                 self.opt, self.memo_size))
+        return (_unpickled, (self.obj, self.name, self.n_in, self.n_out, self.exports,
+                             self.opt, self.memo_size))
+
+
+_DEFER = threading.local()
+
+
+def _unpickled(*args):
+    """A NativeFunction unpickled: loaded now, or, inside ``deferred_loads``, listed there."""
+    pending = getattr(_DEFER, "pending", None)
+    f = NativeFunction(*args, load=pending is None)
+    if pending is not None:
+        pending.append(f)
+    return f
+
+
+@contextlib.contextmanager
+def deferred_loads():
+    """Functions unpickled inside (in this thread) are not loaded: yields the list of them,
+    for ``load_later``.  Loading object code costs 0.1-1 ms of a step that finds the caches
+    cold (docs/design.md); the background worker's answers are decoded in the stepping thread,
+    and their functions loaded in another (issue 30, tails)."""
+    outer = getattr(_DEFER, "pending", None)
+    _DEFER.pending = pending = []
+    try:
+        yield pending
+    finally:
+        _DEFER.pending = outer
+
+
+_LOADER = []
+_LOADER_LOCK = threading.Lock()      # not _LOCK: a load holds that while it runs
+
+
+def start_loader():
+    """The loader thread (``load_later``), started now: starting a thread in a step costs
+    milliseconds.  Returns its queue."""
+    with _LOADER_LOCK:
+        if not _LOADER:
+            q = queue.SimpleQueue()
+            threading.Thread(target=_loader, args=(q,), name="embed-loader",
+                             daemon=True).start()
+            _LOADER.append(q)
+    return _LOADER[0]
+
+
+def _loader(q):
+    while True:
+        fns, done = q.get()
+        try:
+            _load_all(fns)
+            done.set_result(None)
+        except BaseException as exc:  # noqa: BLE001 - the Future's result() raises it
+            done.set_exception(exc)
+
+
+def load_later(fns):
+    """Load ``fns`` (NativeFunctions made with ``load=False``) in the loader thread, one per
+    process, in the order asked: a Future, done when they are (its ``result()`` raises what
+    a load raised).  The loads run in llvmlite's ctypes calls, which release the GIL: the
+    stepping thread goes on meanwhile."""
+    done = Future()
+    start_loader().put((list(fns), done))
+    return done
+
+
+def _load_all(fns):
+    for f in fns:
+        f.load()

@@ -21,6 +21,7 @@ from ..base.errors import ModelDefinitionError
 from .variables import Var
 from .feasibility import check_parameters, check_state
 from ..modes.library import ModeLibrary
+from ..modes import cache as mode_cache
 from ..hybrid.simulator import Simulator
 
 
@@ -267,7 +268,7 @@ class Scenario:
         p = {**self.defaults(), **(params or {})}
         check_parameters(self.feasible, p, self.name)
         sim = Simulator(self.automaton, p, solver=solver, h_max=h_max, rtol=rtol,
-                        library=library or ModeLibrary.of(self.automaton, embedding),
+                        library=library or mode_cache.library(self, embedding),
                         embedding=embedding,
                         compiler=compiler,
                         precompile=(self.precompile and embedding != "numeric"

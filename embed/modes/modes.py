@@ -297,6 +297,16 @@ class ProgramMode(CompiledMode):
         # (the final stage alone writes xdot after the monitors: ``programs.rk4_program``)
         self._y, self._m = Buffer(self.nx + self.n_mon + 1), Buffer(self.n_mon + self.nx)
 
+    def __getstate__(self):
+        """Pickled (a cache of compiled modes, issue 30) without the entry points, addresses
+        of this process: ``__setstate__`` reads them from the step, loaded from its object
+        code (``NativeFunction.__reduce__``)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_call", "_mon_entry")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._call, self._mon_entry = self._step._f, self._step.entries["monitors"]
+
     def rk4(self, t, h, x, p):
         """[x(t+h)..., monitors..., sum |x_i(t+h)|] for one RK4 step of length h: one call."""
         self._load(t, h, x, p)

@@ -79,6 +79,9 @@ def run_chunk(plan: Plan, cases: list) -> dict:
         rows.append(row)
         if kept is not None:
             series.append((number, kept))
+    if plan.runner == "engine":     # a Dask worker may be ended without exiting: write now
+        from embed.modes import cache
+        cache.save_all()
     return {"rows": rows, "series": series, "busy": time.perf_counter() - started,
             "cpu": time.process_time() - cpu}
 

@@ -8,6 +8,7 @@
     embed-fmu animate pendulum_belt --stop-time 3 --out run.html --gif run.gif
     embed-fmu graph pendulum_belt --svg automaton.svg   # Mermaid text on stdout
     embed-fmu sweep disk_ramp --vary mu=linspace(0.05,0.5,10) --out runs/mu --plot mu.png
+    embed-fmu cache --info                          # the engine runner's compiled modes
 
 MODEL is a bundled scenario's name or the path of a Python file (or a package folder)
 anywhere on disk whose top level defines ``build() -> embed.Scenario``.  ``--set NAME=VALUE``
@@ -22,7 +23,7 @@ import sys
 import traceback
 
 from embed.base.errors import EmbedError, InputError
-from fmu_src.host.commands import (PROG, cmd_build, cmd_check, cmd_info, cmd_list,
+from fmu_src.host.commands import (PROG, cmd_build, cmd_cache, cmd_check, cmd_info, cmd_list,
                                    cmd_simulate, cmd_sweep)
 
 
@@ -133,6 +134,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PNG", help="the summaries against the varied "
                                                  "parameter(s) (needs matplotlib)")
     p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser("cache", help="the engine runner's cache of compiled modes",
+                       description="The folder where scripts and engine studies keep the "
+                                   "object code of compiled modes (EMBED_CACHE, else "
+                                   "XDG_CACHE_HOME/embed-fmu, else ~/.cache/embed-fmu; "
+                                   "EMBED_CACHE=off turns it off; at most EMBED_CACHE_MAX_MB, "
+                                   "default 1000).")
+    p.add_argument("--clear", action="store_true", help="remove every file of it")
+    p.add_argument("--info", action="store_true", help="its files, models and sizes (default)")
+    p.set_defaults(func=cmd_cache)
     from fmu_src.host.see.commands import add_commands       # animate, graph (issue 26)
     add_commands(sub, model_help, sets)
     return ap

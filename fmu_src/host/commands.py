@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import sys
 import tempfile
 import time
@@ -65,6 +66,25 @@ def cmd_list(a) -> int:
         import ast
         doc = ast.get_docstring(ast.parse((ROOT / "fmu_src" / f"{module.replace('.', '/')}.py").read_text()))
         print(f"{name:<{width}}  {doc.splitlines()[0]} (not a scenario)")
+    return 0
+
+
+def cmd_cache(a) -> int:
+    """``embed-fmu cache``: the engine runner's cache folder (``embed.modes.cache``)."""
+    from embed.base import cache_files
+
+    where = cache_files.folder()
+    if where is None:
+        print(f"{PROG}: the cache is off ({cache_files.ENV}={os.environ.get(cache_files.ENV)})")
+        return 0
+    if a.clear:
+        print(f"{PROG}: removed {cache_files.clear(where)} files from {where}")
+        return 0
+    got = cache_files.info(where)
+    for name, model, embedding, size in got["files"]:
+        print(f"{size / 1e3:10.0f} kB  {model:<20} {embedding:<10} {name}")
+    print(f"{PROG}: {len(got['files'])} files, {got['bytes'] / 1e6:.1f} MB in {where} "
+          f"(at most {os.environ.get(cache_files.MAX_ENV, cache_files.MAX_MB)} MB)")
     return 0
 
 

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 
 import numpy as np
 import sympy as sp
 
 from embed import holonomic
 from embed.background.worker_pipe import Relay
+from embed.codegen import native
 
 from . import checks
 from .announce import check_length, profile_of
 from .checks import time_limit, validate
-from .family import jet_function
+from .family import worker_jet
 from .modes import FENCE_BASE, POLY, POLY_C, fence_mode, next_uid, poly_coefficients
 from .profile import GeometryError
 
@@ -56,7 +58,7 @@ def prepare_fence(forms, version, spec, pvec, rhs=False, uid=None):
     Yields
     ------
     ("rejected", version, code, message); ("ready", version, POLY, discrete values);
-    ("terms", version, uid, L_f, jet Tape); a Relay carrying ("embed", version, key).
+    ("terms", version, uid, L_f, jet: ``family.worker_jet``); a Relay carrying ("embed", version, key).
     """
     try:
         with time_limit():               # in the worker: GEOMETRY_TIMEOUT after 2 s
@@ -72,7 +74,7 @@ def prepare_fence(forms, version, spec, pvec, rhs=False, uid=None):
                                         "Lf_poly": float(spec[2])})
         return
     uid = next_uid() if uid is None else uid
-    yield ("terms", version, uid, float(spec[2]), jet_function(profile))
+    yield ("terms", version, uid, float(spec[2]), worker_jet(profile))
     if profile.h.has(sp.Abs) or FENCE_BASE + uid in forms.automaton.modes:
         return      # abs(): the family's embedding only (fence_mode); or embedded already
     cons, mode = fence_mode(uid, profile, spec[2])
@@ -111,6 +113,10 @@ def set_up_worker(forms, pvec):
         the default parameter vector.
     """
     checks.CHECK_TIME_LIMIT = float(os.environ.get("EMBED_CHECK_TIME_LIMIT", "2.0"))
+    # LLVM set up (about 0.2 s: ``native.set_up``) for the first large fence's jet
+    # (``family.worker_jet``), in a thread: the worker says it is ready meanwhile
+    threading.Thread(target=native.set_up, args=(False,), name="embed-llvm-setup",
+                     daemon=True).start()
     for part in prepare_fence(forms, 0, ("curve", "0.01*s**2*(1 + 0.1*sin(s))", 6.7), pvec,
                               uid=0):     # the stepping process numbers its fences from 1
         pass

@@ -1,0 +1,124 @@
+"""Two large free-form fences announced 20 ms apart to disk_fence.fmu at a paced 1 kHz (issue 30,
+"Tails"): the step times of one or more builds of the FMU, side by side in one run.
+
+    python benchmarks/hil_fences.py --fmu before=/tmp/main/disk_fence.fmu \\
+        --fmu after=build/disk_fence.fmu [--reps 5] [--seconds 3]
+
+Each repetition of each FMU is a fresh process (``--one``) stepping the FMU once per
+millisecond of wall-clock time (``hil_loop.run``: fmpy's ctypes bindings, arrays made once)
+with ``real_time`` on and the ``background`` embedding.  At t = 0.50 s it announces a product
+of ten sine factors (tests/fence_storm.py's ``curve``), at t = 0.52 s one of eleven; the disk
+reaches the ramp's end at t = 3.52 s and rolls onto the second fence (mode 3) if it is ready
+by then (on a loaded machine the workers, at nice 10, may take longer: "on fence" counts
+the runs that ended on it).  The
+repetitions alternate between the FMUs so that the machine's load falls on both alike.
+
+Printed: per FMU the median over the repetitions of each run's doStep p50 / p99 / max and its
+deadline misses (a cycle not done within its millisecond), the worst max, and the slowest
+steps of the run with the median max; then each run's figures and final mode and fence.
+Figure to reach: no step over 1 ms; p99 at most 100 us.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+ANNOUNCE = (0.5, 0.52)          # s: the two announcements
+FACTORS = (10, 11)              # sine factors of each fence
+NEAR = {"q4_start": 20.0}       # the disk reaches the ramp's end at t = 3.52 s
+OUT_REAL = ("q4", "embed_latency")
+OUT_INT = ("mode", "geometry_version_active", "geometry_status", "status")
+
+
+def one(fmu, seconds):
+    """One paced run of ``fmu`` in this process; returns its figures (a dict)."""
+    from fence_storm import curve
+    from fmu_src.host.master import FmuRunner
+    from hil_loop import realtime_policy, run
+    policy = realtime_policy()
+    r = FmuRunner(fmu, params={"real_time": True, **NEAR}, strings={"embedding": "background"})
+    actions = {}
+    for v, (t, n) in enumerate(zip(ANNOUNCE, FACTORS), start=1):
+        actions[int(round(t * 1000))] = [("fence_curve", curve(0.002, n, v)),
+                                         ("fence_version", v)]
+    res = run(r, seconds, OUT_REAL, OUT_INT, actions, cpu=True)
+    r.close()
+    s, c = res["step_us"], res["cpu_us"]
+    slow = np.argsort(s)[::-1][:6]
+    return {"p50": float(np.median(s)), "p99": float(np.percentile(s, 99)),
+            "max": float(s.max()), "misses": int(res["misses"]),
+            "cpu_p99": float(np.percentile(c, 99)), "cpu_max": float(c.max()),
+            "cpu_over_1ms": int(np.sum(c > 1000)),
+            "cpu_slowest": [(round((k + 1) * 1e-3, 3), round(float(c[k])))
+                            for k in np.argsort(c)[::-1][:6]],
+            "over_1ms": int(np.sum(s > 1000)),
+            "slowest": [(round((k + 1) * 1e-3, 3), round(float(s[k]))) for k in slow],
+            "mode": res["ints"][0], "fence": res["ints"][1], "geometry_status": res["ints"][2],
+            "status": res["ints"][3], "latency_ms": 1e3 * res["real"][1], "policy": policy}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fmu", action="append", default=[],
+                    help="LABEL=PATH of a disk_fence.fmu (repeat to compare builds)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.one:
+        print(json.dumps(one(a.one, a.seconds)))
+        return
+    fmus = [f.split("=", 1) for f in a.fmu] or [["build", str(ROOT / "build" / "disk_fence.fmu")]]
+    runs = {label: [] for label, _ in fmus}
+    for rep in range(a.reps):
+        for label, path in fmus:
+            out = subprocess.run([sys.executable, __file__, "--one", path, "--seconds",
+                                  str(a.seconds)], capture_output=True, text=True,
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+            if out.returncode:
+                sys.exit(f"{label} run {rep} failed:\n{out.stderr[-2000:]}")
+            runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    load = os.getloadavg()
+    print(f"two free-form fences ({FACTORS[0]} and {FACTORS[1]} sine factors) announced at "
+          f"t = {ANNOUNCE[0]:g} and {ANNOUNCE[1]:g} s, disk_fence.fmu at 1 kHz wall clock for "
+          f"{a.seconds:g} s, {a.reps} runs each (fresh processes, alternating); load average "
+          f"{load[0]:.2f} {load[1]:.2f}; master at {runs[fmus[0][0]][0]['policy']}")
+    print("doStep wall time (us; medians over the runs, the worst max, misses and steps over "
+          "1 ms summed) and the stepping thread's CPU time in doStep (the same without the "
+          "time other processes took its core)")
+    print(f"{'FMU':10s} {'p50':>7s} {'p99':>7s} {'max':>7s} {'worst':>7s} {'misses':>7s} "
+          f"{'>1 ms':>6s} | {'cpu p99':>8s} {'cpu max':>8s} {'worst':>7s} {'>1 ms':>6s} "
+          f"{'on fence':>9s}")
+    for label, rs in runs.items():
+        med = {k: float(np.median([r[k] for r in rs]))
+               for k in ("p50", "p99", "max", "cpu_p99", "cpu_max")}
+        print(f"{label:10s} {med['p50']:7.1f} {med['p99']:7.1f} {med['max']:7.0f} "
+              f"{max(r['max'] for r in rs):7.0f} {sum(r['misses'] for r in rs):7d} "
+              f"{sum(r['over_1ms'] for r in rs):6d} | {med['cpu_p99']:8.1f} "
+              f"{med['cpu_max']:8.0f} {max(r['cpu_max'] for r in rs):7.0f} "
+              f"{sum(r['cpu_over_1ms'] for r in rs):6d} "
+              f"{sum(r['mode'] == 3 and r['fence'] == 2 for r in rs):5d}/{len(rs)}")
+    for label, rs in runs.items():
+        print(f"{label}: each run's p99 / max (us), misses, final mode / fence / status, "
+              "slowest steps by wall and by CPU time (t s, us)")
+        for r in rs:
+            print(f"  {r['p99']:6.1f} / {r['max']:6.0f}  {r['misses']:4d}  mode {r['mode']} "
+                  f"fence v{r['fence']} geometry {r['geometry_status']} status {r['status']}  "
+                  + ", ".join(f"{t:.3f} {us}" for t, us in r["slowest"][:4]) + "  | cpu "
+                  + ", ".join(f"{t:.3f} {us}" for t, us in r["cpu_slowest"][:4]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""A large fence's jet compiled in the fast worker and loaded off the stepping path (issue 30,
+tails): the same bits as its tape, the object code loaded in the loader thread and only then
+handed on, and an offline run that announces two large fences 20 ms apart meets the second
+one where it lies.  Timing is the benchmark's (benchmarks/hil_fences.py), never asserted here."""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from embed.codegen import native
+from embed.modes.functions import Tape
+from fence_storm import curve
+from scenarios.disk_fence.family import TAPE_MAX_OPS, jet_function, worker_jet
+from scenarios.disk_fence.profile import FenceProfile
+from test_fence_storm import on_its_own_fence
+from test_reliability import K_END, STATE, announce, runner
+
+L_F = 6.7
+
+
+def bits(a):
+    return np.asarray(a, dtype=np.float64).view(np.int64)
+
+
+def test_a_large_jet_is_compiled_to_the_same_bits_as_its_tape():
+    """Ten sine factors (1,300 operations): compiled; h, h', h'', h''' equal to the tape's to
+    the bit over the fence and a little beyond; a small profile keeps its tape."""
+    large = FenceProfile.from_text(curve(0.002, 10, 1))
+    jet, tape = worker_jet(large), jet_function(large)
+    assert isinstance(jet, native.NativeFunction) and len(tape.prog) > TAPE_MAX_OPS
+    a, b = np.zeros(4), np.zeros(4)
+    for s in np.linspace(-0.5, L_F + 0.5, 1501):
+        x = np.array([s])
+        jet.unsafe_real(x, a)
+        tape.unsafe_real(x, b)
+        assert np.array_equal(bits(a), bits(b)), (s, a, b)
+    # an independent check of the values: h(s) from the text's own formula
+    s = 1.3
+    h = 0.002 * s ** 2 * math.prod(1 + 0.01 * math.sin((1 + m % 12) * s + 1) for m in range(10))
+    assert jet(np.array([s]))[0] == pytest.approx(h, rel=1e-14)
+    small = FenceProfile.from_text("0.05*s**2*(1+0.01*sin(3*s))")
+    assert isinstance(worker_jet(small), Tape)
+
+
+def test_functions_decoded_in_deferred_loads_load_in_the_loader_thread():
+    """Unpickled inside ``deferred_loads``: listed and not loaded (not callable); after
+    ``load_later`` the same values as the original; outside it, loaded at once."""
+    jet = worker_jet(FenceProfile.from_text(curve(0.002, 10, 2)))
+    data = pickle.dumps(("terms", 1, jet))
+    with native.deferred_loads() as pending:
+        msg = pickle.loads(data)
+    assert pending == [msg[2]]
+    with pytest.raises(AttributeError):
+        msg[2].unsafe_real(np.array([1.0]), np.zeros(4))
+    done = native.load_later(pending)
+    assert done.result(timeout=60) is None
+    x = np.array([2.25])
+    assert np.array_equal(bits(msg[2](x)), bits(jet(x)))
+    again = pickle.loads(data)[2]                 # no context: loaded now
+    assert np.array_equal(bits(again(x)), bits(jet(x)))
+
+
+def run_two_fences(fmu_dir, name, n=1800, **params):
+    """Offline (the default): two large fences, ten and eleven sine factors, announced 40
+    and 20 ms before the disk reaches the ramp's end; returns the outputs and the text of
+    the second fence."""
+    texts = [curve(0.002, 10, 1), curve(0.002, 11, 2)]
+    r = runner(fmu_dir, name, **params)
+    try:
+        for k in range(n):
+            if k in (K_END - 40, K_END - 20):
+                announce(r, 1 + (k == K_END - 20), texts[k == K_END - 20])
+            r.step(1e-3)
+        return r.get(*STATE, "answers_late"), texts[1]
+    finally:
+        r.close()
+
+
+def test_two_large_fences_20_ms_apart_offline_the_disk_meets_the_second(fmu_dir):
+    """The issue's case with its two large fences: the answers (their compiled jets loaded in
+    the loader thread) are waited for, so the disk rolls onto the second fence at the ramp's
+    end, its centre where that fence's offset curve puts it (1e-7), in mode 3."""
+    o, text = run_two_fences(fmu_dir, "tails_two")
+    assert o["status"] == 0 and o["geometry_status"] == 0, o
+    assert o["mode"] == 3 and o["geometry_version_active"] == 2 and o["embed_pending"] == 0, o
+    assert o["answers_late"] == 0
+    s, miss = on_its_own_fence({"outputs": o, "params": {}, "text": text})
+    assert s > 0.01 and miss <= 1e-7, (s, miss)
