@@ -36,6 +36,7 @@ sys.meta_path.insert(0, Watch())
 from fmpy import simulate_fmu
 log = []
 res = simulate_fmu(sys.argv[1], stop_time=8.0, output_interval=0.01,
+                   start_values=json.loads(sys.argv[3]),
                    logger=lambda *a: log.append(a[-1].decode() if isinstance(a[-1], bytes)
                                                 else str(a[-1])), debug_logging=True)
 np.save(sys.argv[2], res)
@@ -44,9 +45,9 @@ print(json.dumps({"log": log, "sympy": first[0] if first else None,
 """
 
 
-def run(fmu, out):
-    res = subprocess.run([sys.executable, "-c", RUN, str(fmu), str(out)], capture_output=True,
-                         text=True, cwd=Path(out).parent, timeout=600)
+def run(fmu, out, start=None):
+    res = subprocess.run([sys.executable, "-c", RUN, str(fmu), str(out), json.dumps(start or {})],
+                         capture_output=True, text=True, cwd=Path(out).parent, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     return np.load(out), json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -202,7 +203,8 @@ def test_hand_over_in_a_step_bit_for_bit(fmu_dir, tmp_path):
     """disk_ramp's FMU with the object code of one mode (its highest id) left out: the
     image steps on the shipped modes until an event enters that mode, then, in that step,
     builds the real scenario (sympy imported there, not at instantiate) and forms the mode;
-    every output bit for bit the FMU's without any shipped file."""
+    every output bit for bit the FMU's without any shipped file; so are runs with other
+    parameters and on the numeric path."""
     fmu = fmu_dir / "disk_ramp.fmu"
     unzip = tmp_path / "unzip"
     with zipfile.ZipFile(fmu) as z:
@@ -226,3 +228,12 @@ def test_hand_over_in_a_step_bit_for_bit(fmu_dir, tmp_path):
     assert want["event_count"][-1] > 0
     for field in want.dtype.names:
         np.testing.assert_array_equal(got[field], want[field], err_msg=field)
+    # another start (down the ramp: other events), and the numeric embedding path (the
+    # image hands over when its simulator is made): bit for bit too
+    for k, start in enumerate(({"u1_start": -8.0},
+                               {"embedding": "numeric"})):
+        got, info = run(fmu, tmp_path / f"image{k}.npy", start)
+        want, _ = run(bare, tmp_path / "bare" / f"out{k}.npy", start)
+        assert "symbolic" in (info["sympy"] or []) or k == 0, info["sympy"]
+        for field in want.dtype.names:
+            np.testing.assert_array_equal(got[field], want[field], err_msg=f"{start} {field}")
