@@ -37,7 +37,15 @@ EMBEDDINGS = ("symbolic", "numeric", "background")
 STATE_FIELDS = state_mod.STATE_KEYS
 
 
-class Simulator:
+class FormsViews:
+    """The model and the parameter vector's symbols of a simulator: its forms' (a scenario
+    image's have no symbols until its forms need them, ``AutomatonForms.symbolic``)."""
+
+    model = property(lambda self: self.forms.model)
+    psyms = property(lambda self: self.forms.psyms)
+
+
+class Simulator(FormsViews):
     """Steps a hybrid automaton in time; the numeric heart that the FMU wraps.
 
     Parameters
@@ -95,8 +103,6 @@ class Simulator:
         # this simulator's own view of the automaton (constraints and modes added at run time
         # stay here) and its symbolic forms
         self.forms = AutomatonForms(automaton, self.library)
-        if embedding != "symbolic" or self.formulation.full_state:
-            self.forms.symbolic()      # a scenario image's symbols: their paths form at once
         self.aut = self.forms.automaton
         m = self.model
         self.dnames, self.pnames = self.forms.discrete_names, self.forms.pnames
@@ -117,6 +123,7 @@ class Simulator:
         self.state = RunState(x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
                               discrete=dict(automaton.discrete), projection=Projection())
         if embedding != "symbolic" or self.formulation.full_state:
+            self.forms.symbolic()      # a scenario image's symbols: these paths form at once
             self.mode_compiler.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
         self.reselect_compile_time = 0.0   # of reselect_time (CPU s too): first embeddings of a partition
@@ -133,17 +140,6 @@ class Simulator:
         self.start_log = ""
 
     # ---------------------------------------------------------------- state views
-    @property
-    def model(self):
-        """The model (of a scenario image: without symbols until its forms need them,
-        ``AutomatonForms.symbolic``)."""
-        return self.forms.model
-
-    @property
-    def psyms(self):
-        """The parameter vector's symbols (``AutomatonForms.psyms``)."""
-        return self.forms.psyms
-
     @property
     def q(self):
         return self.state.x[:self.model.n]
