@@ -1,7 +1,7 @@
 """symengine's "lambda" backend translated to object code bit for bit (issue 30,
 embed.codegen.lambda_order): every lambda-compiled function a bundled scenario's run fills its
 library with (small modes' RK4 steps and monitors, constraints' terms) gives, as the
-translated ``NativeFunction``, the same bits as symengine's closures on random argument
+translated object code (``LambdaNative``), the same bits as symengine's closures on random argument
 vectors (magnitudes over many decades, both signs, zeros) and on the run's own arguments; so
 ``ModeLibrary.picklable`` ships them (objects.pkl holds disk_ramp's sliding and rolling modes)
 and the FMU with them steps as without (tests/test_startup.py).
@@ -24,8 +24,7 @@ import pytest
 import symengine as se
 
 import scenarios
-from embed.codegen.lambda_order import native_of, visitor_value
-from embed.codegen.native import NativeFunction
+from embed.codegen.lambda_order import LambdaNative, native_of, visitor_value
 from embed.modes import functions
 from embed.modes.library import ModeLibrary
 
@@ -71,7 +70,7 @@ def test_constructs_bit_for_bit():
              (x + y)**se.Rational(3, 2) + se.exp(x * y) + 2**x + se.pi * x / 10 + se.E**(y - 1),
              se.cos(x + y * z)**2 - 1 / (1 + x**2) + se.tan(z) * se.log(y) + se.atan(x * z),
              se.sqrt(2) * x + se.Integer(2)**60 * y + se.Rational(2**70 + 1, 3) * z,
-             se.sqrt(z), 1 / se.sqrt(y)]
+             se.sqrt(z), 1 / se.sqrt(y), x**y, z**-3 + y**2 * x**se.Rational(-1, 3)]
     args = [x, y, z]
     fn = se.Lambdify(args, exprs, real=True, backend="lambda", cse=True)
     native = native_of(args, exprs, "constructs")
@@ -154,7 +153,7 @@ def test_scenario_lambda_functions_bit_for_bit(name, monkeypatch):
         check(c.fn, native, list(spread(rng, c.n_in)) + own)
     if fns:
         loaded = pickle.loads(pickle.dumps(fns[0]))
-        assert isinstance(loaded, NativeFunction)
+        assert isinstance(loaded, LambdaNative)
         check(fns[0].fn, loaded, spread(rng, fns[0].n_in, 50))
 
 
@@ -184,9 +183,9 @@ def test_fmu_ships_its_small_modes(fmu_dir, tmp_path, name):
     modes = {(int(w[1]), w[2] if len(w) == 4 else ""): w[-1] for w in lines if w[0] == "mode"}
     terms = {w[1]: w[2:] for w in lines if w[0] == "terms"}
     if name == "disk_ramp":
-        assert modes == {(1, ""): "NativeFunction", (2, "rolling"): "NativeFunction"}
-        assert terms == {"rolling": ["NativeFunction", "NativeFunction"]}
+        assert modes == {(1, ""): "LambdaNative", (2, "rolling"): "LambdaNative"}
+        assert terms == {"rolling": ["LambdaNative", "LambdaNative"]}
     else:
-        assert modes and set(modes.values()) == {"NativeFunction"}
+        assert modes and set(modes.values()) == {"LambdaNative"}
         assert set(terms) == {"slider3_link", "slider4_link"}
-        assert {t for v in terms.values() for t in v} == {"NativeFunction"}
+        assert {t for v in terms.values() for t in v} == {"LambdaNative"}
