@@ -1,6 +1,7 @@
 """symengine's "lambda" backend against its bit-exact object code (embed.codegen.lambda_order).
 
     python benchmarks/bench_lambda_native.py [--runs 5] [--names disk_ramp slider_crank3 ...]
+    python benchmarks/bench_lambda_native.py --fmus DIR/disk_ramp.fmu BARE/disk_ramp.fmu ...
 
 For each scenario, its default run (2 s) fills its library; then, for every lambda-compiled
 function in it (small modes' RK4 step and monitors, constraints' terms): its size (inputs,
@@ -8,6 +9,11 @@ outputs), the time to translate and compile it with LLVM (paid once, at ``embed-
 and the median time of one ``unsafe_real`` call on the run's arguments, lambda closures
 against the object code (median of ``--runs`` batches of 2000 calls).  The machine is
 shared: compare the ratios of one run, not figures across runs.
+
+``--fmus``: the median (and 90th percentile) of doStep(1 ms) + getReal of one output through
+fmpy over 5000 steps after 1000, for each FMU named, in this process one after the other:
+an FMU with its shipped object code (the translated functions) beside the same FMU with its
+resources/formed removed (symengine's closures compiled at instantiate).
 """
 
 from __future__ import annotations
@@ -31,12 +37,43 @@ def per_call_us(f, v, out, n=2000):
     return (time.perf_counter() - t) / n * 1e6
 
 
+def step_us(path, steps=6000, skip=1000):
+    """(median, p90) us of doStep(1 ms) + getReal of one output of the FMU ``path``."""
+    from fmpy import extract, read_model_description
+    from fmpy.fmi2 import FMU2Slave
+    md = read_model_description(path)
+    s = FMU2Slave(guid=md.guid, unzipDirectory=extract(path),
+                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName="bench")
+    s.instantiate()
+    s.setupExperiment(startTime=0.0)
+    s.enterInitializationMode()
+    s.exitInitializationMode()
+    vr = [v.valueReference for v in md.modelVariables if v.causality == "output"][:1]
+    t, times = 0.0, []
+    for _ in range(steps):
+        a = time.perf_counter()
+        s.doStep(t, 1e-3)
+        s.getReal(vr)
+        times.append(time.perf_counter() - a)
+        t += 1e-3
+    s.terminate()
+    s.freeInstance()
+    return np.median(times[skip:]) * 1e6, np.percentile(times[skip:], 90) * 1e6
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--names", nargs="*", default=["disk_ramp", "slider_crank3", "ball_bowl",
                                                      "pendulum_line", "pendulum_belt"])
+    ap.add_argument("--fmus", nargs="*", default=None)
     a = ap.parse_args(argv)
+    if a.fmus:
+        print("| FMU | doStep + getReal median (us) | p90 (us) |\n|---|---|---|")
+        for path in a.fmus:
+            med, p90 = step_us(path)
+            print(f"| {path} | {med:.1f} | {p90:.1f} |")
+        return
     import scenarios
     from embed.modes.library import ModeLibrary
     from test_lambda_native import lambda_functions
