@@ -189,3 +189,19 @@ def test_fmu_ships_its_small_modes(fmu_dir, tmp_path, name):
         assert modes and set(modes.values()) == {"LambdaNative"}
         assert set(terms) == {"slider3_link", "slider4_link"}
         assert {t for v in terms.values() for t in v} == {"LambdaNative"}
+
+
+def test_untranslatable_function_is_left_out():
+    """A construct with no bit-exact translation here (floor) keeps today's behaviour: the
+    function does not pickle, and ``picklable`` leaves out what holds it, keeping the rest."""
+    x = se.Symbol("x")
+    floor = functions.lambdify([x], [se.floor(x) + x], "floor of x")
+    plain = functions.lambdify([x], [se.sin(x) * x + 1], "sin of x")
+    assert floor(np.array([2.5]))[0] == 4.5
+    with pytest.raises(TypeError, match="floor of x does not pickle"):
+        pickle.dumps(floor)
+    library = ModeLibrary()
+    library.constraint_terms.update(kept=plain, dropped=floor)
+    shipped = pickle.loads(cloudpickle.dumps(library.picklable()))
+    assert set(shipped.constraint_terms) == {"kept"}
+    check(plain.fn, shipped.constraint_terms["kept"], spread(np.random.default_rng(3), 1, 200))
