@@ -205,3 +205,37 @@ def test_untranslatable_function_is_left_out():
     shipped = pickle.loads(cloudpickle.dumps(library.picklable()))
     assert set(shipped.constraint_terms) == {"kept"}
     check(plain.fn, shipped.constraint_terms["kept"], spread(np.random.default_rng(3), 1, 200))
+
+
+# not top and swing_bar: their symbolic modes are ``ProgramMode``s, which keep ctypes entry
+# points and do not pickle (docs/design.md, Start-up): compiled again at run time
+@pytest.mark.parametrize("name", ["disk_ramp", "slider_crank3", "pendulum_line", "ball_bowl",
+                                  "pendulum_belt", "kneed_walker"])
+def test_shipped_library_steps_without_compiling(name, monkeypatch):
+    """The library a default 8 s run filled, shipped (``picklable``, pickled and loaded) and
+    adopted by a fresh build of the scenario, runs the same 8 s bit for bit as the live run
+    without compiling anything: every lambda function it steps on is the shipped object code."""
+    from embed.codegen import native
+
+    def trace(sc, library):
+        sim = sc.simulator(embedding=sc.embedding, library=library)
+        rows = []
+        for k in range(800):
+            sim.advance((k + 1) * 0.01)
+            rows.append(np.concatenate(([sim.t, sim.mode_number, sim.event_count], sim.x,
+                                        sim.mon)))
+        return rows
+
+    sc = scenarios.load(name).build()
+    live = trace(sc, ModeLibrary.of(sc.automaton, sc.embedding))
+    blob = cloudpickle.dumps(ModeLibrary.of(sc.automaton, sc.embedding).picklable())
+    fresh = scenarios.load(name).build()
+    library = ModeLibrary.adopt(fresh.automaton, fresh.embedding, pickle.loads(blob))
+
+    def refuse(self, *args, **kw):
+        raise AssertionError(f"{type(self).__name__} compiled at run time")
+    monkeypatch.setattr(functions.Compiled, "__init__", refuse)      # every lambdify
+    monkeypatch.setattr(native.NativeFunction, "__init__", refuse)   # every LLVM compile
+    shipped = trace(fresh, library)
+    for got, want in zip(shipped, live):
+        np.testing.assert_array_equal(got, want, err_msg=f"t = {want[0]}")
