@@ -1,7 +1,8 @@
 """Compiled functions of one flat argument vector, and two expressions the modes are made of.
 
 ``lambdify`` compiles symengine expressions (``Compiled``: symengine's Lambdify called through
-``unsafe_real``); ``Tape`` runs a few expressions as a straight-line program in plain floats
+``unsafe_real``; a "lambda" one pickles as its bit-exact object code, ``embed.codegen.
+lambda_order``); ``Tape`` runs a few expressions as a straight-line program in plain floats
 (small functions shipped at run time); ``max_abs`` and ``norm1`` build the residual and
 kappa(B1) expressions of a mode's monitors (``embed.modes.compile.mode_parts``).
 """
@@ -19,8 +20,9 @@ from ..codegen.program import Program
 
 # symengine's "lambda" backend builds a tree of compiled C++ closures: for the disk's RK4
 # step it builds many times faster than "llvm" and calls a little slower (docs/design.md,
-# facts).  Building fast is what makes on-line embedding fit in a 1 ms step.  Only
-# "llvm" functions pickle, so the background worker compiles with "llvm".
+# facts).  Building fast is what makes on-line embedding fit in a 1 ms step.  The background
+# worker compiles with "llvm" (its functions pickle as they are); a "lambda" function pickles
+# only by being translated and compiled then (``Compiled.native``: shipped object code).
 BACKEND = "lambda"
 
 
@@ -32,11 +34,13 @@ class Compiled:
     the unsafe call, most in a step that finds the caches cold (the event steps of a 1 kHz
     real-time master; docs/design.md, facts)."""
 
-    __slots__ = ("fn", "n_in", "n_out", "unsafe_real")
+    __slots__ = ("fn", "n_in", "n_out", "unsafe_real", "source", "_native")
 
-    def __init__(self, fn, n_in, n_out):
+    def __init__(self, fn, n_in, n_out, source=None):
         self.fn, self.n_in, self.n_out = fn, n_in, n_out
         self.unsafe_real = fn.unsafe_real
+        # a "lambda" function's (args, exprs, what, cse): translated when pickled (``native``)
+        self.source, self._native = source, None
 
     def __call__(self, args):
         if type(args) is not np.ndarray or args.dtype != np.float64 or not args.flags.c_contiguous:
@@ -48,19 +52,44 @@ class Compiled:
         self.unsafe_real(args, out)
         return out
 
-    def __reduce__(self):            # LLVM functions pickle (the background worker's answers)
-        return (Compiled, (self.fn, self.n_in, self.n_out))
+    def native(self):
+        """This "lambda" function as object code computing the same bits for every argument
+        vector (``embed.codegen.lambda_order.LambdaNative``), compiled once; CompilationError
+        where an expression has no bit-exact translation."""
+        if self._native is None:
+            from ..codegen.lambda_order import native_of
+            args, exprs, what, cse = self.source
+            try:
+                self._native = native_of(args, exprs, what, cse)
+            except CompilationError as exc:
+                self._native = exc
+        if isinstance(self._native, Exception):
+            raise self._native
+        return self._native
+
+    def __reduce__(self):
+        """LLVM functions pickle as themselves (the background worker's answers); a "lambda"
+        function, which does not, as its bit-exact translation (``native``: object code
+        shipped in the FMU, issue 30), or not at all where it has none."""
+        if self.source is None:
+            return (Compiled, (self.fn, self.n_in, self.n_out))
+        try:
+            return self.native().__reduce__()
+        except CompilationError as exc:
+            raise TypeError(f"{self.source[2]} does not pickle: {exc}") from exc
 
 
 def lambdify(args, exprs, what, backend=None, opt_level=None, cse=True):
     """symengine Lambdify, with common-subexpression elimination unless ``cse`` is False
     (``exprs`` a flat list)."""
     kw = {"opt_level": opt_level} if opt_level is not None and backend == "llvm" else {}
+    args, exprs = list(args), list(exprs)
     try:
         fn = se.Lambdify(args, exprs, real=True, backend=backend or BACKEND, cse=cse, **kw)
     except Exception as exc:  # symengine raises RuntimeError/TypeError variants
         raise CompilationError(f"could not compile {what}: {exc}") from exc
-    return Compiled(fn, len(args), len(exprs))
+    source = (tuple(args), tuple(exprs), what, cse) if (backend or BACKEND) == "lambda" else None
+    return Compiled(fn, len(args), len(exprs), source)
 
 
 # ----------------------------------------------------------- a few expressions, no compile

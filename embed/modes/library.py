@@ -32,6 +32,7 @@ per constraint set and partition.
 
 from __future__ import annotations
 
+import copy
 import threading
 import weakref
 
@@ -39,6 +40,23 @@ _LIBRARIES = {}       # (id(automaton), embedding path) -> ModeLibrary, while th
 _LOCKS = {}           # id(automaton) -> the lock its simulators step under, while it lives
 _LOCKS_LOCK = threading.RLock()
 SYMBOLIC = ("embeddings", "expressions", "sets")    # not shipped (``picklable``)
+
+
+def _without_expressions(mode):
+    """``mode`` as shipped: a ``CompiledMode`` (the lambda backend's small modes) without the
+    expressions its right-hand side is compiled from at first use (the adaptive solver's),
+    that function compiled now from the live ones instead (and shipped as object code): loaded
+    expressions sum their terms in another order (docs/design.md, Start-up), and a right-hand
+    side compiled from them would not be the bare FMU's bit for bit."""
+    from .modes import CompiledMode
+    if type(mode) is not CompiledMode or mode._f is None:
+        return mode
+    if mode._rhs is None:                  # compiled as at its first use
+        import numpy as np
+        mode.rhs(0.0, np.zeros(mode.nx), np.zeros(len(mode._args) - 2 - mode.nx))
+    out = copy.copy(mode)
+    out._args = out._f = None
+    return out
 
 
 class ModeLibrary:
@@ -117,9 +135,10 @@ class ModeLibrary:
         return library
 
     def picklable(self) -> "ModeLibrary":
-        """A copy holding only what pickles (object code, data): a compiled function that
-        does not (symengine's interpreted ``Lambdify``) is left out and compiled again when
-        first needed, as without the copy.  The symbolic caches (``SYMBOLIC``: embeddings,
+        """A copy holding only what pickles (object code, data).  A function of symengine's
+        "lambda" backend pickles as its bit-exact object code (``Compiled.__reduce__``,
+        ``embed.codegen.lambda_order``); one that has none is left out and compiled again
+        when first needed, as without the copy.  The symbolic caches (``SYMBOLIC``: embeddings,
         converted expressions, entered sets) are left out too: formed again from the model
         that loads the copy (a loaded symengine expression lists its terms in another order,
         and LLVM code compiled from it differs in the last bit: ``embed.model.kane_terms``)."""
@@ -133,6 +152,7 @@ class ModeLibrary:
                 kept = {}
                 for k, v in value.items():
                     try:
+                        v = _without_expressions(v)
                         cloudpickle.dumps((k, v))
                     except Exception:  # noqa: BLE001 - not shippable: formed again on demand
                         continue
