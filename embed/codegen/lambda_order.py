@@ -163,8 +163,41 @@ def program_of(args, exprs, cse=True):
     return prog, [w.expr(e) for e in reduced]
 
 
+class LambdaNative:
+    """A lambda function's translation (``NativeFunction``) called as cheaply as symengine's
+    ``unsafe_real``: the argument array's address read once while the caller passes the same
+    array (a mode's kept argument buffer), the outputs written into a buffer of its own and
+    copied out.  numpy's ``.ctypes.data`` costs about 2 us a call on these machines, twice a
+    call: more than a small function's whole work (``benchmarks/bench_lambda_native.py``).
+    Same interface as ``embed.modes.functions.Compiled``; pickles as object code."""
+
+    __slots__ = ("native", "n_in", "n_out", "_f", "_arg", "_at", "_out")
+
+    def __init__(self, native):
+        from .native import Buffer
+        self.native, self.n_in, self.n_out = native, native.n_in, native.n_out
+        self._f = native._f
+        self._arg, self._at = None, 0       # the last argument array (kept: its id stays its)
+        self._out = Buffer(max(native.n_out, 1))
+
+    def unsafe_real(self, args, out):
+        if args is not self._arg:
+            if not (args.flags.c_contiguous and args.dtype == np.float64):
+                args = np.ascontiguousarray(args, dtype=np.float64)
+            self._arg, self._at = args, args.ctypes.data
+        self._f(self._at, self._out.at)
+        out[:] = self._out.array[:self.n_out]
+
+    def __call__(self, args):
+        return self.native(args)
+
+    def __reduce__(self):
+        return (LambdaNative, (self.native,))
+
+
 def native_of(args, exprs, what, cse=True):
-    """The ``NativeFunction`` computing what the lambda backend's ``Lambdify`` computes."""
+    """The function (``LambdaNative``: object code) computing what the lambda backend's
+    ``Lambdify`` computes."""
     from .native import compile_program
     prog, outs = program_of(args, exprs, cse)
-    return compile_program(prog, outs, what)
+    return LambdaNative(compile_program(prog, outs, what))

@@ -1,7 +1,8 @@
 """Compiled functions of one flat argument vector, and two expressions the modes are made of.
 
 ``lambdify`` compiles symengine expressions (``Compiled``: symengine's Lambdify called through
-``unsafe_real``); ``Tape`` runs a few expressions as a straight-line program in plain floats
+``unsafe_real``; a "lambda" one pickles as its bit-exact object code, ``embed.codegen.
+lambda_order``); ``Tape`` runs a few expressions as a straight-line program in plain floats
 (small functions shipped at run time); ``max_abs`` and ``norm1`` build the residual and
 kappa(B1) expressions of a mode's monitors (``embed.modes.compile.mode_parts``).
 """
@@ -19,8 +20,9 @@ from ..codegen.program import Program
 
 # symengine's "lambda" backend builds a tree of compiled C++ closures: for the disk's RK4
 # step it builds many times faster than "llvm" and calls a little slower (docs/design.md,
-# facts).  Building fast is what makes on-line embedding fit in a 1 ms step.  Only
-# "llvm" functions pickle, so the background worker compiles with "llvm".
+# facts).  Building fast is what makes on-line embedding fit in a 1 ms step.  The background
+# worker compiles with "llvm" (its functions pickle as they are); a "lambda" function pickles
+# only by being translated and compiled then (``Compiled.native``: shipped object code).
 BACKEND = "lambda"
 
 
@@ -51,8 +53,8 @@ class Compiled:
         return out
 
     def native(self):
-        """This "lambda" function as a ``NativeFunction`` computing the same bits for every
-        argument vector (``embed.codegen.lambda_order``), compiled once; CompilationError
+        """This "lambda" function as object code computing the same bits for every argument
+        vector (``embed.codegen.lambda_order.LambdaNative``), compiled once; CompilationError
         where an expression has no bit-exact translation."""
         if self._native is None:
             from ..codegen.lambda_order import native_of
@@ -81,6 +83,7 @@ def lambdify(args, exprs, what, backend=None, opt_level=None, cse=True):
     """symengine Lambdify, with common-subexpression elimination unless ``cse`` is False
     (``exprs`` a flat list)."""
     kw = {"opt_level": opt_level} if opt_level is not None and backend == "llvm" else {}
+    args, exprs = list(args), list(exprs)
     try:
         fn = se.Lambdify(args, exprs, real=True, backend=backend or BACKEND, cse=cse, **kw)
     except Exception as exc:  # symengine raises RuntimeError/TypeError variants

@@ -32,6 +32,7 @@ per constraint set and partition.
 
 from __future__ import annotations
 
+import copy
 import threading
 import weakref
 
@@ -39,6 +40,23 @@ _LIBRARIES = {}       # (id(automaton), embedding path) -> ModeLibrary, while th
 _LOCKS = {}           # id(automaton) -> the lock its simulators step under, while it lives
 _LOCKS_LOCK = threading.RLock()
 SYMBOLIC = ("embeddings", "expressions", "sets")    # not shipped (``picklable``)
+
+
+def _without_expressions(mode):
+    """``mode`` as shipped: a ``CompiledMode`` (the lambda backend's small modes) without the
+    expressions its right-hand side is compiled from at first use (the adaptive solver's),
+    that function compiled now from the live ones instead (and shipped as object code): loaded
+    expressions sum their terms in another order (docs/design.md, Start-up), and a right-hand
+    side compiled from them would not be the bare FMU's bit for bit."""
+    from .modes import CompiledMode
+    if type(mode) is not CompiledMode or mode._f is None:
+        return mode
+    if mode._rhs is None:                  # compiled as at its first use
+        import numpy as np
+        mode.rhs(0.0, np.zeros(mode.nx), np.zeros(len(mode._args) - 2 - mode.nx))
+    out = copy.copy(mode)
+    out._args = out._f = None
+    return out
 
 
 class ModeLibrary:
@@ -134,6 +152,7 @@ class ModeLibrary:
                 kept = {}
                 for k, v in value.items():
                     try:
+                        v = _without_expressions(v)
                         cloudpickle.dumps((k, v))
                     except Exception:  # noqa: BLE001 - not shippable: formed again on demand
                         continue
