@@ -53,6 +53,16 @@ import traceback
 
 
 ANSWERED = ("mode", "call")      # the requests answered (by a "done" at least)
+_SERVING = {}                    # the call being served: its inbox, client and slot
+
+
+def superseded() -> bool:
+    """Whether a later request of the client and slot of the call being served is waiting
+    (it will be served in this one's place): a job may then skip work only its own answer
+    would use, e.g. a compile that makes the answer no different in value (a fence's jet:
+    ``scenarios/disk_fence/family.worker_jet``).  False outside a worker's call."""
+    inbox = _SERVING.get("inbox")
+    return inbox is not None and inbox.waiting(_SERVING["cid"], _SERVING["slot"])
 
 
 def read_frame(stream):
@@ -102,6 +112,14 @@ class _Inbox:
             while not self.items:
                 self.cond.wait()
             return self.items.popleft()
+
+    def waiting(self, cid, slot):
+        """Whether a request of client ``cid`` with ``slot`` (not None) is waiting."""
+        if slot is None:
+            return False
+        with self.cond:
+            return any(it[0] == cid and it[3] == slot and it[2][0] in ANSWERED
+                       for it in self.items)
 
     def latest(self, cid, slot):
         """The latest waiting request of client ``cid`` with ``slot``, taken out of the inbox in
@@ -254,6 +272,7 @@ def main(argv=None):
                 write(cid, rid, ("done",))
                 continue
             try:
+                _SERVING.update(inbox=inbox, cid=cid, slot=slot)
                 for part in jobs[fname](forms, *args):
                     if isinstance(part, Relay):
                         n = sum(r[0] in ANSWERED for r in part.requests)
@@ -270,6 +289,7 @@ def main(argv=None):
             except Exception as exc:  # noqa: BLE001 - report, keep serving
                 write(cid, rid, ("error", fname, f"{type(exc).__name__}: {exc}",
                                  traceback.format_exc()))
+            _SERVING.clear()
             write(cid, rid, ("done",))
             continue
         key, opts = req[1], (req[2] if len(req) > 2 else {})

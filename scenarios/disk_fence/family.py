@@ -14,6 +14,7 @@ import numpy as np
 import symengine as se
 
 from embed import Constraint, ConstraintSet, Guard, Mode, holonomic
+from embed.background.worker import superseded
 from embed.codegen.native import OPT_FAST, compile_program
 from embed.codegen.program import Program
 from embed.modes.functions import Tape, lambdify
@@ -130,7 +131,8 @@ def worker_jet(profile):
     TAPE_MAX_OPS operations, else the jet compiled to machine code (``native.compile_program``):
     a tape runs in Python, 0.1-0.3 ms a call for a product of ten sine factors (1,300
     operations), four calls an RK4 step on the family's embedding, against 5-10 us compiled.
-    The same bits either way (the same operations in order, IEEE arithmetic and the same libm;
+    The tape also when a later announcement of the same instance is already waiting
+    (``embed.background.worker.superseded``).  The same bits either way (the same operations in order, IEEE arithmetic and the same libm;
     tested).  The stepping process loads a compiled jet in its loader thread
     (``native.load_later``), off the stepping path (issue 30, tails).
 
@@ -144,7 +146,9 @@ def worker_jet(profile):
     """
     prog = Program(1)
     outs = prog.emit(list(profile.jet()), {se.Symbol(SIGMA.name): 0})
-    if len(prog.ops) <= TAPE_MAX_OPS:
+    if len(prog.ops) <= TAPE_MAX_OPS or superseded():
+        # a later announcement of this instance waits: its fence will replace this one,
+        # whose tape is the answer at once (a storm of announcements compiles only the last)
         return jet_function(profile)
     # codegen level 0: compiled in a third of level 1's time, as fast a call (the fence is
     # ready sooner)
