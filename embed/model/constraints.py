@@ -40,7 +40,8 @@ def holonomic(model: Model, name: str, phi) -> Constraint:
         raise ModelDefinitionError(
             f"configuration constraint {name!r} depends on speeds; give it as a motion constraint")
     grad = [se.diff(phi, qi) for qi in model.q]
-    dphi = sum((g * qd for g, qd in zip(grad, model.qdot)), se.Integer(0)) + se.diff(phi, symbols.TIME)
+    dphi = sum((g * qd for g, qd in zip(grad, model.qdot)), se.Integer(0)) \
+        + se.diff(phi, symbols.TIME)
     return _from_motion(model, name, dphi, phi)
 
 
@@ -93,7 +94,8 @@ def gamma(model: Model, c: Constraint):
     """gamma = (B u + C)_q qdot + (B u + C)_t: the constraint at acceleration level is
     B udot + gamma = 0 (the Bdot u + Cdot of gillespie2005 eq 12)."""
     v = velocity(c, model.u)
-    return sum((se.diff(v, qi) * qd for qi, qd in zip(model.q, model.qdot)), se.diff(v, symbols.TIME))
+    return sum((se.diff(v, qi) * qd for qi, qd in zip(model.q, model.qdot)),
+               se.diff(v, symbols.TIME))
 
 
 def phi_and_gradient(model: Model, c: Constraint):

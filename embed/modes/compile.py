@@ -61,7 +61,8 @@ def mode_parts(model, eqs, params, outputs, residuals, guards, kappa=None,
              "sizes": (model.n, len(eqs.forces), len(outputs), len(guards), len(eqs.multipliers))}
     if eqs.solution is not None:
         f = list(eqs.qdot) + list(eqs.udot_ind)
-        parts.update(kind="explicit", args=[symbols.TIME, step_symbol()] + x + list(params), f=f, mon=mon,
+        parts.update(kind="explicit", args=[symbols.TIME, step_symbol()] + x + list(params),
+                     f=f, mon=mon,
                      compose=se.count_ops(*mon) <= (compose_ops or COMPOSE_OPS))
     else:
         nz = len(eqs.z)

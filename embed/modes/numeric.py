@@ -132,7 +132,8 @@ class NumericTerms:
         # faster than the lambda backend's for a long chain: docs/design.md, facts)
         self.terms = lambdify(self.args_tqu, exprs, f"the unconstrained terms of {model.name!r}",
                               "llvm")
-        self.margs = [symbols.TIME] + list(model.q) + list(model.u) + list(model.forces) + self.psyms
+        self.margs = [symbols.TIME] + list(model.q) + list(model.u) + list(model.forces) \
+            + self.psyms
         self.mon = {}
         self.laws = {}
         self.lam_names = {}
@@ -156,7 +157,8 @@ class NumericTerms:
                                        f"parameters {[str(s) for s in self.psyms]}, not {psyms}")
         self.model, self.psyms = model, list(psyms)
         self.args_tqu = [symbols.TIME] + list(model.q) + list(model.u) + self.psyms
-        self.margs = [symbols.TIME] + list(model.q) + list(model.u) + list(model.forces) + self.psyms
+        self.margs = [symbols.TIME] + list(model.q) + list(model.u) + list(model.forces) \
+            + self.psyms
 
     def install_mode(self, mode_id, mon, laws_idx=(), laws_fn=None, lam_names=()):
         """A mode whose monitors (and laws) were compiled elsewhere (the background worker)."""
