@@ -27,10 +27,14 @@ import json, sys, traceback
 import numpy as np
 first = []
 
+symengine = []
+
 class Watch:
     def find_spec(self, name, path=None, target=None):
         if name == "sympy" and not first:
             first.append([f.name for f in traceback.extract_stack()])
+        if name == "symengine" and not symengine:
+            symengine.append(traceback.format_stack()[-12:-1])
 
 sys.meta_path.insert(0, Watch())
 from fmpy import simulate_fmu
@@ -41,7 +45,8 @@ res = simulate_fmu(sys.argv[1], stop_time=8.0, output_interval=0.01,
                                                 else str(a[-1])), debug_logging=True)
 np.save(sys.argv[2], res)
 print(json.dumps({"log": log, "sympy": first[0] if first else None,
-                  "symengine": "symengine" in sys.modules}))
+                  "symengine": symengine[0] if symengine else None,
+                  "modules": [m for m in ("sympy", "symengine") if m in sys.modules]}))
 """
 
 
@@ -78,7 +83,7 @@ def test_image_fmu_bit_for_bit_hand_over_and_refusals(fmu_dir, tmp_path, name):
     to the real scenario), with the image corrupted (one byte: refused by its SHA-256) and
     formed for another model (refused by its key): each refusal logged, every output at
     every communication point bit for bit the bare FMU's.  As built, the processes never
-    import sympy through 8 s of impacts, entries and releases; without the object code it
+    import sympy or symengine through 8 s of impacts, entries and releases; without the object code it
     is imported by the hand-over (``AutomatonForms.symbolic``), never by loading the image."""
     fmu = fmu_dir / f"{name}.fmu"
     img = f"resources/{shipped.FOLDER}/{shipped.IMAGE_FILE}"
@@ -110,9 +115,12 @@ def test_image_fmu_bit_for_bit_hand_over_and_refusals(fmu_dir, tmp_path, name):
     for sub, why in (("corrupt", "corrupt"), ("foreign", "another model")):
         refused = [line for line in logs[sub] if "shipped scenario image not used" in line]
         assert refused and why in refused[0], logs[sub]
-    # the image loaded: sympy never (the object code held every mode it met), or imported
-    # by the hand-over only (no object code: at the start)
+    # the image loaded: neither sympy nor symengine ever (the object code held every mode it
+    # met, symengine's LLVM functions as their object code), or imported by the hand-over
+    # only (no object code: at the start)
     assert runs["shipped"][1]["sympy"] is None
+    assert runs["shipped"][1]["symengine"] is None, "".join(runs["shipped"][1]["symengine"])
+    assert runs["shipped"][1]["modules"] == []
     assert "symbolic" in runs["no_objects"][1]["sympy"]
     bare = runs["bare"][0]
     assert bare.shape[0] == 801 and bare["time"][-1] == pytest.approx(8.0)

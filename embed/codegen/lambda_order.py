@@ -31,7 +31,6 @@ the lambda backend's.
 from __future__ import annotations
 
 import numpy as np
-import symengine as se
 
 from ..base.errors import CompilationError
 from .program import Program
@@ -40,7 +39,7 @@ _UNARY = {"sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "aco
           "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "log": "log",
           "Abs": "fabs"}
 _CONSTS = {}          # a constant -> the double symengine's visitor converts it to
-_DUMMY = se.Symbol("_lambda_order_dummy")
+_DUMMY = []          # the constant function's argument (symengine imported where translating)
 
 
 def visitor_value(c):
@@ -49,8 +48,11 @@ def visitor_value(c):
     visitor itself, once per constant."""
     v = _CONSTS.get(c)
     if v is None:
+        import symengine as se
+        if not _DUMMY:
+            _DUMMY.append(se.Symbol("_lambda_order_dummy"))
         try:
-            fn = se.Lambdify([_DUMMY], [c], real=True, backend="lambda", cse=False)
+            fn = se.Lambdify(_DUMMY[:1], [c], real=True, backend="lambda", cse=False)
             out = np.empty(1)
             fn.unsafe_real(np.zeros(1), out)
         except Exception as exc:  # noqa: BLE001 - symengine raises RuntimeError variants
@@ -78,6 +80,7 @@ class _Writer:
         """No memo by expression: two equal expressions may iterate their terms in two
         orders (and the visitor sums each in its own); the program's value numbering shares
         what is computed alike."""
+        import symengine as se
         if e.is_Symbol:                 # the visitor looks in the inputs first, then cse's
             i = self.inputs.get(e)
             if i is None:
@@ -127,6 +130,7 @@ class _Writer:
         return r
 
     def _mul(self, args):
+        import symengine as se
         factors = list(args)
         r = self.const(factors.pop(0)) if factors[0].is_Number else None
         for f in factors:
@@ -139,6 +143,7 @@ class _Writer:
 def _split_coef(t):
     """(coefficient or None for 1, term) of an Add's argument: the (key, value) of its dict
     (a key is never a number and its own coefficient is 1)."""
+    import symengine as se
     if type(t).__name__ == "Mul":
         a = t.args
         if a[0].is_Number:
@@ -150,6 +155,7 @@ def _split_coef(t):
 def program_of(args, exprs, cse=True):
     """(program, output registers) computing ``exprs`` of the symbols ``args`` as
     ``se.Lambdify(args, exprs, backend="lambda", cse=cse)`` does, operation for operation."""
+    import symengine as se
     if not all(getattr(a, "is_Symbol", False) for a in args):
         raise CompilationError("a lambda function of arguments that are not symbols")
     prog = Program(len(args))
@@ -176,11 +182,15 @@ class LambdaNative:
     def __init__(self, native):
         from .native import Buffer
         self.native, self.n_in, self.n_out = native, native.n_in, native.n_out
-        self._f = native._f
+        # read at the first call: a function unpickled inside ``native.deferred_loads`` is
+        # loaded later, by the loader thread
+        self._f = None
         self._arg, self._at = None, 0       # the last argument array (kept: its id stays its)
         self._out = Buffer(max(native.n_out, 1))
 
     def unsafe_real(self, args, out):
+        if self._f is None:
+            self._f = self.native._f
         if args is not self._arg:
             if not (args.flags.c_contiguous and args.dtype == np.float64):
                 args = np.ascontiguousarray(args, dtype=np.float64)

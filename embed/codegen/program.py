@@ -9,7 +9,7 @@ Registers 0 .. n_in - 1 hold the arguments; every operation writes one new regis
 
 from __future__ import annotations
 
-import symengine as se
+from ..base.lazy import symengine as se
 
 from ..base.errors import CompilationError
 from . import ldlt

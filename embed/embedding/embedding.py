@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import symengine as se
+from ..base.lazy import symengine as se
 
 from ..model.constraints import ConstraintSet, block_inverse
 from ..base.errors import ConstraintRankError, SymbolicBudgetError
-from ..model.model import TIME, Model
+from ..model import symbols
+from ..model.model import Model
 from .partition import TIE, partition  # noqa: F401  (importable from here, as before the split)
 
 
@@ -118,7 +119,7 @@ def embed(model: Model, cset: ConstraintSet, dep: tuple) -> Embedding:
 
         def ddt(e):
             return sum((se.diff(e, qi) * qd for qi, qd in zip(model.q, qdot)),
-                       se.diff(e, TIME))
+                       se.diff(e, symbols.TIME))
 
         if tree_size(list(D) + list(E), EMBED_NODES) > EMBED_NODES:
             raise SymbolicBudgetError(

@@ -5,7 +5,7 @@ forces and multipliers recovered."""
 
 from __future__ import annotations
 
-import symengine as se
+from ..base.lazy import symengine as se
 
 from ..base.errors import ModelDefinitionError
 from ..model.model import Model, to_symengine

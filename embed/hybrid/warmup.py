@@ -8,9 +8,10 @@ first unpickling of a symengine expression or an LLVM function (what each costs:
 from __future__ import annotations
 
 import pickle
+import sys
 
 import numpy as np
-import symengine as se
+from ..base.lazy import symengine as se
 
 from ..modes.functions import lambdify
 from ..embedding.partition import kappa, partition
@@ -62,7 +63,9 @@ def warm_up(sim):
             B = np.ones((m, size)) + np.eye(m, size)
             partition(B)
             kappa(B, tuple(range(m)))
-        if not _WARMED:          # once a process: each LLVM compile keeps its memory
+        # once a process (each LLVM compile keeps its memory), and only where symengine is
+        # in use: a process stepping on shipped object code never imports it (issue 30)
+        if not _WARMED and "symengine" in sys.modules:
             x = se.Symbol("x")   # unpickling symengine expressions and LLVM functions
             pickle.loads(pickle.dumps([se.sin(x) + 1,
                                        lambdify([x], [se.sin(x)], "x", "llvm")]))

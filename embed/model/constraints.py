@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import symengine as se
+from ..base.lazy import symengine as se
 
 from ..base.errors import ModelDefinitionError
-from .symbols import TIME
+from . import symbols
 
 if TYPE_CHECKING:              # annotations only: a model's module reaches these through joints
     from .model import Model
@@ -40,7 +40,8 @@ def holonomic(model: Model, name: str, phi) -> Constraint:
         raise ModelDefinitionError(
             f"configuration constraint {name!r} depends on speeds; give it as a motion constraint")
     grad = [se.diff(phi, qi) for qi in model.q]
-    dphi = sum((g * qd for g, qd in zip(grad, model.qdot)), se.Integer(0)) + se.diff(phi, TIME)
+    dphi = sum((g * qd for g, qd in zip(grad, model.qdot)), se.Integer(0)) \
+        + se.diff(phi, symbols.TIME)
     return _from_motion(model, name, dphi, phi)
 
 
@@ -79,7 +80,7 @@ def _moves(model: Model, c: Constraint) -> bool:
         memo = {}
         object.__setattr__(c, "_memo", memo)     # a frozen dataclass: not a field
     if key not in memo:
-        moving = set(model.q) | {TIME}
+        moving = set(model.q) | {symbols.TIME}
         memo[key] = any(e.free_symbols & moving for e in c.B)
     return memo[key]
 
@@ -93,7 +94,8 @@ def gamma(model: Model, c: Constraint):
     """gamma = (B u + C)_q qdot + (B u + C)_t: the constraint at acceleration level is
     B udot + gamma = 0 (the Bdot u + Cdot of gillespie2005 eq 12)."""
     v = velocity(c, model.u)
-    return sum((se.diff(v, qi) * qd for qi, qd in zip(model.q, model.qdot)), se.diff(v, TIME))
+    return sum((se.diff(v, qi) * qd for qi, qd in zip(model.q, model.qdot)),
+               se.diff(v, symbols.TIME))
 
 
 def phi_and_gradient(model: Model, c: Constraint):

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 import sympy as sp
-import symengine as se
+from ..base.lazy import symengine as se
 from sympy.physics.mechanics import KanesMethod, dynamicsymbols
 
 from ..base.errors import ModelDefinitionError
 from . import kane_terms
-from .symbols import TIME
+from . import symbols
 
 
 def to_symengine(e):
@@ -28,6 +28,12 @@ def to_symengine(e):
     if isinstance(e, se.Basic):
         return e
     return se.sympify(_expression_object(e))
+
+
+def __getattr__(name):          # ``TIME``: made at its first use (``symbols``)
+    if name == "TIME":
+        return symbols.TIME
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _expression_object(e):
@@ -98,7 +104,7 @@ class Model:
         self.constraints = {}      # by name: those of a System (from_system)
         self.joints = ()
         known = set(self.q) | set(self.u) | set(self.ud) | set(self.forces) \
-            | set(self.params) | set(self.inputs) | {TIME}
+            | set(self.params) | set(self.inputs) | {symbols.TIME}
         for i, e in enumerate(self.Fr + self.Frstar + self.aux + self.qdot):
             unknown = e.free_symbols - known
             if unknown:

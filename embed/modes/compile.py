@@ -16,11 +16,11 @@ module forms a mode's parts and makes its compiled mode.  See docs/design.md, "D
 
 from __future__ import annotations
 
-import symengine as se
+from ..base.lazy import symengine as se
 
 from ..model.constraints import phi_and_gradient
 from ..base.errors import CompilationError
-from ..model.symbols import TIME
+from ..model import symbols
 from .driven import DrivenMode, compile_driven
 from .modes import CompiledMode, LinearMode, ProgramMode, rk4_scheme
 from .functions import lambdify, max_abs
@@ -28,12 +28,19 @@ from .programs import linear_program
 from ..codegen.native import (OPT_FAST, OPT_RUN, RUN_MAX_OPS, NativeFunction, compile_program,
                      largest_function)
 
-H = se.Symbol("h_step")
+_H = []        # the step's symbol h, made at the first step formed (symengine imported then)
+
+
+def step_symbol():
+    """The symbol h of the composed step's argument vector (t, h, x, p); one object."""
+    if not _H:
+        _H.append(se.Symbol("h_step"))
+    return _H[0]
 COMPOSE_OPS = 400   # monitors up to this many operations go into the composed RK4 step;
                     # beyond, they are a second function (multipliers pushed through the
                     # composition took minutes to compile for the triple slider-crank)
 
-def mode_parts(model, eqs, params, outputs, residuals, guards, kappa=se.Integer(1),
+def mode_parts(model, eqs, params, outputs, residuals, guards, kappa=None,
                compose_ops=None):
     """Everything needed to compile a mode, as picklable symengine objects.
     ``kappa``: kappa(B1) as an expression of (t, q), a monitor so that watching it for
@@ -43,6 +50,8 @@ def mode_parts(model, eqs, params, outputs, residuals, guards, kappa=se.Integer(
     "linear": S z = s and qdot compiled as functions of x, the monitors of (x, z); z is
     solved numerically at each evaluation (no symbolic inverse of a large matrix).
     """
+    if kappa is None:
+        kappa = se.Integer(1)
     ind = tuple(eqs.emb.ind)
     x = list(model.q) + [model.u[i] for i in ind]
     mon = (list(eqs.u_full) + list(eqs.forces) + list(outputs) + [max_abs(residuals), kappa]
@@ -52,7 +61,8 @@ def mode_parts(model, eqs, params, outputs, residuals, guards, kappa=se.Integer(
              "sizes": (model.n, len(eqs.forces), len(outputs), len(guards), len(eqs.multipliers))}
     if eqs.solution is not None:
         f = list(eqs.qdot) + list(eqs.udot_ind)
-        parts.update(kind="explicit", args=[TIME, H] + x + list(params), f=f, mon=mon,
+        parts.update(kind="explicit", args=[symbols.TIME, step_symbol()] + x + list(params),
+                     f=f, mon=mon,
                      compose=se.count_ops(*mon) <= (compose_ops or COMPOSE_OPS))
     else:
         nz = len(eqs.z)
@@ -90,8 +100,8 @@ def compile_parts(parts, key, backend=None):
         return (compile_program(prog, outs, what, OPT_RUN),)
     except CompilationError:
         pass
-    ax = [TIME] + parts["x"] + parts["params"]
-    axz = [TIME] + parts["x"] + parts["z"] + parts["params"]
+    ax = [symbols.TIME] + parts["x"] + parts["params"]
+    axz = [symbols.TIME] + parts["x"] + parts["z"] + parts["params"]
     return (lambdify(ax, parts["sys"], f"the equations of mode {key}", backend),
             lambdify(axz, parts["mon"], f"the monitors of mode {key}", backend))
 
@@ -127,13 +137,14 @@ def _rk4_compose(x, f, mon):
     x = _Vector(x)
 
     def stage(t, xs):
-        if t is TIME and xs is x:
+        if t is symbols.TIME and xs is x:
             return _Vector(f)
         sub = {xi: xs_i for xi, xs_i in zip(x, xs)}
-        sub[TIME] = t
+        sub[symbols.TIME] = t
         return _Vector(e.subs(sub) for e in f)
 
-    xn = list(rk4_scheme(stage, TIME, x, H))
+    H = step_symbol()
+    xn = list(rk4_scheme(stage, symbols.TIME, x, H))
     sub = {xi: xni for xi, xni in zip(x, xn)}
-    sub[TIME] = TIME + H
+    sub[symbols.TIME] = symbols.TIME + H
     return xn + [e.subs(sub) for e in mon] + [sum((se.Abs(v) for v in xn), se.Integer(0))]

@@ -30,11 +30,11 @@ otherwise, and the general embedding runs).
 from __future__ import annotations
 
 import numpy as np
-import symengine as se
+from ..base.lazy import symengine as se
 
 from ..model.constraints import gamma, phi_and_gradient, velocity
 from ..base.errors import ConstraintRankError
-from ..model.symbols import TIME
+from ..model import symbols
 from .driven_program import driven_program
 from .modes import _SymbolicMode, rk4_stepwise
 
@@ -96,9 +96,9 @@ def driven_parts(model, params, cset, dep, outputs, guards):
     return {"kind": "driven", "x": q, "ind": (), "dep": tuple(dep), "params": list(params),
             "phi": [phi_and_gradient(model, c) for c in cset.items if c.holonomic],
             "sizes": (n, 0, len(outputs), len(guards), n),
-            "args_q": [TIME] + q + list(params), "sys": B + C,
-            "args_u": [TIME] + q + u + list(params), "qdot": None if identity else qdot,
-            "dyn": dyn, "args_mon": [TIME] + q + u + ud + lam + list(params), "mon": mon}
+            "args_q": [symbols.TIME] + q + list(params), "sys": B + C,
+            "args_u": [symbols.TIME] + q + u + list(params), "qdot": None if identity else qdot,
+            "dyn": dyn, "args_mon": [symbols.TIME] + q + u + ud + lam + list(params), "mon": mon}
 
 
 def compile_driven(parts, key, backend=None):

@@ -13,7 +13,7 @@ import math
 import operator
 
 import numpy as np
-import symengine as se
+from ..base.lazy import symengine as se
 
 from ..base.errors import CompilationError
 from ..codegen.program import Program
@@ -68,10 +68,16 @@ class Compiled:
         return self._native
 
     def __reduce__(self):
-        """LLVM functions pickle as themselves (the background worker's answers); a "lambda"
+        """LLVM functions pickle as their object code (``embed.codegen.llvm_object``: the
+        machine code symengine compiled, loaded without symengine; the background worker's
+        answers, the shipped libraries), else as themselves; a "lambda"
         function, which does not, as its bit-exact translation (``native``: object code
         shipped in the FMU, issue 30), or not at all where it has none."""
         if self.source is None:
+            from ..codegen.llvm_object import native_of_llvm
+            native = native_of_llvm(self.fn, self.n_in, self.n_out)
+            if native is not None:         # its object code, loaded without symengine
+                return native.__reduce__()
             return (Compiled, (self.fn, self.n_in, self.n_out))
         try:
             return self.native().__reduce__()

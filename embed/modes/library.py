@@ -43,12 +43,18 @@ SYMBOLIC = ("embeddings", "expressions", "sets")    # not shipped (``picklable``
 
 
 def _without_expressions(mode):
-    """``mode`` as shipped: a ``CompiledMode`` (the lambda backend's small modes) without the
+    """``mode`` as shipped: a ``ProgramMode`` without its parts, its right-hand side compiled
+    from them now; a ``CompiledMode`` (the lambda backend's small modes) without the
     expressions its right-hand side is compiled from at first use (the adaptive solver's),
     that function compiled now from the live ones instead (and shipped as object code): loaded
     expressions sum their terms in another order (docs/design.md, Start-up), and a right-hand
     side compiled from them would not be the bare FMU's bit for bit."""
-    from .modes import CompiledMode
+    from .modes import CompiledMode, ProgramMode
+    if type(mode) is ProgramMode and mode._parts is not None:
+        mode.compile_rhs()                 # from the live parts (symengine expressions)
+        out = copy.copy(mode)
+        out._parts = out._args = out._f = None
+        return out
     if type(mode) is not CompiledMode or mode._f is None:
         return mode
     if mode._rhs is None:                  # compiled as at its first use

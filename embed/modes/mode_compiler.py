@@ -103,7 +103,8 @@ class ModeCompiler(PreparedPrograms):
         constraints must be known (``add_constraint``)."""
         self.forms.add_mode(mode)
         if self.library.terms is not None:
-            outs, guards = self.forms.mode_exprs(mode.id)
+            outs, guards = self.forms.mode_exprs(mode.id)     # the real symbols now
+            self.library.terms.bind(self.forms.model, self.forms.psyms)
             self.library.terms.add_mode(mode.id, mode.laws, outs, guards, mode.constraints)
         if self.compiler is not None:
             self.compiler.announce_mode(mode)

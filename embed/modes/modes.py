@@ -342,6 +342,13 @@ class ProgramMode(CompiledMode):
     def rhs(self, t, x, p):
         """xdot = [qdot, udot_ind] (eq 2 and 16), compiled on first use (the adaptive solver)."""
         if self._rhs is None:
+            self.compile_rhs()
+        return CompiledMode.rhs(self, t, x, p)
+
+    def compile_rhs(self):
+        """Compile the right-hand side from the mode's parts (as at its first use), unless
+        it is; its parts are no longer needed then (``library.picklable`` ships it so)."""
+        if self._rhs is None:
             if self._parts is None:
                 raise CompilationError(f"mode {self.key} came from the background worker without "
                                        "its right-hand side (ask for it with rhs=True)")
@@ -351,4 +358,3 @@ class ProgramMode(CompiledMode):
             make = driven_program if self._parts["kind"] == "driven" else linear_program
             prog, outs = make(self._parts, rhs_only=True)
             self._rhs = compile_program(prog, outs, f"the right-hand side of mode {self.key}")
-        return CompiledMode.rhs(self, t, x, p)

@@ -16,18 +16,18 @@ at once; the symbolic path (``compile``) replaces it when its compile is done.
 from __future__ import annotations
 
 import numpy as np
-import symengine as se
 
 from .functions import lambdify
+from ..model import symbols
 from ..model.constraints import gamma, moving_B, phi_and_gradient, velocity
 from ..embedding.partition import kappa
 from ..base.errors import ConstraintRankError, ModelDefinitionError
-from ..model.symbols import TIME
 from .modes import Layout, rk4_stepwise
 
 
 def lam_symbol(name):
     """The symbol by which outputs and switching conditions name a constraint's multiplier."""
+    import symengine as se
     return se.Symbol("lambda_" + name)
 
 
@@ -56,7 +56,7 @@ class ConstraintTerms:
             self.BC, self.gamma, self.phi = fns
         else:
             ex = constraint_exprs(model, c)
-            tq, tqu = [TIME] + q + list(psyms), [TIME] + q + u + list(psyms)
+            tq, tqu = [symbols.TIME] + q + list(psyms), [symbols.TIME] + q + u + list(psyms)
             self.BC = lambdify(tq, ex["BC"], f"constraint {c.name!r}", backend, opt_level)
             self.gamma = lambdify(tqu, ex["gamma"], f"gamma of {c.name!r}", backend, opt_level)
             self.phi = lambdify(tq, ex["phi"], f"Phi of {c.name!r}", backend,
@@ -94,6 +94,7 @@ class EntryTerms:
     of microseconds in a 1 kHz loop that finds the caches cold."""
 
     def __init__(self, model, cset, psyms, backend=None):
+        import symengine as se
         n, m = model.n, len(cset)
         self.n, self.m, self.key = n, m, cset.key
         E = [fr + fs for fr, fs in zip(model.Fr, model.Frstar)]
@@ -103,7 +104,7 @@ class EntryTerms:
         K += [B[k] + [se.Integer(0)] * m for k in range(m)]
         rhs = [se.Integer(0)] * n + [-velocity(c, model.u) for c in cset.items]
         phi = [c.phi for c in cset.items if c.holonomic]
-        self.fn = lambdify([TIME] + list(model.q) + list(model.u) + list(psyms),
+        self.fn = lambdify([symbols.TIME] + list(model.q) + list(model.u) + list(psyms),
                            _flat(K) + rhs + phi, f"the entry terms of {list(cset.key)}", backend)
 
     def __call__(self, t, q, u, p):
@@ -126,18 +127,38 @@ class NumericTerms:
         lt = model.linear_terms()            # b + A_u udot + A_f f, read once per model
         exprs = lt.b + _flat(lt.Au) + _flat(lt.Af) + lt.ba + _flat(lt.Aau) + _flat(lt.Aaf)
         exprs += list(model.qdot)
-        self.args_tqu = [TIME] + list(model.q) + list(model.u) + self.psyms
+        self.args_tqu = [symbols.TIME] + list(model.q) + list(model.u) + self.psyms
         # compiled once at set-up, called at every evaluation: LLVM (its calls many times
         # faster than the lambda backend's for a long chain: docs/design.md, facts)
         self.terms = lambdify(self.args_tqu, exprs, f"the unconstrained terms of {model.name!r}",
                               "llvm")
-        self.margs = [TIME] + list(model.q) + list(model.u) + list(model.forces) + self.psyms
+        self.margs = [symbols.TIME] + list(model.q) + list(model.u) + list(model.forces) \
+            + self.psyms
         self.mon = {}
         self.laws = {}
         self.lam_names = {}
         for mode_id, laws in laws_by_mode.items():
             self.add_mode(mode_id, laws, outputs[mode_id], guard_exprs[mode_id],
                           lam_names[mode_id], "llvm")
+
+    def __getstate__(self):
+        """Pickled (shipped, issue 30) without symbols: the parameters' names stand for them
+        (the stepping path reads none); ``bind`` gives them back before a mode is added."""
+        state = dict(self.__dict__)
+        state["psyms"] = [str(s) for s in self.psyms]
+        state["args_tqu"] = state["margs"] = None
+        return state
+
+    def bind(self, model, psyms):
+        """The model and its parameters' symbols (the real ones: after a scenario image's
+        hand-over, or where loaded), as ``__init__`` set them; the names must match."""
+        if [str(s) for s in psyms] != [str(s) for s in self.psyms]:
+            raise ModelDefinitionError(f"the compiled terms of {model.name!r} were formed for "
+                                       f"parameters {[str(s) for s in self.psyms]}, not {psyms}")
+        self.model, self.psyms = model, list(psyms)
+        self.args_tqu = [symbols.TIME] + list(model.q) + list(model.u) + self.psyms
+        self.margs = [symbols.TIME] + list(model.q) + list(model.u) + list(model.forces) \
+            + self.psyms
 
     def install_mode(self, mode_id, mon, laws_idx=(), laws_fn=None, lam_names=()):
         """A mode whose monitors (and laws) were compiled elsewhere (the background worker)."""
@@ -150,6 +171,7 @@ class NumericTerms:
         lambda, p), lambda the multipliers of ``lam_names``.  Modes known at set-up compile
         with LLVM; modes added at run time with the fast lambda backend, so that adding one
         never stalls a step."""
+        import symengine as se
         model = self.model
         self.lam_names[mode_id] = tuple(lam_names)
         margs = self.margs[:-len(self.psyms) or None] + [lam_symbol(c) for c in lam_names] \

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..base.errors import CompilationError
 from ..codegen.program import Program
 from ..codegen.registers import Memo
-from ..model.symbols import TIME
+from ..model import symbols
 
 def _template(args, exprs, cse=True):
     """``exprs`` of ``args`` as a program of its own, to be spliced in (``_splice``) once for
@@ -93,7 +93,7 @@ def newton_program(q, nx, params, n_rest, phi_rows):
     n, mh = len(q), len(phi_rows)
     if mh > 3:
         raise CompilationError(f"{mh} configuration constraints: the step's correction holds 3")
-    tmpl = _template([TIME] + list(q) + list(params), [e for row in phi_rows for e in row])
+    tmpl = _template([symbols.TIME] + list(q) + list(params), [e for row in phi_rows for e in row])
     prog = Program(1 + nx + n_rest)
     v = _splice(prog, tmpl, [0] + list(range(1, 1 + n))
                 + list(range(1 + nx, 1 + nx + len(params))))
@@ -124,8 +124,8 @@ def linear_program(parts, rhs_only=False, cse=True):
     k = nz - n_ud
     if k > 3:
         raise CompilationError(f"{k} free forces: the straight-line program solves at most 3")
-    sys_t = _template([TIME] + x + params, parts["sys"], cse)
-    mon_t = _template([TIME] + x + z + params, parts["mon"], cse)
+    sys_t = _template([symbols.TIME] + x + params, parts["sys"], cse)
+    mon_t = _template([symbols.TIME] + x + z + params, parts["mon"], cse)
 
     def solve(prog):
         """z at the program's arguments [t, x..., p...]; and qdot."""

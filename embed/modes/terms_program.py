@@ -16,11 +16,11 @@ inverted by Cramer's rule, well conditioned by the partition's pivoting).
 
 from __future__ import annotations
 
-import symengine as se
+from ..base.lazy import symengine as se
 
 from .programs import _splice, _template, newton_program, rk4_program
 from ..model.constraints import gamma, phi_and_gradient
-from ..model.symbols import TIME
+from ..model import symbols
 from .numeric import lam_symbol
 from ..codegen.program import Program
 from .terms_algebra import _norm1, _sum, partitioned, reduced
@@ -37,15 +37,15 @@ def model_template(model, psyms):
     """[b..., A_u (row by row)..., qdot...] of (t, q, u, p): F + F* = b + A_u udot (eq 1-4)."""
     lt = model.linear_terms()
     exprs = lt.b + [c for row in lt.Au for c in row]
-    return _template([TIME] + list(model.q) + list(model.u) + list(psyms),
+    return _template([symbols.TIME] + list(model.q) + list(model.u) + list(psyms),
                      exprs + list(model.qdot))
 
 
 def constraint_template(model, c, psyms):
     """[B..., C, Phi (holonomic: else 0)] of (t, q, p) and [gamma] of (t, q, u, p)."""
-    tq = [TIME] + list(model.q) + list(psyms)
+    tq = [symbols.TIME] + list(model.q) + list(psyms)
     bc = _template(tq, list(c.B) + [c.C, c.phi if c.holonomic else se.Integer(0)])
-    g = _template([TIME] + list(model.q) + list(model.u) + list(psyms), [gamma(model, c)])
+    g = _template([symbols.TIME] + list(model.q) + list(model.u) + list(psyms), [gamma(model, c)])
     return bc, g
 
 
@@ -63,7 +63,7 @@ def terms_program(model, psyms, cset, templates, outputs, guards, lam_names, wat
     n_i = n - m
     nx = n + n_i
     terms, ctemps = templates
-    mon_t = _template([TIME] + list(model.q) + list(model.u) + [lam_symbol(c) for c in lam_names]
+    mon_t = _template([symbols.TIME] + list(model.q) + list(model.u) + [lam_symbol(c) for c in lam_names]
                       + list(psyms), list(outputs) + list(guards))
 
     def embed(prog):
