@@ -73,8 +73,7 @@ class ScenarioSlave(Fmi2Slave):
             self._register(v, Fmi2Causality.input)
         self.variables.input_names = [v.name for v in self.sc.inputs]
         self.variables.good_inputs = {v.name: float(v.start) for v in self.sc.inputs}
-        self.ext = None
-        ext = self.sc.extension
+        self.ext, ext = None, self.sc.extension
         self.ext_inputs = [v.name for v in ext.inputs] if ext else []
         for v in (ext.inputs if ext else []):
             self._register(v, Fmi2Causality.input)
@@ -100,11 +99,11 @@ class ScenarioSlave(Fmi2Slave):
             lo, hi = COMMON_RANGES.get(name, (None, None))
             self._register(Var(name, start, desc, unit, type=kind, min=lo, max=hi,
                                choices=STRING_CHOICES.get(name, ())), Fmi2Causality.parameter)
-        # which outputs may follow the inputs at an instant; the loader's route to
-        # get_directional_derivative (fmu_src/runtime/derivatives.py)
+        # which outputs may follow the inputs at an instant; the loader's routes to the
+        # directional derivatives (derivatives.py) and FMI 3.0's arrays and dependencies
         self.dependence = dependence(self.scenario_name, self.scenario_options, self.sc)
         derivatives.install(self)
-        arrays.install(self)        # FMI 3.0: the extension's arrays, fmi3GetVariableDependencies
+        arrays.install(self)
 
     def to_xml(self, model_options=None):
         """modelDescription.xml; pythonfmu reads the start values through the getters, which
