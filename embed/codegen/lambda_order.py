@@ -160,6 +160,8 @@ def program_of(args, exprs, cse=True):
         raise CompilationError("a lambda function of arguments that are not symbols")
     prog = Program(len(args))
     w = _Writer(prog, args)
+    if any(isinstance(e, (str, bytes)) for e in exprs):     # expressions, never text to parse
+        raise CompilationError("a lambda function of text; give expressions")
     exprs = [se.sympify(e) for e in exprs]
     reps, reduced = se.cse(exprs) if cse else ((), exprs)
     for sym, e in reps:

@@ -21,6 +21,8 @@ from typing import Optional
 
 import sympy as sp
 
+from ..model.model import _expression_object
+
 
 @dataclass(frozen=True)
 class Segment:
@@ -150,7 +152,8 @@ def place(p, frame, origin=None, dim=3) -> list:
     if isinstance(p, Vector):
         comps = [p.dot(frame.x), p.dot(frame.y), p.dot(frame.z)]
     elif isinstance(p, (tuple, list)) and len(p) in (2, 3):
-        comps = [sp.sympify(c, strict=True) for c in p] + [sp.Integer(0)] * (3 - len(p))
+        comps = [sp.sympify(_expression_object(c), strict=True) for c in p] \
+            + [sp.Integer(0)] * (3 - len(p))     # numbers or expressions, never text
     else:
         raise ModelDefinitionError(f"visual place {p!r}: give a Vector, a Point or (x, y[, z])")
     return comps[:dim]

@@ -86,8 +86,8 @@ def output_dependence(sc) -> dict:
 
 
 def _names(expr):
-    import symengine as se
-    return {str(s) for s in se.sympify(expr).free_symbols}
+    from embed.model.model import to_symengine     # an expression, never text
+    return {str(s) for s in to_symengine(expr).free_symbols}
 
 
 def declare(root, slave, dependence):
