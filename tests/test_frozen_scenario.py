@@ -16,6 +16,7 @@ import symengine
 import sympy
 
 import scenarios
+from embed.interface.image import Placeholder
 from embed.modes.library import SYMBOLIC, ModeLibrary
 
 
@@ -23,35 +24,12 @@ class SymbolTouched(AssertionError):
     pass
 
 
-class Stub:
-    """A sympy/symengine object's stand-in: its text, hashable by it; any other use raises."""
+class Stub(Placeholder):
+    """A sympy/symengine object's stand-in: the image's placeholder (its text, hashable by it),
+    raising an AssertionError on any other use, which no engine code catches."""
 
-    __slots__ = ("text", "kind")
-
-    def __init__(self, text, kind):
-        object.__setattr__(self, "text", text)
-        object.__setattr__(self, "kind", kind)
-
-    def __str__(self):
-        return self.text
-
-    def __repr__(self):
-        return f"Stub({self.kind} {self.text[:60]})"
-
-    def __hash__(self):
-        return hash(("stub", self.text))
-
-    def __eq__(self, other):
-        return isinstance(other, Stub) and other.text == self.text
-
-    def __getattr__(self, name):
-        raise SymbolTouched(f".{name} of {self!r}")
-
-    def _touched(self, *args):
-        raise SymbolTouched(f"arithmetic or iteration on {self!r}")
-
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = \
-        __pow__ = __neg__ = __iter__ = __len__ = __getitem__ = __bool__ = __float__ = _touched
+    __slots__ = ()
+    error = SymbolTouched
 
 
 def symbolic(obj):

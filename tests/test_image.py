@@ -18,6 +18,7 @@ import pytest
 
 from embed.base import shipped
 from embed.interface import image
+from test_startup import rewritten
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,16 +56,6 @@ def run(fmu, out, start=None):
                          capture_output=True, text=True, cwd=Path(out).parent, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     return np.load(out), json.loads(res.stdout.strip().splitlines()[-1])
-
-
-def rewritten(fmu, dest, change):
-    """A copy of ``fmu`` whose members ``change(name, data)`` rewrites (None drops one)."""
-    with zipfile.ZipFile(fmu) as src, zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as dst:
-        for item in src.infolist():
-            data = change(item.filename, src.read(item))
-            if data is not None:
-                dst.writestr(item, data)
-    return dest
 
 
 def foreign(data):

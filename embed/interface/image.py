@@ -36,6 +36,7 @@ class Placeholder:
     symbol by its name) and the kind it stands for; any other use raises ``SymbolsNeeded``."""
 
     __slots__ = ("text", "kind")
+    error = SymbolsNeeded      # what a use raises (a test's stand-in raises its own)
 
     def __init__(self, text, kind):
         object.__setattr__(self, "text", text)
@@ -59,10 +60,10 @@ class Placeholder:
     def __getattr__(self, name):
         if name.startswith("__"):          # copy, pickle and friends probe for hooks
             raise AttributeError(name)
-        raise SymbolsNeeded(f".{name} of {self!r}: a scenario image has no symbols")
+        raise self.error(f".{name} of {self!r}: a scenario image has no symbols")
 
     def _used(self, *args):
-        raise SymbolsNeeded(f"{self!r} used as a symbol: a scenario image has no symbols")
+        raise self.error(f"{self!r} used as a symbol: a scenario image has no symbols")
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = \
         __rtruediv__ = __pow__ = __rpow__ = __neg__ = __iter__ = __len__ = __getitem__ = \
