@@ -75,6 +75,19 @@ EXPORT void embed_fmi3_set_extra(ExtraVariables f, unsigned first, size_t count,
     }
 }
 
+/* The slave's arming record for the fast path (fast_step.c), or NULL: given by the running
+ * instance's slave (fmu_src/runtime/fast_step.py) while it is constructed. */
+EXPORT void embed_fast_set(FastStep *F)
+{
+    if (current) current->fast = F;
+}
+
+/* The doSteps of instance c that fast_step.c ran without Python (tests, benchmarks). */
+EXPORT long embed_fast_steps(fmi2Component c)
+{
+    return c ? ((Inst *)c)->fast_steps : -1;
+}
+
 /* The GUID this FMU was built with: the Python slave names its FMU states by it. */
 EXPORT const char *embed_fmi2_guid(void) { return EMBED_GUID; }
 
@@ -235,6 +248,7 @@ EXPORT void fmi2FreeInstance(fmi2Component c)
         B.FreeFMUstate(I->inner, &w->inner);
         free(w);
     }
+    I->fast = NULL;                             /* the slave's record goes with it */
     if (!I->dead) B.FreeInstance(I->inner);    /* after fmi2Fatal pythonfmu freed its objects */
     current = outer;
     for (size_t i = 0; i < I->ncat; i++) free(I->cats[i]);
@@ -257,7 +271,7 @@ static fmi2Status status_of(Inst *I, fmi2Status r)
  * gone (FMI 2.0 2.1.3: no call but fmi2FreeInstance is allowed), so nothing is forwarded. */
 #define BEGIN(fn) Inst *I = (Inst *)c; if (!I) return fmi2Error; \
     if (I->dead) { refuse(I, fn, "the instance failed with fmi2Fatal before"); return fmi2Fatal; } \
-    Inst *outer = current; I->override_status = -1; current = I
+    Inst *outer = current; I->override_status = -1; current = I; fast_sync(I)
 #define END(r) do { fmi2Status r_ = (r); current = outer; return r_; } while (0)
 #define FORWARD(f, ...) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner, __VA_ARGS__)))
 #define FORWARD0(f) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner)))
@@ -305,6 +319,7 @@ EXPORT fmi2Status fmi2Terminate(fmi2Component c) { FORWARD0(Terminate); }
 EXPORT fmi2Status fmi2Reset(fmi2Component c)
 {
     BEGIN("fmi2Reset");
+    I->fast = NULL;                 /* pythonfmu makes a new slave, which gives its own */
     fmi2Status r = status_of(I, B.Reset(I->inner));
     if (r <= fmi2Warning) I->last_ok_time = 0.0;       /* as after fmi2Instantiate */
     END(r);
@@ -314,7 +329,15 @@ EXPORT fmi2Status fmi2Reset(fmi2Component c)
     EXPORT fmi2Status fmi2##F(fmi2Component c, const fmi2ValueReference vr[], size_t n, T v[]) \
     { BEGIN("fmi2" #F); CHECK_ARRAYS("fmi2" #F, vr, n, v); \
       END(status_of(I, B.F(I->inner, vr, n, v))); }
-GET_SET(GetReal, fmi2Real)
+/* The outputs the fast path serves (fast_step.c) without Python, else as the others. */
+EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n,
+                              fmi2Real v[])
+{
+    if (c && !((Inst *)c)->dead && fast_get_real((Inst *)c, vr, n, v)) return fmi2OK;
+    BEGIN("fmi2GetReal");
+    CHECK_ARRAYS("fmi2GetReal", vr, n, v);
+    END(status_of(I, B.GetReal(I->inner, vr, n, v)));
+}
 GET_SET(GetInteger, fmi2Integer)
 GET_SET(GetBoolean, fmi2Boolean)
 GET_SET(GetString, fmi2String)
@@ -496,6 +519,8 @@ int embed_extra(Inst *I, int op, unsigned vr, double *values, size_t n)
     Inst *outer = current;
     I->override_status = -1;
     current = I;
+    fast_sync(I);
+    if (op == EXTRA_SET && I->fast) I->fast->on = 0;   /* Python rearms after its next step */
     int r = I->extra(op, vr, values, n);
     if (op != EXTRA_SIZE) r = status_of(I, (fmi2Status)r);
     current = outer;
@@ -542,6 +567,11 @@ EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueR
  * what the slave said) after fmi2Discard, unchanged after a refused call. */
 EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolean no_prior)
 {
+    Inst *F = (Inst *)c;         /* a step with no event runs in C (fast_step.c) */
+    if (F && !F->dead && fast_do_step(F, t, h)) {
+        F->last_ok_time = t + h;
+        return fmi2OK;
+    }
     BEGIN("fmi2DoStep");
     I->last_ok_set = 0;
     fmi2Status r = status_of(I, B.DoStep(I->inner, t, h, no_prior));
