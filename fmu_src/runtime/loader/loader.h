@@ -1,5 +1,6 @@
 /* Shared by the loader's files (compiled together by fmu_src/build.py into the FMU's binary):
- *   fmi2_loader.c   the fmi2 functions: instances, argument checks, FMU states, status;
+ *   fmi2_loader.c   the fmi2 functions: instances, argument checks, steps, get and set;
+ *   fmi2_calls.c    the fmi2 functions on FMU states, derivatives, status inquiries;
  *   fmi3_loader.c   the fmi3 co-simulation functions, on top of the fmi2 ones (FMI 3.0 FMUs);
  *   python_env.c    the Python interpreter and pythonfmu's binary, loaded on first use;
  *   resource_uri.c  fmuResourceLocation (a file: URI) decoded to a folder;
@@ -139,6 +140,30 @@ long embed_dependencies(Inst *I, unsigned vr, unsigned *out, size_t n);
 Inst *embed_instantiate(fmi2String name, fmi2String guid, const char *resources,
                         const fmi2CallbackFunctions *functions, fmi2Boolean visible,
                         fmi2Boolean logging_on, int early_return);
+
+/* ---- the call frame of the fmi2 functions (fmi2_loader.c) ----------------------------------- */
+
+/* The instance whose call runs on this thread (the slave's callbacks find it here). */
+extern __thread Inst *current;
+/* The status of a forwarded call: at least what the slave asked for during it. */
+fmi2Status status_of(Inst *I, fmi2Status r);
+/* A bad call refused by the loader: "fn: why" logged, fmi2Error. */
+fmi2Status refuse(Inst *I, const char *fn, const char *fmt, ...);
+/* The logger given to pythonfmu: the master's, filtered (env is the instance). */
+void filter_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status s,
+                   fmi2String category, fmi2String message, ...);
+
+/* Every call on an instance: NULL is no instance; after pythonfmu's fmi2Fatal its instance is
+ * gone (FMI 2.0 2.1.3: no call but fmi2FreeInstance is allowed), so nothing is forwarded. */
+#define BEGIN(fn) Inst *I = (Inst *)c; if (!I) return fmi2Error; \
+    if (I->dead) { refuse(I, fn, "the instance failed with fmi2Fatal before"); return fmi2Fatal; } \
+    Inst *outer = current; I->override_status = -1; current = I; fast_sync(I)
+#define END(r) do { fmi2Status r_ = (r); current = outer; return r_; } while (0)
+#define FORWARD(f, ...) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner, __VA_ARGS__)))
+#define FORWARD0(f) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner)))
+/* FMI 2.0 2.1.7: vr[] and value[] have nvr elements; NULL with nvr > 0 is an error */
+#define CHECK_ARRAYS(fn, vr, n, v) if ((n) && (!(vr) || !(v))) \
+    END(refuse(I, fn, "%s is NULL with nvr = %zu", !(vr) ? "vr[]" : "value[]", (size_t)(n)))
 
 /* ---- fmuResourceLocation (resource_uri.c) ------------------------------------------------- */
 
