@@ -223,3 +223,38 @@ def test_c_master_runs_the_steps_in_c(fmus, tmp_path):
         import json
         counts[fast] = json.loads(proc.stdout)["fast_steps"]
     assert counts["1"] >= 0.9 * STEPS and counts["0"] == 0
+
+
+def test_two_instances_from_two_threads(fmus):
+    """Two instances of one FMU stepped from two threads at once (the C steps run without the
+    GIL, on one compiled function, each on buffers of its own): each gives its run alone."""
+    import sys
+    import threading
+    fmu = fmus / "disk_ramp.fmu"
+
+    def run(force, out, key):
+        r = Run(fmu, True)
+        try:
+            r.f.setReal([r.vr["F_ext"]], [force])
+            out[key] = r.step(3000)
+        finally:
+            r.close()
+
+    alone, both = {}, {}
+    for key, force in (("a", 0.5), ("b", -0.7)):
+        run(force, alone, key)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=run, args=(force, both, key))
+                   for key, force in (("a", 0.5), ("b", -0.7))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    for key in "ab":
+        assert same(alone[key], both[key]) is None
+        assert sum(d for _, d in both[key]) >= 2500
+    assert alone["a"][-1][0] != alone["b"][-1][0]
