@@ -4,8 +4,8 @@ entering Python, and takes the state those steps made back before anything else 
 
 After every FMI call that may change the slave's state (``fmi2_call``: all but the getters) the
 slave decides, per mode and per call, whether the next steps may run in C (``ineligible``): a
-mode whose RK4 step is one compiled call (``CompiledMode`` with its monitors in the step,
-``ProgramMode``), the fixed-step RK4 integrator, no projection, no watch, no formulation's step
+mode whose RK4 step is one compiled call (``CompiledMode`` with its monitors in the step, no
+memo), the fixed-step RK4 integrator, no projection, no watch, no formulation's step
 hook, no background compiler, no extension, no input changed, the monitors fresh.  Then it hands
 the loader an arming record (``Record``, mirrored by loader.h's ``FastStep``): the compiled
 step's address, argument and state buffers of its own, the guards' slice and how each is
@@ -31,7 +31,7 @@ from embed.base.tolerances import EVENT_TOL, GRID_TOL
 from embed.hybrid import events
 from embed.hybrid.integrators import RK4
 from embed.hybrid.simulator import MAX_STEPS, Simulator
-from embed.modes.modes import CompiledMode, ProgramMode
+from embed.modes.modes import CompiledMode
 from fmu_src.runtime.fmi2 import State
 
 MAX_GUARDS = 64        # fast_step.c's bound on the guards of a mode
@@ -78,13 +78,11 @@ def _array(ctype, values):
 def step_function(mode):
     """The address of ``mode``'s compiled RK4 step f([t, h, x, p, tail]) -> [x, monitors,
     sum |x|] when one call is the whole of ``mode.rk4``, else None."""
-    kind = type(mode)
-    if kind is ProgramMode:
-        fn = mode._step
-    elif kind is CompiledMode and mode._mon is None:
-        fn = mode._step
-    else:
+    # ProgramMode's step is one call too, but those of the bundled scenarios keep a memo
+    # and project: not covered (nor tested) yet
+    if type(mode) is not CompiledMode or mode._mon is not None:
         return None
+    fn = mode._step
     f = getattr(fn, "_f", None)
     if f is None or getattr(fn, "memo", None) is not None:   # a memo is global to the code
         return None
