@@ -43,6 +43,7 @@ class Run:
         out = [v for v in md.modelVariables if v.causality == "output"]
         self.reals = [v.valueReference for v in out if v.type == "Real"]
         self.ints = [v.valueReference for v in out if v.type in ("Integer", "Enumeration")]
+        self.bools = [v.valueReference for v in out if v.type == "Boolean"]
         self.vr = {v.name: v.valueReference for v in md.modelVariables}
         old = os.environ.get("EMBED_FAST_STEP")
         os.environ["EMBED_FAST_STEP"] = "1" if fast else "0"
@@ -67,8 +68,9 @@ class Run:
         self.k = 0
 
     def outputs(self):
-        """Every Real and Integer output, as read by the master."""
-        return tuple(self.f.getReal(self.reals)) + tuple(self.f.getInteger(self.ints))
+        """Every Real, Integer and Boolean output, as read by the master."""
+        return (tuple(self.f.getReal(self.reals)) + tuple(self.f.getInteger(self.ints))
+                + tuple(self.f.getBoolean(self.bools) if self.bools else ()))
 
     def step(self, n, h=H):
         """n doSteps of h; per step (outputs, whether the loader ran it without Python)."""

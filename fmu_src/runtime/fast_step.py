@@ -52,7 +52,9 @@ class Record(ctypes.Structure):
                 ("on", _I), ("pending", _I), ("nx", _I), ("ny", _I), ("g0", _I), ("ng", _I),
                 ("rehearsed", _I), ("nserved", _I),
                 ("t", _D), ("t0", _D), ("h_max", _D), ("t_next", _D), ("t_comm", _D),
-                ("grid_tol", _D), ("event_tol", _D), ("probe_g", _D), ("max_steps", _D)]
+                ("grid_tol", _D), ("event_tol", _D), ("probe_g", _D), ("max_steps", _D),
+                ("int_vr", _P), ("int_value", _P), ("int_boolean", _P), ("nint", _I),
+                ("pad", _I)]
 
 
 def enabled():
@@ -127,21 +129,45 @@ class FastStep:
         self.reason = "not armed yet"
         self._keep = ()
         self._served = None
+        self._ints = None
         lib.embed_fast_set.argtypes = [ctypes.c_void_p]
         lib.embed_fast_set(ctypes.addressof(self.rec))
 
     def served(self, slave):
-        """(vr, output name, source) of the Real outputs fmi2GetReal may read from the record:
-        a monitor (the state buffer) or the last event's time (constant between events)."""
+        """(vr, kind, where) of the Real outputs fmi2GetReal may read from the record: a
+        monitor (kind "mon": the state buffer), or one constant between events (kind "const":
+        a discrete variable, the last event's time, the start's correction; ``where`` is its
+        getter, read at arming)."""
         if self._served is None:
             sc, out = slave.sc, []
-            for vr in slave.variables.getters:
-                name = slave.variables.specs[vr][0].name
-                kind, where = sc.source(name)
-                if kind == "mon" or (kind, where) == ("attr", "last_event_time"):
+            for vr, getter in slave.variables.getters.items():
+                kind, where = sc.source(slave.variables.specs[vr][0].name)
+                if kind == "mon":
                     out.append((vr, kind, where))
+                elif kind == "discrete" or (kind, where) in (("attr", "last_event_time"),
+                                                             ("attr", "start_correction")):
+                    out.append((vr, "const", getter))
             self._served = out
         return self._served
+
+    def constant_integers(self, slave):
+        """[(vr, getter, is Boolean)] of the Integer and Boolean outputs that change only at
+        events or calls: the ``status`` output and those read from the simulator's attributes
+        (``mode``, counters) or discrete variables, never a monitor."""
+        if self._ints is None:
+            out = []
+            for vr, (v, causality) in slave.variables.specs.items():
+                if v.type not in ("Integer", "Boolean") or causality.name != "output" \
+                        or vr not in slave.vars:
+                    continue
+                try:
+                    kind = "status" if v.name == "status" else slave.sc.source(v.name)[0]
+                except KeyError:
+                    continue
+                if kind in ("status", "attr", "discrete"):
+                    out.append((vr, slave.vars[vr].getter, v.type == "Boolean"))
+            self._ints = out
+        return self._ints
 
     def update(self, slave):
         """Arm the record for the slave's current state, or disarm it (``ineligible``)."""
@@ -173,9 +199,15 @@ class FastStep:
         served = self.served(slave)
         vrs, a_vrs = _array(ctypes.c_uint, [vr for vr, _, _ in served])
         at, a_at = _array(ctypes.c_int, [nx + w if k == "mon" else -1 for _, k, w in served])
-        val, a_val = _array(ctypes.c_double, [0.0 if k == "mon" else float(getattr(sim, w))
+        val, a_val = _array(ctypes.c_double, [0.0 if k == "mon" else float(w())   # get_real's
                                               for _, k, w in served])
-        self._keep = (args, ybuf, s1, s2, armed, on, vrs, at, val)
+        ints = self.constant_integers(slave)
+        ivr, a_ivr = _array(ctypes.c_uint, [vr for vr, _, _ in ints])
+        ival, a_ival = _array(ctypes.c_int, [int(bool(g())) if b else int(g())   # get_values'
+                                             for _, g, b in ints])
+        ib, a_ib = _array(ctypes.c_int, [int(b) for _, _, b in ints])
+        self._keep = (args, ybuf, s1, s2, armed, on, vrs, at, val, ivr, ival, ib)
+        rec.int_vr, rec.int_value, rec.int_boolean, rec.nint = a_ivr, a_ival, a_ib, len(ints)
         self._y, self._armed = np.frombuffer(ybuf, count=ny), armed
         rehearsed = sim.flags.rehearsed
         rec.rehearsed = next((i for i in range(sl.stop - sl.start)

@@ -90,6 +90,19 @@ int fast_get_real(Inst *I, const fmi2ValueReference *vr, size_t n, fmi2Real *v)
     return 1;
 }
 
+int fast_get_integer(Inst *I, const fmi2ValueReference *vr, size_t n, int *v, int boolean)
+{
+    FastStep *F = I->fast;
+    if (!F || !F->on || !n || !vr || !v) return 0;
+    for (size_t i = 0; i < n; i++) {
+        int j = 0, m = F->nint;
+        while (j < m && F->int_vr[j] != vr[i]) j++;
+        if (j == m || F->int_boolean[j] != boolean) return 0;
+        v[i] = F->int_value[j];
+    }
+    return 1;
+}
+
 void fast_sync(Inst *I)
 {
     FastStep *F = I->fast;

@@ -326,8 +326,22 @@ EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], si
     CHECK_ARRAYS("fmi2GetReal", vr, n, v);
     END(status_of(I, B.GetReal(I->inner, vr, n, v)));
 }
-GET_SET(GetInteger, fmi2Integer)
-GET_SET(GetBoolean, fmi2Boolean)
+EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n,
+                                 fmi2Integer v[])
+{
+    if (c && !((Inst *)c)->dead && fast_get_integer((Inst *)c, vr, n, v, 0)) return fmi2OK;
+    BEGIN("fmi2GetInteger");
+    CHECK_ARRAYS("fmi2GetInteger", vr, n, v);
+    END(status_of(I, B.GetInteger(I->inner, vr, n, v)));
+}
+EXPORT fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n,
+                                 fmi2Boolean v[])
+{
+    if (c && !((Inst *)c)->dead && fast_get_integer((Inst *)c, vr, n, v, 1)) return fmi2OK;
+    BEGIN("fmi2GetBoolean");
+    CHECK_ARRAYS("fmi2GetBoolean", vr, n, v);
+    END(status_of(I, B.GetBoolean(I->inner, vr, n, v)));
+}
 GET_SET(GetString, fmi2String)
 GET_SET(SetReal, const fmi2Real)
 GET_SET(SetInteger, const fmi2Integer)

@@ -92,6 +92,10 @@ typedef struct {
     double t, t0, h_max, t_next, t_comm;    /* sim time, RK4 grid origin, h_max, RK4's t_next,
                                                the master's communication point */
     double grid_tol, event_tol, probe_g, max_steps;
+    unsigned *int_vr;       /* nint Integer and Boolean outputs constant between events */
+    int *int_value;         /* (mode, counters, status, discrete flags) answered here: their */
+    int *int_boolean;       /* values, and 1 for a Boolean (fmi2GetBoolean), 0 an Integer */
+    int nint, pad;
 } FastStep;
 
 typedef struct {
@@ -124,8 +128,10 @@ typedef struct {
  * or anything else Python must see happens in it: 1 (state committed to the record), else 0
  * with nothing changed (Python runs the whole step). */
 int fast_do_step(Inst *I, double t, double h);
-/* fmi2GetReal answered from the record: 1, or 0 if a value reference is not served. */
+/* fmi2GetReal, fmi2GetInteger (boolean: fmi2GetBoolean) answered from the record: 1, or 0 if a value reference is not
+ * served. */
 int fast_get_real(Inst *I, const fmi2ValueReference *vr, size_t n, fmi2Real *v);
+int fast_get_integer(Inst *I, const fmi2ValueReference *vr, size_t n, int *v, int boolean);
 /* Python given the state the fast steps made (before any call that reaches Python). */
 void fast_sync(Inst *I);
 
