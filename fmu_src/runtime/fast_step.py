@@ -39,6 +39,9 @@ MAX_GUARDS = 64        # fast_step.c's bound on the guards of a mode
 assert (events.UNARMED, events.ARMED, events.HELD) == (0, 1, 2)
 assert events.LEVEL == {events.ARMED: 0.0, events.HELD: -events.PROBE_G}
 
+# the simulator's attributes outputs read that change only at events (or at the start)
+CONSTANT_ATTRIBUTES = {("attr", a) for a in ("mode_number", "event_count", "impact_count",
+                                             "last_event_time", "start_correction")}
 _P, _I, _D = ctypes.c_void_p, ctypes.c_int, ctypes.c_double
 _SYNC = ctypes.CFUNCTYPE(None)
 
@@ -144,8 +147,7 @@ class FastStep:
                 kind, where = sc.source(slave.variables.specs[vr][0].name)
                 if kind == "mon":
                     out.append((vr, kind, where))
-                elif kind == "discrete" or (kind, where) in (("attr", "last_event_time"),
-                                                             ("attr", "start_correction")):
+                elif kind == "discrete" or (kind, where) in CONSTANT_ATTRIBUTES:
                     out.append((vr, "const", getter))
             self._served = out
         return self._served
@@ -161,10 +163,10 @@ class FastStep:
                         or vr not in slave.vars:
                     continue
                 try:
-                    kind = "status" if v.name == "status" else slave.sc.source(v.name)[0]
+                    source = ("status", None) if v.name == "status" else slave.sc.source(v.name)
                 except KeyError:
                     continue
-                if kind in ("status", "attr", "discrete"):
+                if source[0] in ("status", "discrete") or source in CONSTANT_ATTRIBUTES:
                     out.append((vr, slave.vars[vr].getter, v.type == "Boolean"))
             self._ints = out
         return self._ints
