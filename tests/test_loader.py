@@ -32,7 +32,10 @@ def test_wrong_guid_fails_with_a_message(disk_fmu, monkeypatch):
     assert any(s == ERROR and "GUID '{not-this-fmu}' does not match" in t for s, t in messages)
 
 
-def test_status_override_and_inquiries(disk_fmu):
+def test_status_override_and_inquiries(disk_fmu, monkeypatch):
+    # every doStep must reach the patched Python do_step: the loader's fast path (which runs
+    # steps with no event in C, tests/test_fast_step.py) off for this instance
+    monkeypatch.setenv("EMBED_FAST_STEP", "0")
     r = FmuRunner(disk_fmu)
     try:
         lib = loader_of(r)

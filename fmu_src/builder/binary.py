@@ -33,7 +33,8 @@ def compile_loader(dest: Path, guid: str, python: str = "", time_vr: int = 0xFFF
                     "-I", str(headers),
                     "-DEMBED_BUILD_PYTHON=" + _c_string(python), "-DEMBED_GUID=" + _c_string(guid),
                     f"-DEMBED_TIME_VR={int(time_vr)}u",
-                    "-o", str(dest), *sorted(str(f) for f in LOADER.glob("*.c")), "-ldl", "-lpthread"],
+                    "-o", str(dest), *sorted(str(f) for f in LOADER.glob("*.c")), "-ldl", "-lpthread",
+                    "-lm"],
                    check=True)
     return dest
 

@@ -188,6 +188,9 @@ def fmi2_call(kind, default=None):
                 except Exception as exc:  # noqa: BLE001 - never let an exception reach pythonfmu
                     self.call_failed(ERROR, f"{method.__name__}: internal error: "
                                      f"{type(exc).__name__}: {exc}", None)
+                finally:
+                    if kind != "get" and getattr(self, "fast", None) is not None:
+                        self.fast.update(self)    # armed or disarmed for the C loader's steps
                 return default(self, *args) if default is not None else None
         return call
     return wrap

@@ -19,7 +19,7 @@ from pythonfmu.enums import Fmi2Status
 from embed import ModelDefinitionError
 from embed.hybrid.simulator import MAX_STEPS
 from embed.modes.library import ModeLibrary
-from fmu_src.runtime import arrays, derivatives, fmu_state, simulation
+from fmu_src.runtime import arrays, derivatives, fast_step, fmu_state, simulation
 from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, check_step,
                                   fmi2_call, refuse_running_call)
 from fmu_src.runtime.instances import dependence, forget_repeated_path, scenario
@@ -104,6 +104,7 @@ class ScenarioSlave(Fmi2Slave):
         self.dependence = dependence(self.scenario_name, self.scenario_options, self.sc)
         derivatives.install(self)
         arrays.install(self)
+        self.fast = fast_step.install(self)   # steps with no event run in the C loader
 
     def to_xml(self, model_options=None):
         """modelDescription.xml; pythonfmu reads the start values through the getters, which

@@ -31,7 +31,7 @@
 /* The instance whose call runs on this thread.  The slave's Python code runs on the thread of
  * the master's call and tells its status through the functions below, which find the instance
  * here: calls of different instances on different threads never see each other's. */
-static __thread Inst *current;
+__thread Inst *current;
 
 EXPORT void embed_fmi2_set_status(int status)
 {
@@ -75,6 +75,19 @@ EXPORT void embed_fmi3_set_extra(ExtraVariables f, unsigned first, size_t count,
     }
 }
 
+/* The slave's arming record for the fast path (fast_step.c), or NULL: given by the running
+ * instance's slave (fmu_src/runtime/fast_step.py) while it is constructed. */
+EXPORT void embed_fast_set(FastStep *F)
+{
+    if (current) current->fast = F;
+}
+
+/* The doSteps of instance c that fast_step.c ran without Python (tests, benchmarks). */
+EXPORT long embed_fast_steps(fmi2Component c)
+{
+    return c ? ((Inst *)c)->fast_steps : -1;
+}
+
 /* The GUID this FMU was built with: the Python slave names its FMU states by it. */
 EXPORT const char *embed_fmi2_guid(void) { return EMBED_GUID; }
 
@@ -91,7 +104,7 @@ static const char *category_of(fmi2Status s)
 
 /* Warnings and worse always reach the master; ok messages when it enabled debug logging (and,
  * if it named categories, only theirs).  The category is never NULL (FMI 2.0 2.1.5). */
-static void filter_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status s,
+void filter_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status s,
                           fmi2String category, fmi2String message, ...)
 {
     Inst *I = (Inst *)env;
@@ -130,7 +143,7 @@ static void say(const fmi2CallbackFunctions *f, const char *name, fmi2Status s,
 
 /* A bad call refused by the loader: "fn: why" logged, fmi2Error (FMI 2.0 2.1.3: "the FMU
  * encountered an error"; the instance is unchanged). */
-static fmi2Status refuse(Inst *I, const char *fn, const char *fmt, ...)
+fmi2Status refuse(Inst *I, const char *fn, const char *fmt, ...)
 {
     char msg[4096];
     int k = snprintf(msg, sizeof msg, "%s: ", fn);
@@ -235,6 +248,7 @@ EXPORT void fmi2FreeInstance(fmi2Component c)
         B.FreeFMUstate(I->inner, &w->inner);
         free(w);
     }
+    I->fast = NULL;                             /* the slave's record goes with it */
     if (!I->dead) B.FreeInstance(I->inner);    /* after fmi2Fatal pythonfmu freed its objects */
     current = outer;
     for (size_t i = 0; i < I->ncat; i++) free(I->cats[i]);
@@ -245,25 +259,13 @@ EXPORT void fmi2FreeInstance(fmi2Component c)
 }
 
 /* The status of a forwarded call: at least what the slave asked for during it. */
-static fmi2Status status_of(Inst *I, fmi2Status r)
+fmi2Status status_of(Inst *I, fmi2Status r)
 {
     int o = I->override_status;
     I->override_status = -1;
     if (r == fmi2Fatal) I->dead = 1;
     return (o > (int)r && r != fmi2Fatal) ? (fmi2Status)o : r;
 }
-
-/* Every call on an instance: NULL is no instance; after pythonfmu's fmi2Fatal its instance is
- * gone (FMI 2.0 2.1.3: no call but fmi2FreeInstance is allowed), so nothing is forwarded. */
-#define BEGIN(fn) Inst *I = (Inst *)c; if (!I) return fmi2Error; \
-    if (I->dead) { refuse(I, fn, "the instance failed with fmi2Fatal before"); return fmi2Fatal; } \
-    Inst *outer = current; I->override_status = -1; current = I
-#define END(r) do { fmi2Status r_ = (r); current = outer; return r_; } while (0)
-#define FORWARD(f, ...) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner, __VA_ARGS__)))
-#define FORWARD0(f) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner)))
-/* FMI 2.0 2.1.7: vr[] and value[] have nvr elements; NULL with nvr > 0 is an error */
-#define CHECK_ARRAYS(fn, vr, n, v) if ((n) && (!(vr) || !(v))) \
-    END(refuse(I, fn, "%s is NULL with nvr = %zu", !(vr) ? "vr[]" : "value[]", (size_t)(n)))
 
 EXPORT const char *fmi2GetTypesPlatform(void) { return fmi2TypesPlatform; }
 EXPORT const char *fmi2GetVersion(void) { return fmi2Version; }
@@ -305,6 +307,7 @@ EXPORT fmi2Status fmi2Terminate(fmi2Component c) { FORWARD0(Terminate); }
 EXPORT fmi2Status fmi2Reset(fmi2Component c)
 {
     BEGIN("fmi2Reset");
+    I->fast = NULL;                 /* pythonfmu makes a new slave, which gives its own */
     fmi2Status r = status_of(I, B.Reset(I->inner));
     if (r <= fmi2Warning) I->last_ok_time = 0.0;       /* as after fmi2Instantiate */
     END(r);
@@ -314,9 +317,31 @@ EXPORT fmi2Status fmi2Reset(fmi2Component c)
     EXPORT fmi2Status fmi2##F(fmi2Component c, const fmi2ValueReference vr[], size_t n, T v[]) \
     { BEGIN("fmi2" #F); CHECK_ARRAYS("fmi2" #F, vr, n, v); \
       END(status_of(I, B.F(I->inner, vr, n, v))); }
-GET_SET(GetReal, fmi2Real)
-GET_SET(GetInteger, fmi2Integer)
-GET_SET(GetBoolean, fmi2Boolean)
+/* The outputs the fast path serves (fast_step.c) without Python, else as the others. */
+EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n,
+                              fmi2Real v[])
+{
+    if (c && !((Inst *)c)->dead && fast_get_real((Inst *)c, vr, n, v)) return fmi2OK;
+    BEGIN("fmi2GetReal");
+    CHECK_ARRAYS("fmi2GetReal", vr, n, v);
+    END(status_of(I, B.GetReal(I->inner, vr, n, v)));
+}
+EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n,
+                                 fmi2Integer v[])
+{
+    if (c && !((Inst *)c)->dead && fast_get_integer((Inst *)c, vr, n, v, 0)) return fmi2OK;
+    BEGIN("fmi2GetInteger");
+    CHECK_ARRAYS("fmi2GetInteger", vr, n, v);
+    END(status_of(I, B.GetInteger(I->inner, vr, n, v)));
+}
+EXPORT fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n,
+                                 fmi2Boolean v[])
+{
+    if (c && !((Inst *)c)->dead && fast_get_integer((Inst *)c, vr, n, v, 1)) return fmi2OK;
+    BEGIN("fmi2GetBoolean");
+    CHECK_ARRAYS("fmi2GetBoolean", vr, n, v);
+    END(status_of(I, B.GetBoolean(I->inner, vr, n, v)));
+}
 GET_SET(GetString, fmi2String)
 GET_SET(SetReal, const fmi2Real)
 GET_SET(SetInteger, const fmi2Integer)
@@ -354,243 +379,19 @@ EXPORT fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], 
     END(status_of(I, B.SetString(I->inner, vr, n, v)));
 }
 
-/* ---- FMU states (FMI 2.0 2.1.8) -------------------------------------------------------------- */
-
-/* The link to the state `s` in I's list, or NULL: `s` is compared, never dereferenced, so a
- * freed, foreign or made-up handle is recognised as such. */
-static Saved **find_state(Inst *I, fmi2FMUstate s)
-{
-    Saved **at = &I->states;
-    while (*at && (void *)*at != s) at = &(*at)->next;
-    return *at ? at : NULL;
-}
-
-#define NOT_OURS "is not a state of this instance that is not freed yet (freed already, or " \
-    "from another instance)"
-
-/* "If on entry *FMUstate == NULL, a new allocation is required. If *FMUstate != NULL, then
- * *FMUstate points to a previously returned FMUstate": that one is overwritten. */
-EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *s)
-{
-    BEGIN("fmi2GetFMUstate");
-    if (!s) END(refuse(I, "fmi2GetFMUstate", "the FMUstate argument is NULL"));
-    Saved **at = NULL;
-    if (*s && !(at = find_state(I, *s))) END(refuse(I, "fmi2GetFMUstate", "*FMUstate " NOT_OURS));
-    Saved *w = at ? *at : calloc(1, sizeof *w);
-    if (!w) END(refuse(I, "fmi2GetFMUstate", "out of memory"));
-    fmi2FMUstate inner = NULL;
-    fmi2Status r = status_of(I, B.GetFMUstate(I->inner, &inner));
-    if (r >= fmi2Error || !inner) {           /* the slave could not take it: nothing kept */
-        if (inner && r != fmi2Fatal) B.FreeFMUstate(I->inner, &inner);
-        if (!at) free(w);
-        END(r > fmi2Error ? r : fmi2Error);
-    }
-    if (at) {
-        B.FreeFMUstate(I->inner, &w->inner);  /* the old copy of a reused handle */
-    } else {
-        w->next = I->states;
-        I->states = w;
-        *s = w;
-    }
-    w->inner = inner;
-    END(r);
-}
-
-EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate s)
-{
-    BEGIN("fmi2SetFMUstate");
-    if (!s) END(refuse(I, "fmi2SetFMUstate", "the FMUstate is NULL"));
-    Saved **at = find_state(I, s);
-    if (!at) END(refuse(I, "fmi2SetFMUstate", "the FMUstate " NOT_OURS));
-    END(status_of(I, B.SetFMUstate(I->inner, (*at)->inner)));
-}
-
-/* "If a null pointer is provided, the call is ignored. The function returns a null pointer
- * in argument FMUstate": a second free of the same variable is harmless. */
-EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *s)
-{
-    BEGIN("fmi2FreeFMUstate");
-    if (!s) END(refuse(I, "fmi2FreeFMUstate", "the FMUstate argument is NULL"));
-    /* fmusim 0.0.39 (FMISaveFMUStateToFile) passes the state itself, not its address: a live
-     * handle of this instance is never the address of a master's variable, so it is freed
-     * and noted in the debug log (a warning would make fmusim exit with status 1 after a
-     * correct run); the master's variable cannot be set to NULL */
-    Saved **self = find_state(I, (fmi2FMUstate)s);
-    if (self) {
-        Saved *w = *self;
-        *self = w->next;
-        fmi2Status r = status_of(I, B.FreeFMUstate(I->inner, &w->inner));
-        free(w);
-        filter_logger(I, NULL, fmi2OK, NULL, "fmi2FreeFMUstate: given the FMUstate "
-                      "instead of its address (FMI 2.0 2.1.8, FMI 3.0 2.2.6.4); it is freed, "
-                      "but the master's handle is not set to NULL");
-        END(r);
-    }
-    if (!*s) END(fmi2OK);
-    Saved **at = find_state(I, *s);
-    if (!at) END(refuse(I, "fmi2FreeFMUstate", "*FMUstate " NOT_OURS));
-    Saved *w = *at;
-    *at = w->next;
-    fmi2Status r = status_of(I, B.FreeFMUstate(I->inner, &w->inner));
-    free(w);
-    *s = NULL;
-    END(r);
-}
-
-EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate s, size_t *n)
-{
-    BEGIN("fmi2SerializedFMUstateSize");
-    Saved **at = s ? find_state(I, s) : NULL;
-    if (!at) END(refuse(I, "fmi2SerializedFMUstateSize", "the FMUstate %s",
-                        s ? NOT_OURS : "is NULL"));
-    if (!n) END(refuse(I, "fmi2SerializedFMUstateSize", "the size argument is NULL"));
-    END(status_of(I, B.SerializedFMUstateSize(I->inner, (*at)->inner, n)));
-}
-
-/* The buffer must hold fmi2SerializedFMUstateSize bytes; a smaller one is refused (pythonfmu
- * wrote a truncated state and answered fmi2OK) and a larger one gets that many bytes
- * (pythonfmu read past the end of the state). */
-EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte b[], size_t n)
-{
-    BEGIN("fmi2SerializeFMUstate");
-    Saved **at = s ? find_state(I, s) : NULL;
-    if (!at) END(refuse(I, "fmi2SerializeFMUstate", "the FMUstate %s", s ? NOT_OURS : "is NULL"));
-    if (!b) END(refuse(I, "fmi2SerializeFMUstate", "serializedState[] is NULL"));
-    size_t need = 0;
-    fmi2Status r = status_of(I, B.SerializedFMUstateSize(I->inner, (*at)->inner, &need));
-    if (r >= fmi2Error) END(r);
-    if (n < need)
-        END(refuse(I, "fmi2SerializeFMUstate", "a buffer of %zu bytes is given; the state needs "
-                   "%zu (fmi2SerializedFMUstateSize); nothing was written", n, need));
-    END(status_of(I, B.SerializeFMUstate(I->inner, (*at)->inner, b, need)));
-}
-
-/* A new state from bytes; bytes that are not a state of this FMU are refused by the slave
- * (fmi2Error and its reason logged) and nothing is kept. */
-EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte b[], size_t n,
-                                          fmi2FMUstate *s)
-{
-    BEGIN("fmi2DeSerializeFMUstate");
-    if (!s) END(refuse(I, "fmi2DeSerializeFMUstate", "the FMUstate argument is NULL"));
-    if (!b || !n)
-        END(refuse(I, "fmi2DeSerializeFMUstate", "serializedState[] is %s", b ? "empty" : "NULL"));
-    Saved *w = calloc(1, sizeof *w);
-    if (!w) END(refuse(I, "fmi2DeSerializeFMUstate", "out of memory"));
-    fmi2FMUstate inner = NULL;
-    fmi2Status r = status_of(I, B.DeSerializeFMUstate(I->inner, b, n, &inner));
-    if (r >= fmi2Error || !inner) {
-        if (inner && r != fmi2Fatal) B.FreeFMUstate(I->inner, &inner);
-        free(w);
-        END(r > fmi2Error ? r : fmi2Error);
-    }
-    w->inner = inner;
-    w->next = I->states;
-    I->states = w;
-    *s = w;
-    END(r);
-}
-
-int embed_extra(Inst *I, int op, unsigned vr, double *values, size_t n)
-{
-    if (!I->extra || I->dead) return op == EXTRA_SIZE ? -1 : fmi2Error;
-    Inst *outer = current;
-    I->override_status = -1;
-    current = I;
-    int r = I->extra(op, vr, values, n);
-    if (op != EXTRA_SIZE) r = status_of(I, (fmi2Status)r);
-    current = outer;
-    return r;
-}
-
-long embed_dependencies(Inst *I, unsigned vr, unsigned *out, size_t n)
-{
-    if (!I->deps || I->dead) return -1;
-    Inst *outer = current;
-    current = I;
-    long r = I->deps(vr, out, n);
-    current = outer;
-    return r;
-}
-
-/* FMI 2.0 2.1.9: dvUnknown = (d unknowns / d knowns) dvKnown, here the Real outputs w.r.t. the
- * Real inputs at the communication point (fmu_src/runtime/derivatives.py).  The arrays are
- * checked here, the value references and the instance's state by the slave: fmi2Error, never
- * a forward to pythonfmu (whose binary answers this call with an error of its own). */
-EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference u[],
-                                               size_t nu, const fmi2ValueReference z[], size_t nz,
-                                               const fmi2Real dv[], fmi2Real df[])
-{
-    BEGIN("fmi2GetDirectionalDerivative");
-    const char *fn = "fmi2GetDirectionalDerivative";
-    if (nu && !u) END(refuse(I, fn, "vUnknown_ref[] is NULL with nUnknown = %zu", nu));
-    if (nu && !df) END(refuse(I, fn, "dvUnknown[] is NULL with nUnknown = %zu", nu));
-    if (nz && !z) END(refuse(I, fn, "vKnown_ref[] is NULL with nKnown = %zu", nz));
-    if (nz && !dv) END(refuse(I, fn, "dvKnown[] is NULL with nKnown = %zu", nz));
-    if (!I->dd) END(refuse(I, fn, "the slave gave no directional derivatives (not built by "
-                           "this project's builder?)"));
-    if (!nu) END(fmi2OK);
-    END(status_of(I, (fmi2Status)I->dd(u, nu, z, nz, dv, df)));
-}
-EXPORT fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[],
-                                              size_t n, const fmi2Integer o[], const fmi2Real v[])
-{ FORWARD(SetRealInputDerivatives, vr, n, o, v); }
-EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReference vr[],
-                                               size_t n, const fmi2Integer o[], fmi2Real v[])
-{ FORWARD(GetRealOutputDerivatives, vr, n, o, v); }
-
 /* FMI 2.0 4.2.2; fmi2LastSuccessfulTime (4.2.3): the step's end after success, its start (or
  * what the slave said) after fmi2Discard, unchanged after a refused call. */
 EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolean no_prior)
 {
+    Inst *F = (Inst *)c;         /* a step with no event runs in C (fast_step.c) */
+    if (F && !F->dead && fast_do_step(F, t, h)) {
+        F->last_ok_time = t + h;
+        return fmi2OK;
+    }
     BEGIN("fmi2DoStep");
     I->last_ok_set = 0;
     fmi2Status r = status_of(I, B.DoStep(I->inner, t, h, no_prior));
     if (r <= fmi2Warning) I->last_ok_time = t + h;
     else if (r == fmi2Discard && !I->last_ok_set) I->last_ok_time = t;
     END(r);
-}
-
-EXPORT fmi2Status fmi2CancelStep(fmi2Component c)
-{
-    Inst *I = (Inst *)c;
-    if (!I) return fmi2Error;
-    say(&I->master, I->name, fmi2Error, "fmi2CancelStep: fmi2DoStep never returns fmi2Pending "
-        "here (canRunAsynchronuously is false), there is nothing to cancel");
-    return fmi2Error;
-}
-
-/* Status inquiries (FMI 2.0 section 4.2.3): what the slave cannot tell gives fmi2Discard. */
-EXPORT fmi2Status fmi2GetStatus(fmi2Component c, const fmi2StatusKind s, fmi2Status *v)
-{
-    (void)s;
-    return c && v ? fmi2Discard : fmi2Error;
-}
-
-EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi2Real *v)
-{
-    Inst *I = (Inst *)c;
-    if (!I || !v) return fmi2Error;
-    if (s != fmi2LastSuccessfulTime) return fmi2Discard;
-    *v = I->last_ok_time;
-    return fmi2OK;
-}
-
-EXPORT fmi2Status fmi2GetIntegerStatus(fmi2Component c, const fmi2StatusKind s, fmi2Integer *v)
-{
-    (void)s;
-    return c && v ? fmi2Discard : fmi2Error;
-}
-
-EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s, fmi2Boolean *v)
-{
-    if (!c || !v) return fmi2Error;
-    if (s != fmi2Terminated) return fmi2Discard;
-    *v = fmi2False;
-    return fmi2OK;
-}
-
-EXPORT fmi2Status fmi2GetStringStatus(fmi2Component c, const fmi2StatusKind s, fmi2String *v)
-{
-    (void)s;
-    return c && v ? fmi2Discard : fmi2Error;
 }

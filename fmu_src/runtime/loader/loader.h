@@ -1,8 +1,10 @@
 /* Shared by the loader's files (compiled together by fmu_src/build.py into the FMU's binary):
- *   fmi2_loader.c   the fmi2 functions: instances, argument checks, FMU states, status;
+ *   fmi2_loader.c   the fmi2 functions: instances, argument checks, steps, get and set;
+ *   fmi2_calls.c    the fmi2 functions on FMU states, derivatives, status inquiries;
  *   fmi3_loader.c   the fmi3 co-simulation functions, on top of the fmi2 ones (FMI 3.0 FMUs);
  *   python_env.c    the Python interpreter and pythonfmu's binary, loaded on first use;
- *   resource_uri.c  fmuResourceLocation (a file: URI) decoded to a folder. */
+ *   resource_uri.c  fmuResourceLocation (a file: URI) decoded to a folder;
+ *   fast_step.c     communication steps with no event run in C (fmu_src/runtime/fast_step.py). */
 #ifndef EMBED_LOADER_H
 #define EMBED_LOADER_H
 
@@ -65,6 +67,37 @@ typedef int (*ExtraVariables)(int op, unsigned vr, double *values, size_t n);
  * number, the first n of them in out; -1, logged, if vr is not an unknown. */
 typedef long (*VariableDependencies)(unsigned vr, unsigned *out, size_t n);
 
+/* ---- the fast path (fast_step.c; its Python side fmu_src/runtime/fast_step.py) -------------- */
+
+/* The arming record the Python slave owns and hands over (embed_fast_set) after each call that
+ * may change its state: what a communication step with no event needs to run here, without
+ * Python, to the bit as embed/hybrid/stepping.py's loop runs it.  Field order is mirrored by
+ * fast_step.py's ctypes Structure. */
+typedef struct {
+    void (*f)(double *args, double *out);   /* the mode's compiled RK4 step */
+    void (*sync)(void);     /* Python: takes t, x, monitors, armed, t_comm from this record */
+    double *args;           /* [t, h, x..., p..., tail...]: f's arguments (p, tail written) */
+    double *y;              /* the accepted state's [x..., monitors..., sum |x|] (ny) */
+    double *s1, *s2;        /* scratch, ny each */
+    int *armed;             /* ng: how each guard is watched (events.py UNARMED/ARMED/HELD) */
+    int *enabled;           /* ng */
+    unsigned *served_vr;    /* nserved Real value references fmi2GetReal answers here: */
+    int *served_at;         /* ... y[served_at[i]], or served_value[i] where served_at < 0 */
+    double *served_value;
+    int on;                 /* armed by the slave; 0: every call goes to Python */
+    int pending;            /* steps taken here that Python has not synced yet */
+    int nx, ny, g0, ng;     /* guards: y[nx + g0 .. nx + g0 + ng) */
+    int rehearsed;          /* the guard rehearsed in this mode (no approach test), or -1 */
+    int nserved;
+    double t, t0, h_max, t_next, t_comm;    /* sim time, RK4 grid origin, h_max, RK4's t_next,
+                                               the master's communication point */
+    double grid_tol, event_tol, probe_g, max_steps;
+    unsigned *int_vr;       /* nint Integer and Boolean outputs constant between events */
+    int *int_value;         /* (mode, counters, status, discrete flags) answered here: their */
+    int *int_boolean;       /* values, and 1 for a Boolean (fmi2GetBoolean), 0 an Integer */
+    int nint, pad;
+} FastStep;
+
 typedef struct {
     fmi2Component inner;
     fmi2CallbackFunctions master;   /* the master's callbacks */
@@ -87,7 +120,20 @@ typedef struct {
     unsigned extra_first;           /* ... value references extra_first .. */
     size_t extra_count;             /* ... + extra_count - 1 */
     VariableDependencies deps;      /* the slave's, or NULL */
+    FastStep *fast;                 /* the slave's arming record, or NULL */
+    long fast_steps;                /* doSteps run by fast_step.c (embed_fast_steps) */
 } Inst;
+
+/* fast_step.c: the communication step t .. t + h run here if the record is armed and no event
+ * or anything else Python must see happens in it: 1 (state committed to the record), else 0
+ * with nothing changed (Python runs the whole step). */
+int fast_do_step(Inst *I, double t, double h);
+/* fmi2GetReal, fmi2GetInteger (boolean: fmi2GetBoolean) answered from the record: 1, or 0 if a value reference is not
+ * served. */
+int fast_get_real(Inst *I, const fmi2ValueReference *vr, size_t n, fmi2Real *v);
+int fast_get_integer(Inst *I, const fmi2ValueReference *vr, size_t n, int *v, int boolean);
+/* Python given the state the fast steps made (before any call that reaches Python). */
+void fast_sync(Inst *I);
 
 /* The slave's callbacks above, called as any fmi2 function calls the slave: the instance
  * running (its log), its status override; fmi2Error if it gave none. */
@@ -100,6 +146,30 @@ long embed_dependencies(Inst *I, unsigned vr, unsigned *out, size_t n);
 Inst *embed_instantiate(fmi2String name, fmi2String guid, const char *resources,
                         const fmi2CallbackFunctions *functions, fmi2Boolean visible,
                         fmi2Boolean logging_on, int early_return);
+
+/* ---- the call frame of the fmi2 functions (fmi2_loader.c) ----------------------------------- */
+
+/* The instance whose call runs on this thread (the slave's callbacks find it here). */
+extern __thread Inst *current;
+/* The status of a forwarded call: at least what the slave asked for during it. */
+fmi2Status status_of(Inst *I, fmi2Status r);
+/* A bad call refused by the loader: "fn: why" logged, fmi2Error. */
+fmi2Status refuse(Inst *I, const char *fn, const char *fmt, ...);
+/* The logger given to pythonfmu: the master's, filtered (env is the instance). */
+void filter_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status s,
+                   fmi2String category, fmi2String message, ...);
+
+/* Every call on an instance: NULL is no instance; after pythonfmu's fmi2Fatal its instance is
+ * gone (FMI 2.0 2.1.3: no call but fmi2FreeInstance is allowed), so nothing is forwarded. */
+#define BEGIN(fn) Inst *I = (Inst *)c; if (!I) return fmi2Error; \
+    if (I->dead) { refuse(I, fn, "the instance failed with fmi2Fatal before"); return fmi2Fatal; } \
+    Inst *outer = current; I->override_status = -1; current = I; fast_sync(I)
+#define END(r) do { fmi2Status r_ = (r); current = outer; return r_; } while (0)
+#define FORWARD(f, ...) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner, __VA_ARGS__)))
+#define FORWARD0(f) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner)))
+/* FMI 2.0 2.1.7: vr[] and value[] have nvr elements; NULL with nvr > 0 is an error */
+#define CHECK_ARRAYS(fn, vr, n, v) if ((n) && (!(vr) || !(v))) \
+    END(refuse(I, fn, "%s is NULL with nvr = %zu", !(vr) ? "vr[]" : "value[]", (size_t)(n)))
 
 /* ---- fmuResourceLocation (resource_uri.c) ------------------------------------------------- */
 

@@ -1,0 +1,248 @@
+"""The fast path's Python side (issue 30, "Python only on events"): the slave arms the FMU's C
+loader (fmu_src/runtime/loader/fast_step.c) to run communication steps with no event without
+entering Python, and takes the state those steps made back before anything else reaches it.
+
+After every FMI call that may change the slave's state (``fmi2_call``: all but the getters) the
+slave decides, per mode and per call, whether the next steps may run in C (``ineligible``): a
+mode whose RK4 step is one compiled call (``CompiledMode`` with its monitors in the step, no
+memo), the fixed-step RK4 integrator, no projection, no watch, no formulation's step
+hook, no background compiler, no extension, no input changed, the monitors fresh.  Then it hands
+the loader an arming record (``Record``, mirrored by loader.h's ``FastStep``): the compiled
+step's address, argument and state buffers of its own, the guards' slice and how each is
+watched, the RK4 grid, and the Real outputs fmi2GetReal can answer from the state buffer.
+Otherwise it disarms it.  The C loop reproduces ``embed.hybrid.stepping._run``'s arithmetic and
+tests to the bit and gives any step with an event (a guard due or approaching), a non-finite
+value or a refusal to Python whole; before any call reaches Python the loader calls ``sync``,
+which writes t, x, the monitors, the guards' arming and the communication point back into the
+simulator: every Python entry point sees the state the C steps made.
+
+EMBED_FAST_STEP=0 in the environment turns the fast path off (both sides), for comparisons.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import weakref
+
+import numpy as np
+
+from embed.base.tolerances import EVENT_TOL, GRID_TOL
+from embed.hybrid import events
+from embed.hybrid.integrators import RK4
+from embed.hybrid.simulator import MAX_STEPS, Simulator
+from embed.modes.modes import CompiledMode
+from fmu_src.runtime.fmi2 import State
+
+MAX_GUARDS = 64        # fast_step.c's bound on the guards of a mode
+# what fast_step.c assumes of embed.hybrid.events
+assert (events.UNARMED, events.ARMED, events.HELD) == (0, 1, 2)
+assert events.LEVEL == {events.ARMED: 0.0, events.HELD: -events.PROBE_G}
+
+# the simulator's attributes outputs read that change only at events (or at the start)
+CONSTANT_ATTRIBUTES = {("attr", a) for a in ("mode_number", "event_count", "impact_count",
+                                             "last_event_time", "start_correction")}
+_P, _I, _D = ctypes.c_void_p, ctypes.c_int, ctypes.c_double
+_SYNC = ctypes.CFUNCTYPE(None)
+
+
+class Record(ctypes.Structure):
+    """loader.h's ``FastStep``, field for field."""
+
+    _fields_ = [("f", _P), ("sync", _P), ("args", _P), ("y", _P), ("s1", _P), ("s2", _P),
+                ("armed", _P), ("enabled", _P), ("served_vr", _P), ("served_at", _P),
+                ("served_value", _P),
+                ("on", _I), ("pending", _I), ("nx", _I), ("ny", _I), ("g0", _I), ("ng", _I),
+                ("rehearsed", _I), ("nserved", _I),
+                ("t", _D), ("t0", _D), ("h_max", _D), ("t_next", _D), ("t_comm", _D),
+                ("grid_tol", _D), ("event_tol", _D), ("probe_g", _D), ("max_steps", _D),
+                ("int_vr", _P), ("int_value", _P), ("int_boolean", _P), ("nint", _I),
+                ("pad", _I)]
+
+
+def enabled():
+    """Whether the fast path may run in this process (EMBED_FAST_STEP=0 turns it off)."""
+    return os.environ.get("EMBED_FAST_STEP", "1") != "0"
+
+
+def install(slave):
+    """The slave's ``FastStep``, registered with its loader, or None (no C loader: a slave
+    constructed in Python; or turned off)."""
+    lib = slave.loader._lib
+    if lib is None or not enabled() or not hasattr(lib, "embed_fast_set"):
+        return None
+    return FastStep(slave, lib)
+
+
+def _array(ctype, values):
+    """A ctypes array holding ``values`` and its address."""
+    a = (ctype * max(len(values), 1))(*values)
+    return a, ctypes.addressof(a)
+
+
+def step_function(mode):
+    """The address of ``mode``'s compiled RK4 step f([t, h, x, p, tail]) -> [x, monitors,
+    sum |x|] when one call is the whole of ``mode.rk4``, else None."""
+    # ProgramMode's step is one call too, but those of the bundled scenarios keep a memo
+    # and project: not covered (nor tested) yet
+    if type(mode) is not CompiledMode or mode._mon is not None:
+        return None
+    fn = mode._step
+    f = getattr(fn, "_f", None)
+    if f is None or getattr(fn, "memo", None) is not None:   # a memo is global to the code
+        return None
+    return ctypes.cast(f, ctypes.c_void_p).value
+
+
+def ineligible(slave):
+    """Why the next communication steps may not run in C, or None if they may."""
+    sim = slave.sim
+    if slave.fmi_state != State.STEP_COMPLETE or sim is None:
+        return "not in step mode"
+    if slave.status or slave.broken is not None:
+        return "a failed or refused call to report"
+    if slave.ext is not None or sim.compiler is not None:
+        return "an extension or a background compiler"
+    if slave.variables.inputs_changed or sim.flags.dirty or sim.flags.rearm:
+        return "inputs changed"
+    if type(sim.integrator) is not RK4 or type(sim).accept is not Simulator.accept:
+        return "not the fixed-step RK4 loop"
+    st = sim.state
+    if st.projection.holonomic or st.watch or sim.after_every_step:
+        return "a step hook (projection, watch, formulation)"
+    m = st.compiled_mode
+    if step_function(m) is None:
+        return f"mode {m.key}'s step is not one compiled call"
+    if st.mon.size != m.n_mon or st.x.size != m.nx:
+        return "state and mode sizes differ"
+    if m.sl_guards.stop - m.sl_guards.start > MAX_GUARDS:
+        return "too many guards"
+    return None
+
+
+class FastStep:
+    """One slave's arming record and the buffers it points to (kept alive here)."""
+
+    def __init__(self, slave, lib):
+        self.rec = Record(grid_tol=GRID_TOL, event_tol=EVENT_TOL, probe_g=events.PROBE_G,
+                          max_steps=float(MAX_STEPS), rehearsed=-1)
+        ref = weakref.ref(slave)     # the slave owns this object: no cycle through the callback
+        self._callback = _SYNC(lambda: self.sync(ref()))
+        self.rec.sync = ctypes.cast(self._callback, ctypes.c_void_p).value
+        self.reason = "not armed yet"
+        self._keep = ()
+        self._served = None
+        self._ints = None
+        lib.embed_fast_set.argtypes = [ctypes.c_void_p]
+        lib.embed_fast_set(ctypes.addressof(self.rec))
+
+    def served(self, slave):
+        """(vr, kind, where) of the Real outputs fmi2GetReal may read from the record: a
+        monitor (kind "mon": the state buffer), or one constant between events (kind "const":
+        a discrete variable, the last event's time, the start's correction; ``where`` is its
+        getter, read at arming)."""
+        if self._served is None:
+            sc, out = slave.sc, []
+            for vr, getter in slave.variables.getters.items():
+                kind, where = sc.source(slave.variables.specs[vr][0].name)
+                if kind == "mon":
+                    out.append((vr, kind, where))
+                elif kind == "discrete" or (kind, where) in CONSTANT_ATTRIBUTES:
+                    out.append((vr, "const", getter))
+            self._served = out
+        return self._served
+
+    def constant_integers(self, slave):
+        """[(vr, getter, is Boolean)] of the Integer and Boolean outputs that change only at
+        events or calls: the ``status`` output and those read from the simulator's attributes
+        (``mode``, counters) or discrete variables, never a monitor."""
+        if self._ints is None:
+            out = []
+            for vr, (v, causality) in slave.variables.specs.items():
+                if v.type not in ("Integer", "Boolean") or causality.name != "output" \
+                        or vr not in slave.vars:
+                    continue
+                try:
+                    source = ("status", None) if v.name == "status" else slave.sc.source(v.name)
+                except KeyError:
+                    continue
+                if source[0] in ("status", "discrete") or source in CONSTANT_ATTRIBUTES:
+                    out.append((vr, slave.vars[vr].getter, v.type == "Boolean"))
+            self._ints = out
+        return self._ints
+
+    def update(self, slave):
+        """Arm the record for the slave's current state, or disarm it (``ineligible``)."""
+        self.rec.on = 0
+        try:
+            self.reason = ineligible(slave)
+            if self.reason is None:
+                self._arm(slave)
+        except Exception as exc:  # noqa: BLE001 - the Python path serves all the same
+            self.rec.on = 0
+            self.reason = f"internal error: {type(exc).__name__}: {exc}"
+
+    def _arm(self, slave):
+        rec = self.rec
+        sim = slave.sim
+        st, integ = sim.state, sim.integrator
+        m = st.compiled_mode
+        nx, sl = m.nx, m.sl_guards
+        y = np.concatenate((st.x, st.mon, [0.0]))     # [x, monitors, (sum |x|: unread)]
+        ny = y.size
+        tail = np.asarray(m._tail, dtype=float)
+        args, a_args = _array(ctypes.c_double, [0.0, 0.0, *st.x.tolist(), *st.pvec.tolist(),
+                                                *tail.tolist()])
+        ybuf, a_y = _array(ctypes.c_double, y.tolist())
+        s1, a_s1 = _array(ctypes.c_double, [0.0] * ny)
+        s2, a_s2 = _array(ctypes.c_double, [0.0] * ny)
+        armed, a_armed = _array(ctypes.c_int, [int(a) for a in st.armed])
+        on, a_on = _array(ctypes.c_int, [int(bool(e)) for e in st.enabled])
+        served = self.served(slave)
+        vrs, a_vrs = _array(ctypes.c_uint, [vr for vr, _, _ in served])
+        at, a_at = _array(ctypes.c_int, [nx + w if k == "mon" else -1 for _, k, w in served])
+        val, a_val = _array(ctypes.c_double, [0.0 if k == "mon" else float(w())   # get_real's
+                                              for _, k, w in served])
+        ints = self.constant_integers(slave)
+        ivr, a_ivr = _array(ctypes.c_uint, [vr for vr, _, _ in ints])
+        ival, a_ival = _array(ctypes.c_int, [int(bool(g())) if b else int(g())   # get_values'
+                                             for _, g, b in ints])
+        ib, a_ib = _array(ctypes.c_int, [int(b) for _, _, b in ints])
+        self._keep = (args, ybuf, s1, s2, armed, on, vrs, at, val, ivr, ival, ib)
+        rec.int_vr, rec.int_value, rec.int_boolean, rec.nint = a_ivr, a_ival, a_ib, len(ints)
+        self._y, self._armed = np.frombuffer(ybuf, count=ny), armed
+        rehearsed = sim.flags.rehearsed
+        rec.rehearsed = next((i for i in range(sl.stop - sl.start)
+                              if (st.mode, i) == rehearsed), -1)
+        rec.f = step_function(m)
+        rec.args, rec.y, rec.s1, rec.s2 = a_args, a_y, a_s1, a_s2
+        rec.armed, rec.enabled = a_armed, a_on
+        rec.served_vr, rec.served_at, rec.served_value = a_vrs, a_at, a_val
+        rec.nserved = len(served)
+        rec.nx, rec.ny, rec.g0, rec.ng = nx, ny, sl.start, sl.stop - sl.start
+        rec.t, rec.t0, rec.h_max, rec.t_next = st.t, integ.t0, integ.h_max, integ.t_next
+        rec.t_comm = slave.t_comm
+        rec.pending = 0
+        rec.on = 1
+
+    def sync(self, slave):
+        """The state the C steps made, into the simulator and the slave (the loader calls this
+        before any call reaches Python): as ``Simulator.accept`` and ``stepping._run`` leave
+        it."""
+        rec = self.rec
+        if slave is None or not rec.pending:
+            return
+        rec.pending = 0
+        try:
+            sim = slave.sim
+            st = sim.state
+            y = self._y.copy()
+            nx = rec.nx
+            st.x, st.mon = y[:nx], y[nx:-1]
+            st.t = rec.t
+            sim.integrator.t_next = rec.t_next
+            st.armed = tuple(self._armed[:rec.ng])
+            slave.t_comm = rec.t_comm
+        except Exception as exc:  # noqa: BLE001 - a ctypes callback: nothing may escape
+            rec.on = 0
+            slave.loader.log_now(3, f"fast path: the state could not be synced: {exc}")

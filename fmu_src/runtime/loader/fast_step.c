@@ -1,0 +1,110 @@
+/* Communication steps with no event, run here without entering Python (issue 30): the loop of
+ * embed/hybrid/stepping.py (_run) for a mode whose step is one compiled call (fixed-step RK4,
+ * no projection, no watch), with its arithmetic to the bit:
+ *   RK4.step (embed/hybrid/integrators.py): t_next on the grid t0 + k h_max, cut at the end;
+ *   the compiled step f([t, h, x, p, tail]) -> [x', monitors', sum |x'|];
+ *   state_mod.check_finite, events.due (level 0) and events.approaching on the guards;
+ *   the armed update of a guard that became positive; st.t = t_next.
+ * Anything else - a guard due or approaching (an event, a rehearsal), a non-finite value, a step
+ * Python would refuse (check_step, the step budget) - and the whole communication step goes to
+ * Python from its start, with nothing here changed: results are those of the Python path.
+ * The slave arms the record (fmu_src/runtime/fast_step.py) after every call that may change its
+ * state, and is synced (its sync callback) before any call reaches it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader.h"
+
+enum { UNARMED, ARMED, HELD };      /* embed/hybrid/events.py */
+
+int fast_do_step(Inst *I, double t, double h)
+{
+    FastStep *F = I->fast;
+    if (!F || !F->on) return 0;     /* EMBED_FAST_STEP=0: the slave never arms it */
+    /* fmu_src/runtime/fmi2.py check_step: otherwise Python refuses it */
+    double tc = F->t_comm, hm = F->h_max;
+    if (!(isfinite(h) && h > 0)) return 0;
+    if (!(isfinite(t) && fabs(t - tc) <= 1e-9 * fmax(fmax(1.0, fabs(tc)), h))) return 0;
+    if (h / hm > F->max_steps) return 0;
+    /* stepping.advance's checks */
+    double T = t + h, ts = F->t, tn = F->t_next;
+    if (!(isfinite(T) && T >= ts - F->event_tol)) return 0;
+    if (ceil((T - ts) / hm - 1e-9) > F->max_steps) return 0;
+    int nx = F->nx, ny = F->ny, ng = F->ng;
+    if (ng > 64) return 0;
+    int arm[64];
+    memcpy(arm, F->armed, (size_t)ng * sizeof *arm);
+    const double *cur = F->y;
+    double *out = F->s1, *args = F->args;
+    const double t0 = F->t0, gt = F->grid_tol;
+    double steps = 0;
+    while (T - ts > F->event_tol) {
+        if (++steps > F->max_steps) return 0;
+        /* RK4.step with h_avail = T - ts */
+        double te = ts + (T - ts);
+        double k = floor((ts - t0) / hm + 1e-9) + 1;
+        double t_next = t0 + k * hm;
+        if (t_next - ts <= gt) t_next = t0 + (k + 1) * hm;
+        if (te < t_next - gt) t_next = te;
+        args[0] = ts;
+        args[1] = t_next - ts;
+        memcpy(args + 2, cur, (size_t)nx * sizeof *args);
+        F->f(args, out);
+        for (int i = 0; i < ny; i++)
+            if (!isfinite(out[i])) return 0;            /* Python raises it */
+        const double *ga = cur + nx + F->g0, *gb = out + nx + F->g0;
+        for (int i = 0; i < ng; i++) {
+            if (!arm[i] || !F->enabled[i]) continue;
+            if (gb[i] <= (arm[i] == ARMED ? 0.0 : -F->probe_g)) return 0;        /* due */
+            if (arm[i] == ARMED && 0.0 < gb[i] && gb[i] < ga[i] && gb[i] <= ga[i] - gb[i]
+                && i != F->rehearsed) return 0;                              /* approaching */
+        }
+        ts = t_next;                                     /* accepted */
+        tn = t_next;
+        for (int i = 0; i < ng; i++)
+            if (gb[i] > 0) arm[i] = ARMED;
+        cur = out;                                       /* the record's y stays as it was */
+        out = out == F->s1 ? F->s2 : F->s1;
+    }
+    if (cur != F->y) memcpy(F->y, cur, (size_t)ny * sizeof *cur);
+    memcpy(F->armed, arm, (size_t)ng * sizeof *arm);
+    F->t = ts;
+    F->t_next = tn;
+    F->t_comm = T;
+    F->pending = 1;
+    I->fast_steps++;
+    return 1;
+}
+
+int fast_get_real(Inst *I, const fmi2ValueReference *vr, size_t n, fmi2Real *v)
+{
+    FastStep *F = I->fast;
+    if (!F || !F->on || !n || !vr || !v) return 0;
+    for (size_t i = 0; i < n; i++) {
+        int j = 0, m = F->nserved;
+        while (j < m && F->served_vr[j] != vr[i]) j++;
+        if (j == m) return 0;
+        v[i] = F->served_at[j] >= 0 ? F->y[F->served_at[j]] : F->served_value[j];
+    }
+    return 1;
+}
+
+int fast_get_integer(Inst *I, const fmi2ValueReference *vr, size_t n, int *v, int boolean)
+{
+    FastStep *F = I->fast;
+    if (!F || !F->on || !n || !vr || !v) return 0;
+    for (size_t i = 0; i < n; i++) {
+        int j = 0, m = F->nint;
+        while (j < m && F->int_vr[j] != vr[i]) j++;
+        if (j == m || F->int_boolean[j] != boolean) return 0;
+        v[i] = F->int_value[j];
+    }
+    return 1;
+}
+
+void fast_sync(Inst *I)
+{
+    FastStep *F = I->fast;
+    if (F && F->pending && F->sync) F->sync();
+}
