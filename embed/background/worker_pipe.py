@@ -11,13 +11,11 @@ import importlib
 import json
 import os
 import pickle
-import queue
 import select
 import shutil
 import struct
 import subprocess
 import sys
-import threading
 import time
 from concurrent import futures
 from pathlib import Path
@@ -95,37 +93,6 @@ def frame(obj):
     """One request or answer: a length-prefixed pickle."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     return _HEAD.pack(len(data)) + data
-
-
-class Sender:
-    """Requests pickled (``frame``) in a thread of their own, in the order given, each then
-    handed to its ``then(data)`` (which writes it under the pair's lock): the pickle and the
-    write that wakes a worker (0.2-0.7 ms of an announcing step on a loaded machine) are off
-    the stepping path (issue 30, tails).  The thread starts now, not in a step."""
-
-    def __init__(self):
-        self.q = queue.SimpleQueue()
-        threading.Thread(target=self._run, args=(self.q,), name="embed-sender",
-                         daemon=True).start()
-
-    def put(self, obj, then, failed):
-        """frame(obj) handed to then(data) in the sender thread; failed(exc) if it cannot be
-        pickled."""
-        self.q.put((obj, then, failed))
-
-    def close(self):
-        self.q.put(None)
-
-    @staticmethod
-    def _run(q):
-        while (item := q.get()) is not None:
-            obj, then, failed = item
-            try:
-                data = frame(obj)
-            except Exception as exc:  # noqa: BLE001 - told to the client that asked
-                failed(exc)
-                continue
-            then(data)
 
 
 class Relay:

@@ -14,8 +14,7 @@ import time
 import weakref
 from pathlib import Path
 
-from .worker_pipe import (Loads, ModeParts, Sender, WorkerPipe, python_executable,
-                          worker_command)
+from .worker_pipe import Loads, ModeParts, WorkerPipe, frame, python_executable, worker_command
 
 MAX_DEATHS = 2             # a request outstanding when the workers died this often is dropped
 DEADLINE = 20.0            # s a worker with work may stay silent before it counts as hung
@@ -64,7 +63,6 @@ class Workers:
         self._started = None      # what it made: (fast, slow) or the exception
         self.fast, self.slow = self._start()
         self.pipes = (self.fast, self.slow)
-        self.sender = Sender()    # requests pickled and written off the stepping path
 
     def _start(self):
         # the newest folder holding embed/ that still exists (a master may delete the one an
@@ -102,40 +100,19 @@ class Workers:
             return sum(r.client == cid for r in self.pending.values()) + self.loads.count(cid)
 
     def request(self, cid, pipe, req, slot=None, what=None):
-        """Request ``req`` of client ``cid`` to worker ``pipe``, numbered and outstanding now;
-        pickled and written by the sender thread (``_send``)."""
         with self.lock:
             rid = next(self._rids)
-            rec = self.pending[rid] = Request(rid, cid, pipe, None, what)
-        self.sender.put((cid, rid, req, slot), lambda data: self._send(rec, data),
-                        lambda exc: self._unsent(rec, exc))
-        return rec
-
-    def _send(self, rec, data):
-        """Request ``rec``'s frame, written unless it was dropped meanwhile (else with the
-        others once restarted workers are there: ``_finish_restart``)."""
-        with self.lock:
-            rec.data = data
-            if self.pending.get(rec.rid) is rec and self._restarting is None and not self.closed:
-                getattr(self, rec.pipe).send(data)
-
-    def _unsent(self, rec, exc):
-        with self.lock:
-            if self.pending.pop(rec.rid, None) is not None:
-                self._tell(rec.client, "error", (rec.what, "could not be sent to the worker "
-                                                 f"({type(exc).__name__}: {exc})", ""))
+            data = frame((cid, rid, req, slot))
+            rec = self.pending[rid] = Request(rid, cid, pipe, data, what)
+            if self._restarting is None:  # else sent with the others when they have started
+                getattr(self, pipe).send(data)
+            return rec
 
     def announce(self, cid, req):
-        """A definition for both workers (kept, sent again to restarted ones), in order with
-        the requests (the sender thread)."""
-        self.sender.put((cid, None, req, None), self._announce,
-                        lambda exc: self._tell(cid, "error", (req[0], "could not be sent to "
-                                               f"the workers ({type(exc).__name__}: {exc})", "")))
-
-    def _announce(self, data):
+        data = frame((cid, None, req, None))
         with self.lock:
             self.history.append(data)
-            for p in self.pipes if self._restarting is None and not self.closed else ():
+            for p in self.pipes if self._restarting is None else ():
                 p.send(data)
 
     def _tell(self, cid, kind, item):
@@ -269,7 +246,6 @@ class Workers:
         self._restarting, started = None, self._started
         if isinstance(started, BaseException):
             self.closed = True
-            self.sender.close()
             for cid in list(self.clients.keys()):
                 self._tell(cid, "error", ("background workers", "could not start them again "
                                           f"({type(started).__name__}: {started}); stepping "
@@ -284,8 +260,7 @@ class Workers:
             rec = self.pending[rid]
             rec.origin_done, rec.relayed, rec.relay_done = False, 0, 0
             rec.skip, rec.parts = rec.parts, 0
-            if rec.data is not None:      # else the sender thread sends it (``_send``)
-                getattr(self, rec.pipe).send(rec.data)
+            getattr(self, rec.pipe).send(rec.data)
         msg = (f"{self._why} ended; started both workers again (restart {self.restarts}) and "
                f"re-sent {len(self.pending)} outstanding requests")
         for cid in list(self.clients.keys()):
@@ -324,7 +299,6 @@ class Workers:
         if any(os.path.isdir(os.path.join(d, "embed")) for d in self.roots):
             return
         self.closed = True
-        self.sender.close()
         self._join_restart()
         for p in self.pipes:
             try:
@@ -359,7 +333,6 @@ class Workers:
     def _close(self):
         if not self.closed:
             self.closed = True
-            self.sender.close()
             self._join_restart()
             for p in self.pipes:
                 p.close()
