@@ -36,7 +36,7 @@ from fmu_src.host.master import FmuRunner  # noqa: E402
 G = 9.81
 PHI_SLOW = -math.radians(0.01)     # a nearly level ramp: the disk creeps to the fence
 OUTPUTS = ("mode", "status", "q1", "q2", "q3", "q4", "constraint_residual",
-           "geometry_version_active", "geometry_status", "embed_pending")
+           "geometry_version_active", "geometry_status", "embed_pending", "answers_late")
 
 
 def _sched():
@@ -102,7 +102,8 @@ def main(fmu, opts):
              "steps_over_10ms": 0, "steps_blocked_10ms": 0, "max_cpu": 0.0, "cpu_at": None,
              "max_blocked": 0.0, "steps_stalled_10ms": 0, "max_stalled": 0.0, "stalled_at": None,
              "blocked_at": None, "max_own": 0.0, "own_at": None, "max_gc": 0.0, "gc_at": None, "gc_what": None,
-             "schedstat": _sched() is not None} for _ in runs]
+             "schedstat": _sched() is not None, "entered": None, "last_at": None} for _ in runs]
+    texts = [{} for _ in runs]          # version -> text, of each instance's announcements
     collector = _Collections()
     h = 1e-3
     n_steps = int(round(duration / h))
@@ -118,6 +119,8 @@ def main(fmu, opts):
                 d["n"] += 1
                 d["version"] += 1
                 d["text"] = curve(amps[i], size, d["version"] + 31 * i)
+                texts[i][d["version"]] = d["text"]
+                d["last_at"] = t
                 r.fmu.setString([r.vr("fence_curve")], [d["text"]])
                 r.set(fence_version=d["version"])
             s0, v0 = _sched(), _slept()
@@ -145,6 +148,11 @@ def main(fmu, opts):
                 if own > d["max_own"]:
                     d["max_own"], d["own_at"] = own, t
             d["steps_over_10ms"] += dt > 0.01
+            if d["entered"] is None and t >= start:
+                # the fence the disk meets: the version active in the step it entered mode 3
+                if r.get("mode")["mode"] == 3:
+                    v = r.get("geometry_version_active")["geometry_version_active"]
+                    d["entered"] = {"t": t + h, "version": v, "text": texts[i].get(v, "")}
         lag = t0 + (k + 1) * h - time.monotonic()
         if lag > 0:
             time.sleep(lag)
@@ -164,6 +172,7 @@ def main(fmu, opts):
         d["outputs"] = r.get(*OUTPUTS)
         d["warnings"] = [m for _, m in r.messages]
         d["params"] = params
+        d["announced"] = d["version"]
         out.append(d)
     print(json.dumps(out))
     sys.stdout.flush()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.disk_fence.profile import SIGMA, FenceProfile
+from scenarios.disk_fence.profile import GEOMETRY_ON_FENCE, SIGMA, FenceProfile
 
 HERE = Path(__file__).resolve().parent
 STEP_BUDGET = float(os.environ.get("FENCE_STEP_BUDGET", "0.05"))       # s, one doStep
@@ -95,25 +95,51 @@ def test_two_large_fences_20_ms_apart_never_block_a_step(fmu_dir):
     assert not d["warnings"], d["warnings"]
 
 
+def ends_on_the_fence_it_met(d):
+    """The FMU's answer for whichever case occurred (whether the last announcement was
+    answered before the disk reached the ramp's end depends on the machine's pace: the
+    workers run at nice 10): the disk rolls on the fence that was active when it entered
+    mode 3 (``entered``), to 1e-7.  If that is the last fence announced, it is the one in
+    use, with no rejection, no late answer and no warning.  If it is an older one (the last
+    answers came too late), every later announcement was rejected with GEOMETRY_ON_FENCE
+    (9), the version in use is still the one entered, and, when the announcements had all
+    been made before the disk met the fence, the FMU counted and logged the late answer
+    (answers_late 1).  Returns the distance of the disk centre to that fence."""
+    o, e = d["outputs"], d["entered"]
+    assert e is not None and e["version"] >= 1 and e["text"], (d["entered"], o)
+    assert o["status"] == 0 and o["embed_pending"] == 0, (o, d["settle"])
+    assert o["mode"] == 3 and o["constraint_residual"] <= 1e-9, o
+    assert o["geometry_version_active"] == e["version"], (o, e["version"])
+    if e["version"] == d["announced"]:
+        assert o["geometry_status"] == 0 and o["answers_late"] == 0, o
+        assert not d["warnings"], d["warnings"]
+    else:
+        assert o["geometry_status"] == GEOMETRY_ON_FENCE, o
+        rejected = [m for m in d["warnings"] if "rejected" in m]
+        assert rejected and all(f"keeping version {e['version']}" in m
+                                and "rolls on the fence" in m for m in rejected), d["warnings"]
+        late = [m for m in d["warnings"] if "real time: the disk left" in m]
+        assert len(rejected) + len(late) == len(d["warnings"]), d["warnings"]
+        if d["last_at"] < e["t"]:
+            assert o["answers_late"] == 1 and len(late) == 1, (o, d["warnings"])
+    s, miss = on_its_own_fence(dict(d, text=e["text"]))
+    assert s > 0.01 and miss <= 1e-7, (s, miss)
+    return miss
+
+
 def test_soak_two_instances_announcing_fences_every_few_ms(fmu_dir):
     """Two instances in one process, each announcing a fence of its own, 10 to 13 sine factors (the parser allows 256 syntax nodes),
     every 10 ms at a paced 1 kHz for FENCE_SOAK_SECONDS (60 by default): no step over the
-    budget, no deadlock, and each ends on its own last fence (a 1e-7 match of the disk
-    centre to where that fence puts it, the other instance's fence being 1e-5 away)."""
+    budget, no deadlock, and each ends on the fence it met (``ends_on_the_fence_it_met``: its
+    last one unless the machine's pace made the last answers late; a 1e-7 match of the disk
+    centre to where that fence puts it, the other instance's fence being 1e-6 away)."""
     duration = max(SOAK_SECONDS, 8.0)
     res = storm(str(fmu_dir / "disk_fence.fmu"), duration * 3 + 120, instances=2,
                 duration=duration, every=0.01, first=10, last=13, start=0.5, quiet=4.0,
                 near_fence=True)
     for d in res:
-        o = d["outputs"]
         within_budget(d)
-        assert not d["warnings"], d["warnings"]
-        assert o["status"] == 0 and o["geometry_status"] == 0, o
-        assert o["geometry_version_active"] == d["version"] and o["embed_pending"] == 0, (
-            o, d["settle"])
         assert d["n"] > 100
-        assert o["mode"] == 3 and o["constraint_residual"] <= 1e-9
-        s, miss = on_its_own_fence(d)
-        assert s > 0.01 and miss <= 1e-7, (s, miss)
-    other = dict(res[0], text=res[1]["text"])            # instance 0 against 1's fence
+        ends_on_the_fence_it_met(d)
+    other = dict(res[0], text=res[1]["entered"]["text"])     # instance 0 against 1's fence
     assert on_its_own_fence(other)[1] > 1e-6

@@ -255,8 +255,7 @@ def _loader(q):
     while True:
         fns, done = q.get()
         try:
-            _load_all(fns)
-            done.set_result(None)
+            done.set_result(fns() if callable(fns) else _load_all(fns))
         except BaseException as exc:  # noqa: BLE001 - the Future's result() raises it
             done.set_exception(exc)
 
@@ -268,6 +267,14 @@ def load_later(fns):
     stepping thread goes on meanwhile."""
     done = Future()
     start_loader().put((list(fns), done))
+    return done
+
+
+def run_later(fn):
+    """fn() in the loader thread, after the loads asked before it: a Future of its result
+    (work that needs what they load, done off the stepping path)."""
+    done = Future()
+    start_loader().put((fn, done))
     return done
 
 

@@ -18,17 +18,20 @@ rejected (geometry_status 10), one made while the disk rolls on a fence too (9).
 
 from __future__ import annotations
 
+import collections
 import time
 
 import numpy as np
 
 from embed import Var
+from embed.codegen.native import run_later
 
 from . import jobs, points
 from .announce import activate, announce_arc, check_length, check_not_on_fence, profile_of
 from .checks import validate
-from .family import install_profile, jet_function, profile_family, profile_family_modes
-from .modes import ARC, FENCE_BASE, fence_uid
+from .family import (install_prepared, install_profile, jet_function, prepare_profile,
+                     profile_family, profile_family_modes)
+from .modes import ARC, FENCE, FENCE_BASE, fence_uid
 from .profile import GEOMETRY_NO_ANSWER, FenceProfile, GeometryError
 
 # the FMU inputs and outputs of the run-time fence, served by FenceGeometry
@@ -60,8 +63,9 @@ FENCE_OUTPUTS = [
     Var("embed_latency", 0.0, "wall seconds from the last accepted announcement to its "
         "fence mode being ready", "s"),
     Var("geometry_version_active", 0, "the fence version in use", type="Integer"),
-    Var("answers_late", 0, "real_time only: times the disk left the ramp's end while an "
-        "announced fence was still being prepared (an offline run waits and meets it)",
+    Var("answers_late", 0, "real_time only: times the disk left the ramp's end (into the air "
+        "or onto an older fence) while an announced fence was still being prepared (an offline "
+        "run waits and meets it)",
         type="Integer"),
 ]
 
@@ -98,6 +102,8 @@ class FenceGeometry:
         self.t_request = {}       # version -> when it was announced (perf_counter)
         self.texts = {}           # version -> fence_curve of announcements under way
         self.fences = []          # [uid, text, L_f] of the free-form fences installed
+        self.parts = collections.deque()  # real time: answers not installed yet, in order
+        self.preparing = None     # (part, Future of prepare_profile) of the next "terms"
         # compiled now (LLVM, tens of ms each), not in a step, and each called once: the
         # first call of an LLVM function costs more than later ones (warm_up does the same
         # for the automaton's modes)
@@ -186,17 +192,41 @@ class FenceGeometry:
                                                       np.array(self.sim.pvec), uid=uid)))
         if self.compiler is not None:
             self._unanswered()
-            # the answers the simulator's poll decoded in earlier steps (one a step); a step
-            # that installs a fence's terms (loading its jet, costly cold) decodes no more
-            for _, part in self.compiler.call_results():
-                self._install(part)
-                if part[0] == "terms":
-                    self.compiler.rest()
+            # the answers the simulator's poll decoded in earlier steps, in order
+            self.parts.extend(part for _, part in self.compiler.call_results())
+            self._install_parts()
+
+    def _install_parts(self):
+        """Real time: install the answers in order, a fence's terms once the loader thread
+        has made them (``prepare_profile``: off the stepping path) and one a step (a step that
+        installs them decodes no more: ``rest``)."""
+        while self.parts:
+            part = self.parts[0]
+            if part[0] != "terms" or part[1] <= self.resolved or not self.compiler.real_time:
+                self.parts.popleft()
+                self._install(part)     # (offline: at once; a decided version's: dropped)
+                continue
+            if self.preparing is None or self.preparing[0] is not part:
+                _, version, uid, L_f, jet = part
+                self.preparing = (part, run_later(
+                    lambda: prepare_profile(self.sim, uid, L_f, jet)))
+            fut = self.preparing[1]
+            if not fut.done():
+                return
+            self.parts.popleft()
+            self.preparing = None
+            # a prepare that failed: made again here, to raise as an offline run does
+            self._install_terms(part, None if fut.exception() else fut.result())
+            self.compiler.rest()
+            return
 
     def _late(self):
-        """Real time: count and log the disk leaving the ramp's end (last step) while an
-        announced fence was outstanding: an offline run would have waited and met it."""
-        over = self.sim.discrete["over_ramp"] == 1.0
+        """Real time: count and log the disk leaving the ramp's end (last step: into the air,
+        or onto an older fence, where over_ramp stays 1) while an announced fence was
+        outstanding: an offline run would have waited and met it."""
+        current = self.sim.active_mode
+        over = (self.sim.discrete["over_ramp"] == 1.0
+                and (current is None or current.report != FENCE))
         if self._over_ramp and not over and self.requested > self.resolved:
             self.values["answers_late"] += 1
             self.log(f"real time: the disk left the ramp's end by t = {self.sim.t:.6g} s while "
@@ -216,9 +246,10 @@ class FenceGeometry:
                            f"the background workers did not answer it ({why})"))
             errors[:] = [e for e in errors if e[0] != jobs.PREPARE_FENCE]
 
-    def _install_terms(self, part):
+    def _install_terms(self, part, prepared=None):
         _, version, uid, L_f, jet = part
-        mode_id = install_profile(self.sim, uid, L_f, jet)
+        mode_id = (install_profile(self.sim, uid, L_f, jet) if prepared is None
+                   else install_prepared(self.sim, prepared))
         if not any(f[0] == uid for f in self.fences):
             self.fences.append([uid, self.texts.get(version, ""), L_f])
         self._install(("ready", version, mode_id))

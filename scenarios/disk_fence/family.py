@@ -233,32 +233,58 @@ def install_profile(sim, uid, L_f, jet):
     -------
     int, the fence's mode id (FENCE_BASE + uid).
     """
+    return install_prepared(sim, prepare_profile(sim, uid, L_f, jet))
+
+
+def prepare_profile(sim, uid, L_f, jet):
+    """What ``install_profile`` installs for fence ``uid``, made without changing the
+    simulator or its caches (the loader thread may make it while the stepping goes on: 0.2-0.5
+    ms of a step otherwise; issue 30, tails): (mode, constraint stubs, the constraint terms,
+    the monitors' role, the entry terms and the JetMode of each choice of dependent speeds),
+    the installs left out (None) where the caches have the fence already.  Its arguments are
+    ``install_profile``'s."""
     m = sim.model
     fam, layout, family, entry = profile_family(sim)
     mode = Mode(FENCE_BASE + uid, f"fence {uid}", (f"fence{uid}_x", f"fence{uid}_y"), (),
                 tuple(Guard(g.name, None, g.direction) for g in family.guards), (), FENCE)
-    sim.forms.know_mode(mode, [Constraint(name, (), se.Integer(0), se.Integer(0))   # stubs
-                               for name in mode.constraints])
+    stubs = [Constraint(name, (), se.Integer(0), se.Integer(0)) for name in mode.constraints]
     if sim.library.has_constraint_terms(mode.constraints[0]):   # the shared caches have it
-        return mode.id
+        return mode, stubs, None
     n, n_p, i_L = m.n, len(sim.psyms), sim.pnames.index("L")
     terms = ProfileTerms(fam, jet, L_f, fam.n_in - len(JET) - 1 - n_p + i_L)
     p_at = list(range(terms.n_in - n_p, terms.n_in))
     tq = [0] + list(range(1, 1 + n)) + p_at
     tqu = [0] + list(range(1, 1 + 2 * n)) + p_at
-    for name, role in zip(mode.constraints, "xy"):
-        c = sim.automaton.constraints[name]
-        sl = layout[role]
-        sim.library.install_constraint_terms(name, ConstraintTerms(
-            m, c, sim.psyms, fns=(Role(terms, tq, sl["BC"]), Role(terms, tqu, sl["gamma"]),
-                                  Role(terms, tq, sl["phi"]))))
-    sim.mode_compiler.numeric_terms().install_mode(mode.id, Role(terms, None, layout["monitors"]["monitors"]),
-                                     lam_names=mode.constraints)
+    known = sim.automaton.constraints
+    cterms = [(name, ConstraintTerms(
+        m, known.get(name, stub), sim.psyms, fns=(Role(terms, tq, layout[role]["BC"]),
+                                                  Role(terms, tqu, layout[role]["gamma"]),
+                                                  Role(terms, tq, layout[role]["phi"]))))
+        for name, stub, role in zip(mode.constraints, stubs, "xy")]
+    monitors = Role(terms, None, layout["monitors"]["monitors"])
     mine = copy.copy(entry)        # the event step's one call, for this profile
     mine.key = tuple(sorted(mode.constraints))
     mine.fn = ProfileTerms(entry.fn, jet, L_f, 1 + 2 * n + i_L)
+    modes = [((mode.id, mine.key, dep), meta, f, mon)
+             for dep, (meta, f, mon) in profile_family_modes(sim).items()]
+    return mode, stubs, (cterms, monitors, mine,
+                         [(key, JetMode(key, meta, f, mon, jet, L_f, i_L))
+                          for key, meta, f, mon in modes])
+
+
+def install_prepared(sim, prepared):
+    """Install what ``prepare_profile`` made (in the stepping thread): returns the fence's mode
+    id.  A fence the caches got meanwhile (another simulator sharing them) stays as it is."""
+    mode, stubs, parts = prepared
+    sim.forms.know_mode(mode, stubs)
+    if parts is None or sim.library.has_constraint_terms(mode.constraints[0]):
+        return mode.id
+    cterms, monitors, mine, modes = parts
+    for name, ct in cterms:
+        sim.library.install_constraint_terms(name, ct)
+    sim.mode_compiler.numeric_terms().install_mode(mode.id, monitors,
+                                                   lam_names=mode.constraints)
     sim.library.install_entry_terms(mine.key, mine)
-    for dep, (meta, f, mon) in profile_family_modes(sim).items():
-        key = (mode.id, mine.key, dep)
-        sim.library.install(key, JetMode(key, meta, f, mon, jet, L_f, i_L))
+    for key, jm in modes:
+        sim.library.install(key, jm)
     return mode.id
