@@ -8,7 +8,8 @@ facts are read here from what is already on disk, in about a millisecond:
 
 - a package's version: the name of the ``NAME-VERSION.dist-info`` folder its installer wrote
   beside it (PEP 376/427: one per installed distribution, renamed by every upgrade), found
-  through the package's import spec, so nothing is imported;  ``importlib.metadata`` only
+  in the ``sys.path`` folder that holds the package, so nothing is imported or looked up
+  through the import system;  ``importlib.metadata`` only
   where there is no such folder or more than one (an editable or unusual install);
 - LLVM: llvmlite's version with the size of the LLVM library it loads (a wheel links one
   LLVM release statically; another build of the same version is another file);
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import os
 import sys
 
@@ -40,25 +40,22 @@ def _listing(folder: str) -> tuple:
         return ()
 
 
-def _spec(package: str):
+def _folder(package: str):
+    """The folder holding ``package`` (its site-packages): where the imported module came
+    from, else the first ``sys.path`` entry listing it (the path finder's order; no finder
+    is asked, nothing imported), else None."""
     mod = sys.modules.get(package)
     spec = getattr(mod, "__spec__", None)
-    if spec is None:
-        try:
-            spec = importlib.util.find_spec(package)
-        except (ImportError, ValueError):
-            return None
-    return spec
-
-
-def _folder(package: str):
-    """The folder holding ``package`` (its site-packages), or None if it is not installed."""
-    spec = _spec(package)
-    if spec is None:
-        return None
-    locations = list(spec.submodule_search_locations or ())
-    where = locations[0] if locations else spec.origin
-    return os.path.dirname(where) if where else None
+    if spec is not None:
+        locations = list(spec.submodule_search_locations or ())
+        where = locations[0] if locations else spec.origin
+        return os.path.dirname(where) if where else None
+    for entry in sys.path:
+        names = _listing(entry or ".")
+        if package in names or f"{package}.py" in names or \
+                any(n.startswith(package + ".") and n.endswith((".so", ".pyd")) for n in names):
+            return entry or "."
+    return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -66,11 +63,9 @@ def version(package: str):
     """The installed version of ``package`` (a top-level import name equal to its
     distribution's), or None if it is not installed."""
     where = _folder(package)
-    if where is None:
-        return None
     prefix = package.lower().replace("-", "_") + "-"
-    found = [n for n in _listing(where)
-             if n.endswith(".dist-info") and n.lower().startswith(prefix)]
+    found = [n for n in _listing(where) if n.endswith(".dist-info") and
+             n.lower().startswith(prefix)] if where is not None else []
     if len(found) == 1:
         return found[0][len(prefix):-len(".dist-info")]
     from importlib.metadata import PackageNotFoundError
