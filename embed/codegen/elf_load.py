@@ -8,7 +8,9 @@ such a file, for the little these files use, in Python: it places the sections L
 allocates (code, constants, zeroed data) in fresh pages, applies the relocations, resolves
 undefined symbols as MCJIT does (the C math and C library functions the engine makes known,
 then the process's own symbols, then the functions loaded before: ``publish``), and makes
-the code pages executable and no longer writable.  The machine code is the file's, byte for
+the code pages executable and no longer writable.  Object code with no writable data (no
+memo: a pure function of its arguments) is placed once per process: the next instance of
+an FMU (a study's next case) calls the same pages.  The machine code is the file's, byte for
 byte but for the addresses the relocations write, so every result is the same bit for bit
 (``tests/test_elf_load.py`` checks each shipped function against MCJIT's load of it).
 
@@ -29,7 +31,7 @@ import struct
 import threading
 
 SHT_PROGBITS, SHT_SYMTAB, SHT_RELA, SHT_NOBITS = 1, 2, 4, 8
-SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
+SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 SHN_UNDEF, SHN_ABS = 0, 0xFFF1
 R_64, R_PC32, R_PLT32, R_32, R_32S, R_PC64 = 1, 2, 4, 10, 11, 24
 PAGE = mmap.PAGESIZE
@@ -43,6 +45,7 @@ _LOCK = threading.RLock()
 _PUBLISHED = {}        # name -> address of the global functions loaded so far (any loader)
 _LIBS = {}
 _KEEP = []             # the pages of every object loaded: they live as long as the process
+_PURE = {}             # object code without writable data -> its symbols: placed once
 
 
 def _libs():
@@ -120,6 +123,10 @@ def load(obj: bytes, resolve=None):
     """{global symbol: address} of the object file ``obj`` placed and relocated, or None
     where it cannot be (the caller then loads it through MCJIT).  ``resolve(name)``: the
     address of an undefined symbol neither published nor external, or None."""
+    with _LOCK:
+        same = _PURE.get(obj)
+    if same is not None:
+        return dict(same)
     sections = _sections(obj)
     if sections is None:
         return None
@@ -146,6 +153,8 @@ def load(obj: bytes, resolve=None):
         for name in public:
             if name.startswith("embed_"):
                 _PUBLISHED.setdefault(name, defined[name])
+        if not any(sh[2] & SHF_WRITE and sh[2] & SHF_ALLOC for sh in sections):
+            _PURE[bytes(obj)] = dict(defined)
     return defined
 
 
