@@ -48,10 +48,18 @@ _KEEP = []             # the pages of every object loaded: they live as long as 
 _PURE = {}             # object code without writable data -> its symbols: placed once
 
 
+def _library(name: str, soname: str):
+    """The C library ``name`` by its glibc soname (``find_library`` runs ldconfig: 10 ms)."""
+    try:
+        return ctypes.CDLL(soname)
+    except OSError:
+        return ctypes.CDLL(ctypes.util.find_library(name))
+
+
 def _libs():
     if not _LIBS:
-        _LIBS["m"] = ctypes.CDLL(ctypes.util.find_library("m"))
-        _LIBS["c"] = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        _LIBS["m"] = _library("m", "libm.so.6")
+        _LIBS["c"] = _library("c", "libc.so.6")
         _LIBS["process"] = ctypes.CDLL(None)
         libc = _LIBS["c"]
         libc.mmap.restype = ctypes.c_void_p
