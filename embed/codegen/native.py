@@ -238,7 +238,8 @@ class NativeFunction:
         if placed is not None:
             addr = {k: placed.get(v) for k, v in [("", name)] + list(self.exports.items())}
             at = placed.get(f"{name}_memo", 0) if memo_size else None
-            return self._resolved(addr, at)
+            if all(addr.values()) and at != 0:
+                return self._resolved(addr, at)
         st = _llvm()
         with _LOCK:
             _helpers(st, self.obj)
