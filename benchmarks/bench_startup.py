@@ -115,7 +115,7 @@ def master_sample(fmu: Path, h: float, floor: bool) -> float:
     with tempfile.TemporaryDirectory(prefix="bench_startup_master_") as tmp:
         argv = [str(MASTERS / "run"), "fmusim", "--interface-type", "cs", "--stop-time",
                 repr(10 * h), "--output-interval", repr(h), "--output-file",
-                str(Path(tmp) / "out.csv"), str(fmu)]
+                str(Path(tmp) / "out.csv"), str(Path(fmu).resolve())]
         t0 = time.perf_counter()
         res = subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True)
         took = time.perf_counter() - t0
@@ -179,16 +179,16 @@ def main(argv=None) -> int:
                          "as on another CPU: Kane's terms still shipped)")
     ap.add_argument("--master", choices=("fmusim",), default=None,
                     help="also the start-up in a C master (fmusim), process start to end")
-    ap.add_argument("--compare", default=None,
-                    help="a folder of the same FMUs built otherwise (before a change), "
+    ap.add_argument("--compare", nargs="*", default=[],
+                    help="folders of the same FMUs built otherwise (before a change), "
                          "measured in the same run")
     args = ap.parse_args(argv)
 
     fmus = build_missing(args.names, Path(args.fmus), args.chain)
-    if args.compare:
+    for other in args.compare:
         for name in args.names:
-            if (Path(args.compare) / f"{name}.fmu").exists():
-                fmus[f"{name} ({Path(args.compare).name})"] = Path(args.compare) / f"{name}.fmu"
+            if (Path(other) / f"{name}.fmu").exists():
+                fmus[f"{name} ({Path(other).name})"] = Path(other) / f"{name}.fmu"
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         unzips = {label: Path(extract(str(f), str(Path(tmp) / re.sub(r"\W", "_", label))))
                   for label, f in fmus.items()}
