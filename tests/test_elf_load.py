@@ -17,12 +17,10 @@ from importlib.metadata import version as metadata_version
 import numpy as np
 import pytest
 
-import scenarios
 from embed.base import host_facts, shipped
 from embed.codegen import elf_load, native
-from embed.modes.library import ModeLibrary
 
-from test_llvm_object import llvm_functions
+from test_llvm_object import library_after, llvm_functions
 from test_startup import run
 
 
@@ -51,11 +49,7 @@ def test_placed_functions_compute_mcjits_bits():
     buffers, are compared by the FMU runs below)."""
     fns = []
     for name in ("pendulum_belt", "top"):
-        sc = scenarios.load(name).build()
-        lib = ModeLibrary.of(sc.automaton, sc.embedding)
-        sim = sc.simulator(embedding=sc.embedding, library=lib)
-        sim.warm_up()
-        sim.advance(1.0)
+        lib = library_after(name, 1.0)
         parts = [getattr(lib, k) for k in type(lib).__slots__ if hasattr(lib, k)]
         found = native_functions(parts, [], set())
         # symengine's LLVM functions, as the object code they pickle as (llvm_object)
