@@ -12,6 +12,13 @@ cumulative import time (``python -X importtime``) of what the FMU's slave module
     python benchmarks/bench_startup.py --fmus DIR --chain 40      # also pendulum_chain N = 40
     python benchmarks/bench_startup.py --fmus after --compare before   # two builds, one run
     python benchmarks/bench_startup.py --cold        # also without the shipped object code
+    python benchmarks/bench_startup.py --master fmusim   # also a C master, process start to end
+
+``--master fmusim``: the reference C master (../shared/tools/masters: fmusim) run as a user
+would (this venv's python3 first on PATH), from process start to its end after 10 steps of
+``--h``: unzipping the FMU, starting Python, instantiating, stepping, writing its CSV.  The
+floor's stock pythonfmu binary does not link libpython: it gets LD_PRELOAD of this
+interpreter's libpython (README there); ours load Python themselves.
 
 FMUs missing from ``--fmus`` (default build/startup) are built there first (``embed-fmu
 build``); the floor is benchmarks/floor_fmu.py, built with ``pythonfmu build``.
@@ -93,6 +100,50 @@ def sample(unzip: Path, h: float) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+MASTERS = ROOT.parent / "shared" / "tools" / "masters"
+
+
+def master_sample(fmu: Path, h: float, floor: bool) -> float:
+    """Seconds from starting fmusim to its end, 10 steps of ``h`` of ``fmu``."""
+    import sysconfig
+    import time
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "EMBED_PYTHON")}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    if floor:
+        env["LD_PRELOAD"] = str(Path(sysconfig.get_config_var("LIBDIR"))
+                                / sysconfig.get_config_var("LDLIBRARY"))
+    with tempfile.TemporaryDirectory(prefix="bench_startup_master_") as tmp:
+        argv = [str(MASTERS / "run"), "fmusim", "--interface-type", "cs", "--stop-time",
+                repr(10 * h), "--output-interval", repr(h), "--output-file",
+                str(Path(tmp) / "out.csv"), str(Path(fmu).resolve())]
+        t0 = time.perf_counter()
+        res = subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True)
+        took = time.perf_counter() - t0
+    if res.returncode:
+        raise SystemExit(f"fmusim on {fmu}: exit {res.returncode}: {res.stderr[-2000:]}")
+    return took
+
+
+def master_table(fmus: dict, runs: int, h: float) -> None:
+    """fmusim's start-up of every FMU, interleaved, medians and ratios to the floor's."""
+    floor_label = "floor (trivial pythonfmu)"
+    load0 = os.getloadavg()[0]
+    for label, fmu in fmus.items():                 # one untimed run each
+        master_sample(fmu, h, label == floor_label)
+    times = {label: [] for label in fmus}
+    for _ in range(runs):
+        for label, fmu in fmus.items():
+            times[label].append(master_sample(fmu, h, label == floor_label))
+    med = {label: statistics.median(t) for label, t in times.items()}
+    print(f"\nC master (fmusim), process start to its end after 10 steps of {h * 1e3:g} ms, "
+          f"medians of {runs}; load average {load0:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end")
+    print("| FMU | total (s) | min (s) | x floor |")
+    print("|---|---|---|---|")
+    for label, m in med.items():
+        print(f"| {label} | {m:.3f} | {min(times[label]):.3f} | {m / med[floor_label]:.1f} |")
+
+
 def importtime(unzip: Path) -> dict:
     """{top-level package: cumulative import time (s)} of the FMU's slave module."""
     res = unzip / "resources"
@@ -126,16 +177,18 @@ def main(argv=None) -> int:
     ap.add_argument("--cold", action="store_true",
                     help="also each FMU without its shipped object code (objects.pkl removed, "
                          "as on another CPU: Kane's terms still shipped)")
-    ap.add_argument("--compare", default=None,
-                    help="a folder of the same FMUs built otherwise (before a change), "
+    ap.add_argument("--master", choices=("fmusim",), default=None,
+                    help="also the start-up in a C master (fmusim), process start to end")
+    ap.add_argument("--compare", nargs="*", default=[],
+                    help="folders of the same FMUs built otherwise (before a change), "
                          "measured in the same run")
     args = ap.parse_args(argv)
 
     fmus = build_missing(args.names, Path(args.fmus), args.chain)
-    if args.compare:
+    for other in args.compare:
         for name in args.names:
-            if (Path(args.compare) / f"{name}.fmu").exists():
-                fmus[f"{name} ({Path(args.compare).name})"] = Path(args.compare) / f"{name}.fmu"
+            if (Path(other) / f"{name}.fmu").exists():
+                fmus[f"{name} ({Path(other).name})"] = Path(other) / f"{name}.fmu"
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         unzips = {label: Path(extract(str(f), str(Path(tmp) / re.sub(r"\W", "_", label))))
                   for label, f in fmus.items()}
@@ -168,6 +221,8 @@ def main(argv=None) -> int:
             loaded = ",".join(runs[label][-1]["symbolic"]) or "-"
             print(f"| {label} | {m['instantiate']:.3f} | {m['initialize']:.3f} | "
                   f"{m['step']:.3f} | {m['total']:.3f} | {m['total'] / floor:.1f} | {loaded} |")
+        if args.master:
+            master_table(fmus, args.runs, args.h)
         if args.importtime:
             print("\nimport time of the slave module (python -X importtime, cumulative, s)")
             for label, unzip in unzips.items():

@@ -1,6 +1,11 @@
 """Studies at scale (issue 16): a 1,000-case disk_ramp study on Dask, 1 and 2 workers.
 
     python benchmarks/bench_sweep.py [--cases 1000] [--stop-time 2] [--runner engine|fmu]
+    python benchmarks/bench_sweep.py --fmu before=OLD/disk_ramp.fmu --fmu after=NEW/disk_ramp.fmu
+
+``--fmu LABEL=PATH`` (repeatable): the FMU runner on each built FMU instead (a fresh FMU
+instance per case, issue 30's start-up), 2 workers with the default chunks, the FMUs one
+after the other in one run: cases per second of each.
 
 disk_ramp with mu over linspace(0.05, 0.6, N), from rest to ``--stop-time`` in 0.01 s
 communication steps (RK4 at 1 ms), summaries final_mode, events, first_entry:rolling,
@@ -41,7 +46,7 @@ def study_spec(n: int, stop: float, runner: str) -> dict:
             "summaries": ["final_mode", "events", "first_entry:rolling", "max_residual"]}
 
 
-def measure(workers: int, chunk, args, tmp: Path) -> dict:
+def measure(workers: int, chunk, args, tmp: Path, model="disk_ramp") -> dict:
     from distributed import Client, LocalCluster
 
     from fmu_src.host.study import Study
@@ -49,10 +54,10 @@ def measure(workers: int, chunk, args, tmp: Path) -> dict:
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
-        warm = Study("disk_ramp", study_spec(workers, args.stop_time, args.runner),
+        warm = Study(model, study_spec(workers, args.stop_time, args.runner),
                      out=tmp / f"warm{workers}{chunk}")
         warm.run(client=client, chunk=1, progress=False)
-        study = Study("disk_ramp", study_spec(args.cases, args.stop_time, args.runner),
+        study = Study(model, study_spec(args.cases, args.stop_time, args.runner),
                       out=tmp / f"w{workers}c{chunk}")
         df = study.run(client=client, chunk=chunk, progress=False)
         r = dict(study.last_run)
@@ -74,7 +79,11 @@ def main(argv=None):
     ap.add_argument("--cases", type=int, default=1000)
     ap.add_argument("--stop-time", type=float, default=2.0)
     ap.add_argument("--runner", choices=("engine", "fmu"), default="engine")
+    ap.add_argument("--fmu", action="append", default=[], metavar="LABEL=PATH",
+                    help="the FMU runner on this built disk_ramp FMU (repeatable): cases/s each")
     args = ap.parse_args(argv)
+    if args.fmu:
+        return compare_fmus(args)
     load0 = os.getloadavg()[0]
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
@@ -104,6 +113,29 @@ def main(argv=None):
     print("overhead/task = (workers x wall - busy) / tasks; busy = the cases' time inside "
           "the tasks; CPU = the worker's CPU time in them (below the wall time when other "
           "processes share the cores)")
+    print(f"{os.cpu_count()} cores; load average (1 min) {load0:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after")
+
+
+def compare_fmus(args) -> None:
+    """cases/s of the FMU runner on each ``--fmu``, 2 workers, default chunks, one run."""
+    args.runner = "fmu"
+    load0 = os.getloadavg()[0]
+    rows = {}
+    with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
+        for i, item in enumerate(args.fmu):
+            label, _, path = item.partition("=")
+            sub = Path(tmp) / f"fmu{i}"
+            sub.mkdir()
+            rows[label] = measure(2, None, args, sub, str(Path(path).resolve()))
+            print(f"... {label}: {rows[label]['wall']:.1f} s", file=sys.stderr, flush=True)
+    print(f"\ndisk_ramp, {args.cases} cases (mu over [0.05, 0.6]), {args.stop_time:g} s each in "
+          "0.01 s steps, FMU runner (fmpy, a fresh instance per case), 2 workers\n")
+    print("FMU | wall s | cases/s | case ms (median) | busy")
+    print("--- | --- | --- | --- | ---")
+    for label, r in rows.items():
+        print(f"{label} | {r['wall']:.1f} | {r['cases'] / r['wall']:.1f} | "
+              f"{1e3 * r['per_case']:.1f} | {r['busy'] / (2 * r['wall']):.0%}")
     print(f"{os.cpu_count()} cores; load average (1 min) {load0:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after")
 

@@ -57,14 +57,20 @@ def llvm_functions(obj, found, seen=None):
     return found
 
 
+def library_after(name, until):
+    """The mode library scenario ``name``'s own simulator filled in ``until`` s."""
+    sc = scenarios.load(name).build()
+    lib = ModeLibrary.of(sc.automaton, sc.embedding)
+    sim = sc.simulator(embedding=sc.embedding, library=lib)
+    sim.warm_up()
+    sim.advance(until)
+    return lib
+
+
 def test_llvm_functions_load_without_symengine_bit_for_bit(tmp_path):
     fns = []
     for name in ("pendulum_belt", "disk_ramp"):
-        sc = scenarios.load(name).build()
-        lib = ModeLibrary.of(sc.automaton, sc.embedding)
-        sim = sc.simulator(embedding=sc.embedding, library=lib)
-        sim.warm_up()
-        sim.advance(2.0)
+        lib = library_after(name, 2.0)
         fns += llvm_functions([lib.terms, lib.entry, lib.modes], [])
     assert len(fns) >= 8
     rng = np.random.default_rng(7)

@@ -8,7 +8,7 @@ truncated) before anything is unpickled, and says why; the caller then forms and
 without the file.  Keys (``key``): the model's digest (``sources_digest``: the bytes of every
 module that travels with it), its name and build options, the versions of Python and the
 packages the formed objects come from and, for object code, the LLVM version and the host
-CPU's name and features (``environment``).
+CPU's identity and features (``environment``, read cheaply: ``host_facts``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import pickle
 import sys
 from pathlib import Path
 
+from . import host_facts
+
 MAGIC = b"embed-shipped 1\n"
 PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite", "cloudpickle")
 FOLDER = "formed"               # under the FMU's resources
@@ -33,19 +35,14 @@ IMAGE_FILE = "image.pkl"        # the scenario without symbols (embed.interface.
 @functools.lru_cache(maxsize=None)
 def _environment(cpu: bool) -> dict:
     """The versions formed objects depend on; with ``cpu``, also LLVM's and the host CPU's
-    name and features (object code runs only where those match)."""
-    from importlib.metadata import PackageNotFoundError, version
+    identity and features (object code runs only where those match).  Read from files
+    already on disk (``host_facts``), nothing imported."""
     env = {"python": sys.version.split()[0]}
     for p in PACKAGES:
-        try:
-            env[p] = version(p)
-        except PackageNotFoundError:
-            env[p] = None
+        env[p] = host_facts.version(p)
     if cpu:
-        import llvmlite.binding as llvm
-        env["llvm"] = ".".join(map(str, llvm.llvm_version_info))
-        env["cpu"] = llvm.get_host_cpu_name()
-        env["cpu_features"] = llvm.get_host_cpu_features().flatten()
+        env["llvm"] = host_facts.llvm()
+        env.update(host_facts.cpu())
     return env
 
 

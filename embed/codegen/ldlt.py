@@ -25,7 +25,9 @@ Both are compiled once a process (``embed.codegen.native``) and called by name.
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from ..base.lazy import LazyModule
+
+ir = LazyModule("llvmlite.ir")   # imported when a helper is built: not at an FMU's start
 
 NAME = "embed_ldlt"
 EXACT = "embed_ldlt_exact"

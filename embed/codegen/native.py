@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import os
 import queue
 import threading
 import uuid
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import ldlt, pivoting, reduction
+from . import elf_load, ldlt, pivoting, reduction
 from ..base.errors import CompilationError
 from .ir import ir_text, largest_function
 
@@ -31,6 +32,11 @@ _LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "pow")
 # compile is on the stepping path, 1 in the background worker
 OPT_FAST, OPT_RUN = 0, 1
 RUN_MAX_OPS = 20000   # beyond, level 1 takes seconds (its time grows faster than the function)
+# object code is placed by ``elf_load`` (no LLVM in the process) unless this says "mcjit"
+LOADER_ENV = "EMBED_OBJECT_LOADER"
+HELPERS_KEY = "llvm helpers"   # objects.pkl's entry of the helpers' object code (``Shipped``)
+HELPER_OBJECTS = {}            # name -> object code of the helpers built in this process
+_SHIPPED_HELPERS = {}          # name -> object code of the helpers an FMU ships, not loaded
 
 
 def _llvm():
@@ -57,7 +63,7 @@ def _llvm():
             tms = {o: target.create_target_machine(opt=o, jit=True, **_host(llvm))
                    for o in (OPT_FAST, OPT_RUN)}
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tms[OPT_FAST])
-            _STATE.update(llvm=llvm, tm=tms, engine=engine, helpers=set())
+            _STATE.update(llvm=llvm, tm=tms, engine=engine, helpers=set(), known=set())
     return _STATE
 
 
@@ -69,12 +75,56 @@ _HELPERS = {ldlt.NAME: lambda: ldlt.module(False), ldlt.EXACT: lambda: ldlt.modu
 
 
 def _helpers(st, obj):
-    """The helpers object code ``obj`` names, built and made known (under _LOCK)."""
+    """The helpers object code ``obj`` names, built (or loaded as shipped) and made known,
+    and the functions ``elf_load`` placed that it names made known (under _LOCK)."""
     for name, module in _HELPERS.items():
         if name not in st["helpers"] and name.encode() in obj:
-            st["llvm"].add_symbol(name, _optimized(st["llvm"], st["tm"][OPT_RUN],
-                                                   st["engine"], module(), name))
+            addr = _shipped_helper(name) or _optimized(st["llvm"], st["tm"][OPT_RUN],
+                                                       st["engine"], module(), name)
+            st["llvm"].add_symbol(name, addr)
             st["helpers"].add(name)
+    for name, addr in elf_load.published().items():
+        if name not in st["known"] and name.encode() in obj:
+            st["llvm"].add_symbol(name, addr)
+            st["known"].add(name)
+
+
+def _shipped_helper(name):
+    """The address of helper ``name`` placed from the object code the FMU ships, or None."""
+    obj = _SHIPPED_HELPERS.pop(name, None)
+    got = None if obj is None else elf_load.load(obj)
+    return got.get(name) if got else elf_load.published().get(name)
+
+
+def _resolve(name):
+    """An undefined symbol of object code ``elf_load`` places: a helper (shipped), or a
+    function MCJIT loaded."""
+    addr = _shipped_helper(name) if name in _HELPERS else None
+    if addr:
+        return addr
+    if _STATE and name.startswith("embed_"):
+        return _STATE["engine"].get_function_address(name) or None
+    return None
+
+
+class Shipped:
+    """The helpers' object code in objects.pkl (``HELPERS_KEY``, before the mode libraries):
+    unpickled, it is kept for the first object code that names a helper (``_resolve``),
+    which is then placed without LLVM, or by MCJIT instead of optimizing the helper again."""
+
+    def __init__(self, objects):
+        self.objects = dict(objects)
+
+    def __reduce__(self):
+        return (_ship_helpers, (self.objects,))
+
+
+def _ship_helpers(objects):
+    with _LOCK:
+        for name, obj in objects.items():
+            if name in _HELPERS and name not in elf_load.published():
+                _SHIPPED_HELPERS.setdefault(name, obj)
+    return Shipped(objects)
 
 
 def set_up(helpers=True):
@@ -99,6 +149,7 @@ def _optimized(llvm, tm, engine, text, name):
     # IR, this module's source (its LLVM options) and, in ``object_code``, LLVM and the CPU
     from ..base.cache_files import object_code
     obj = object_code(name, text.encode() + Path(__file__).read_bytes(), emit)
+    HELPER_OBJECTS[name] = obj        # shipped by an FMU's build (``Shipped``)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     return engine.get_function_address(name)
@@ -173,9 +224,22 @@ class NativeFunction:
             self.load()
 
     def load(self):
-        """Add the object code to the engine and resolve its functions (``load=False`` at
-        construction leaves this to ``load_later``'s thread)."""
+        """Place the object code (``elf_load``; else add it to MCJIT's engine) and resolve
+        its functions (``load=False`` at construction leaves this to ``load_later``'s
+        thread)."""
         name, memo_size = self.name, self.memo_size
+        placed = None
+        # without LLVM in the process (an FMU's shipped modes): placed here, saving its
+        # import; once LLVM is up (something was compiled), MCJIT as before, whose loads
+        # release the GIL (the loader thread's, issue 30's tails)
+        if not _STATE and os.environ.get(LOADER_ENV, "").lower() != "mcjit":
+            with _LOCK:
+                placed = elf_load.load(self.obj, _resolve)
+        if placed is not None:
+            addr = {k: placed.get(v) for k, v in [("", name)] + list(self.exports.items())}
+            at = placed.get(f"{name}_memo", 0) if memo_size else None
+            if all(addr.values()) and at != 0:
+                return self._resolved(addr, at)
         st = _llvm()
         with _LOCK:
             _helpers(st, self.obj)
@@ -184,6 +248,10 @@ class NativeFunction:
             addr = {k: st["engine"].get_function_address(v)
                     for k, v in [("", name)] + list(self.exports.items())}
             at = st["engine"].get_global_value_address(f"{name}_memo") if memo_size else None
+        self._resolved(addr, at)
+
+    def _resolved(self, addr, at):
+        name, memo_size = self.name, self.memo_size
         if not all(addr.values()) or at == 0:
             raise CompilationError(f"compiled function {name} did not load")
         self._f = _CFUNC(addr.pop(""))

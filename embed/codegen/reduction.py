@@ -22,7 +22,9 @@ process (``embed.codegen.native``) and called by name.
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from ..base.lazy import LazyModule
+
+ir = LazyModule("llvmlite.ir")   # imported when a helper is built: not at an FMU's start
 
 from .ldlt import _loop
 

@@ -43,15 +43,19 @@ def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> No
     """Put the loader in as binaries/linux64/<identifier>.so and pythonfmu's binary beside it
     as <identifier>_pythonfmu.so (the loader dlopens it); `replace` maps names to new bytes.
     pythonfmu's stock binaries of other platforms are dropped: the loader is Linux-only, and
-    an FMU must not claim a platform it was never run on."""
+    an FMU must not claim a platform it was never run on.  The resources' modules get their
+    checked-hash bytecode (``bytecode.pyc_entries``; any other ``__pycache__`` is dropped)."""
+    from fmu_src.builder.bytecode import pyc_entries
     replace = replace or {}
+    sources = {}
     ours = f"binaries/linux64/{identifier}.so"
     tmp = fmu.with_suffix(".tmp")
     with zipfile.ZipFile(fmu) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
         for item in src.infolist():
             data = src.read(item)
             if item.filename.startswith("binaries/") and \
-                    not item.filename.startswith("binaries/linux64/"):
+                    not item.filename.startswith("binaries/linux64/") or \
+                    "/__pycache__/" in item.filename:
                 continue
             if item.filename == ours:
                 dst.writestr(f"binaries/linux64/{identifier}_pythonfmu.so", data)
@@ -59,5 +63,8 @@ def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> No
                 dst.writestr(item, replace[item.filename])
             else:
                 dst.writestr(item, data)
+            sources[item.filename] = replace.get(item.filename, data)
+        for name, pyc in pyc_entries(sources).items():
+            dst.writestr(name, pyc)
         dst.write(loader, ours)
     tmp.replace(fmu)

@@ -63,11 +63,21 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
             None, _image(sc))
     sizes[shipped.OBJECTS_FILE] = shipped.write(
         folder / shipped.OBJECTS_FILE, shipped.model_key(root, name, options, TAG, cpu=True),
-        None, shipped.persistent_pickle({embedding: objects},
+        None, shipped.persistent_pickle(_with_helpers({embedding: objects}),
                                         {"model": sc.automaton.model}))
     log(f"{name}: formed and compiled for shipping in {time.perf_counter() - started:.1f} s "
         f"({', '.join(f'{k} {v / 1e3:.0f} kB' for k, v in sizes.items())})")
     return folder
+
+
+def _with_helpers(libraries: dict) -> dict:
+    """``libraries`` after the object code of the LLVM helpers this build optimized (the
+    programs that name them), first: an FMU then places them as shipped, never optimizing
+    them again (``embed.codegen.native.Shipped``)."""
+    from embed.codegen import native
+    if not native.HELPER_OBJECTS:
+        return libraries
+    return {native.HELPERS_KEY: native.Shipped(native.HELPER_OBJECTS), **libraries}
 
 
 def _dropped(library, objects) -> str:
@@ -120,8 +130,10 @@ def load(name: str, options: dict):
     notes += why
     if libraries:
         from embed.modes.library import ModeLibrary
+        from embed.codegen.native import HELPERS_KEY
         for embedding, library in libraries.items():
-            ModeLibrary.adopt(sc.automaton, embedding, library)
+            if embedding != HELPERS_KEY:
+                ModeLibrary.adopt(sc.automaton, embedding, library)
     return sc, notes, dependence
 
 
