@@ -90,13 +90,15 @@ class ModelImage:
 
 def _symbolic(obj) -> bool:
     """Whether ``obj`` is of sympy or symengine: an expression or matrix (``Basic``, a class
-    sympy made, as ``dynamicsymbols``' functions), or one of their modules, classes or
-    functions."""
+    sympy made, as ``dynamicsymbols``' functions), an object of a class derived from theirs
+    (``embed.model.joints.QuaternionJoint``, whose module imports sympy), or one of their
+    modules, classes or functions."""
     if isinstance(obj, types.ModuleType):
         return _ours(obj.__name__)
     kind = obj if isinstance(obj, type) else type(obj)
-    if _ours(getattr(kind, "__module__", None)) or _ours(type(kind).__module__):
-        return True
+    if _ours(type(kind).__module__) or any(_ours(getattr(k, "__module__", None))
+                                           for k in getattr(kind, "__mro__", (kind,))):
+        return True       # of sympy's classes, or of one derived from them (a QuaternionJoint)
     if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
         return _ours(getattr(obj, "__module__", None))
     for package, names in (("sympy", ("Basic", "MatrixBase")), ("symengine", ("Basic",))):
