@@ -44,10 +44,13 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     # the background path steps on the compiled-terms (numeric) path until its worker
     # answers: that is what its library holds at start
     library = ModeLibrary.of(sc.automaton, embedding)
+    warmed = []
     try:
         sim = sc.simulator(embedding="numeric" if embedding == "background" else embedding,
                            library=library)
+        before = set(library.entry)
         sim.warm_up()        # as the FMU's initialization: every mode's entry terms
+        warmed = [k for k in library.entry if k not in before]
         sim.advance(until)
     except Exception as exc:  # noqa: BLE001 - ship what was compiled before it stopped
         log(f"{name}: the default run stopped at build time ({type(exc).__name__}: {exc}); "
@@ -57,6 +60,9 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     if dropped:
         log(f"{name}: no scenario image (its FMU would build the scenario at the start): the "
             f"object code cannot carry {dropped}")
+    for k in warmed:       # handed over by the FMU's warm_up, after its start (as compiled)
+        if k in objects.entry:
+            objects.entry_warm[k] = objects.entry.pop(k)
     if sc.extension is None and sc.embedding != "background" and not dropped:
         sizes[shipped.IMAGE_FILE] = shipped.write(
             folder / shipped.IMAGE_FILE, shipped.model_key(root, name, options, TAG, cpu=False),
