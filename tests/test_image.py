@@ -67,7 +67,7 @@ def foreign(data):
 
 
 @pytest.mark.parametrize("name", ["disk_ramp", "pendulum_belt", "top", "slider_crank3",
-                                  "swing_bar", "metamorphic_palm"])
+                                  "swing_bar", "metamorphic_palm", "disk_fence"])
 def test_image_fmu_bit_for_bit_hand_over_and_refusals(fmu_dir, tmp_path, name):
     """Five FMUs of one build run 8 s with their events: as built (the image loaded), without
     any shipped file (bare: the scenario built and compiled as before issue 30), with the
@@ -78,7 +78,9 @@ def test_image_fmu_bit_for_bit_hand_over_and_refusals(fmu_dir, tmp_path, name):
     import sympy or symengine through 8 s of impacts, entries and releases; without the object code it
     is imported by the hand-over (``AutomatonForms.symbolic``), never by loading the image.
     swing_bar's model holds a ``QuaternionJoint`` (frozen as a placeholder: its module imports
-    sympy); metamorphic_palm runs on the numeric path, on the shipped compiled terms."""
+    sympy); metamorphic_palm runs on the numeric path, on the shipped compiled terms;
+    disk_fence on the background path with its extension (its fence families shipped in
+    the image, its background worker a process of its own, where sympy is allowed)."""
     fmu = fmu_dir / f"{name}.fmu"
     img = f"resources/{shipped.FOLDER}/{shipped.IMAGE_FILE}"
     with zipfile.ZipFile(fmu) as z:

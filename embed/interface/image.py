@@ -88,6 +88,70 @@ class ModelImage:
         raise SymbolsNeeded(f"model {self.name!r}: linear terms formed from an image")
 
 
+class Deferred:
+    """In an image, a function of a module that imports sympy or symengine when loaded
+    (``embed.base.expression``, ``embed.model.model``), named by the image's by-value code
+    (a parser for the FMU state's fence text, say): the module is imported at its first use
+    (a call, an attribute), never by loading the image."""
+
+    __slots__ = ("module", "name", "_obj")
+
+    def __init__(self, module, name):
+        self.module, self.name, self._obj = module, name, None
+
+    def __reduce__(self):
+        return Deferred, (self.module, self.name)
+
+    def get(self):
+        """The function or class itself (its module imported now)."""
+        if self._obj is None:
+            import importlib
+            obj = importlib.import_module(self.module)
+            for part in self.name.split("."):
+                obj = getattr(obj, part)
+            self._obj = obj
+        return self._obj
+
+    def __call__(self, *args, **kwargs):
+        return self.get()(*args, **kwargs)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.get(), name)
+
+    def __repr__(self):
+        return f"Deferred({self.module}.{self.name})"
+
+
+def _loads_symbols(name, seen=None) -> bool:
+    """Whether importing the module ``name`` (in sys.modules) imports sympy or symengine: a
+    global of it is one of their modules, classes or functions (imported at its top; not an
+    expression, which a module may have made and kept since: ``embed.model.symbols.TIME``),
+    or a module, function or class of a module of its package that imports them."""
+    mod = sys.modules.get(name)
+    if mod is None or _ours(name):
+        return _ours(name)
+    seen = set() if seen is None else seen
+    if name in seen:
+        return False
+    seen.add(name)
+    for v in list(vars(mod).values()):
+        if isinstance(v, (types.ModuleType, type, types.FunctionType,
+                          types.BuiltinFunctionType)) and _symbolic(v):
+            return True
+        if isinstance(v, types.ModuleType):
+            other = v.__name__
+        elif isinstance(v, (type, types.FunctionType)):
+            other = getattr(v, "__module__", None)
+        else:
+            continue
+        if isinstance(other, str) and other != name and other.split(".")[0] == name.split(".")[0] \
+                and _loads_symbols(other, seen):
+            return True
+    return False
+
+
 def _symbolic(obj) -> bool:
     """Whether ``obj`` is of sympy or symengine: an expression or matrix (``Basic``, a class
     sympy made, as ``dynamicsymbols``' functions), an object of a class derived from theirs
@@ -109,7 +173,7 @@ def _symbolic(obj) -> bool:
 
 
 def _ours(module) -> bool:
-    return bool(module) and module.split(".")[0] in SYMBOLIC_PACKAGES
+    return isinstance(module, str) and module.split(".")[0] in SYMBOLIC_PACKAGES
 
 
 def freeze(sc, extra=None) -> bytes:
@@ -134,6 +198,12 @@ def freeze(sc, extra=None) -> bytes:
                 return ModelImage, (state,)
             if _symbolic(obj):
                 return Placeholder, (_text(obj), type(obj).__name__)
+            if isinstance(obj, types.FunctionType):   # (a class may have instances here)
+                module = getattr(obj, "__module__", None)
+                module = module if isinstance(module, str) else ""
+                if (module and module.split(".")[0] != home and "<locals>" not in obj.__qualname__
+                        and _loads_symbols(module)):
+                    return Deferred, (module, obj.__qualname__)
             return super().reducer_override(obj)
 
     buf = io.BytesIO()

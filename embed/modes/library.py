@@ -70,7 +70,7 @@ class ModeLibrary:
 
     __slots__ = ("modes", "numeric_modes", "terms_programs", "embeddings", "constraint_terms",
                  "entry", "entry_warm", "sets", "expressions", "submitted", "terms", "_own",
-                 "over_budget", "lock")
+                 "over_budget", "singular", "lock")
 
     def __init__(self, lock=None):
         self.lock = lock or threading.RLock()   # held while a simulator of it steps
@@ -85,6 +85,8 @@ class ModeLibrary:
         # active constraints -> why their symbolic embedding was given up (SymbolicBudgetError):
         # their modes run on the numeric path, and no partition of them is embedded again
         self.over_budget = {}
+        self.singular = {}      # (mode id, active, dep) -> True: a partition ``precompile``
+        #                         found singular everywhere (shipped: not formed again)
         self.terms = None       # the unconstrained terms (``NumericTerms``), once compiled
         self._own = {}          # a scenario's own shared objects (``shared``)
 
@@ -95,7 +97,7 @@ class ModeLibrary:
 
     def __setstate__(self, state):
         self.lock = threading.RLock()
-        self.entry_warm = {}
+        self.entry_warm, self.singular = {}, {}
         for name, value in state.items():
             setattr(self, name, value)
 
