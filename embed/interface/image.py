@@ -3,10 +3,11 @@
 
 ``freeze`` pickles a built ``Scenario`` (cloudpickle: its reset maps, ``enabled`` predicates,
 initial map and feasibility checks by value, their scenario module included) with every
-sympy and symengine object, sympy's and symengine's modules, classes and functions replaced
-by a ``Placeholder`` (its text and kind) and the ``Model`` by a ``ModelImage`` (its numeric
-attributes, the symbols as placeholders): loading it (``thaw``) imports neither sympy nor
-the scenario's module.  The stepping path reads names and sizes only
+sympy and symengine object replaced by a ``Placeholder`` (its text and kind), their modules,
+classes and functions, and the functions of the engine's modules that import them, by lazy
+references (imported at first use: ``Deferred``, ``embed.base.lazy.LazyModule``), and the
+``Model`` by a ``ModelImage`` (its numeric attributes, the symbols as placeholders): loading
+it (``thaw``) imports neither sympy nor the scenario's module.  The stepping path reads names and sizes only
 (``tests/test_frozen_scenario.py``): where an image's simulator meets symbolic work (a mode
 or a constraint's terms nobody compiled, a symbolic Jacobian), its forms build the real
 scenario then and go on with its symbols (``embed.modes.forming.register_image``).  A
@@ -90,9 +91,10 @@ class ModelImage:
 
 class Deferred:
     """In an image, a function of a module that imports sympy or symengine when loaded
-    (``embed.base.expression``, ``embed.model.model``), named by the image's by-value code
-    (a parser for the FMU state's fence text, say): the module is imported at its first use
-    (a call, an attribute), never by loading the image."""
+    (``embed.base.expression``, ``embed.model.model``), or one of their own functions and
+    classes, named by the image's by-value code (a parser for a fence's text, say): the
+    module is imported at its first use (a call, an attribute, ``isinstance``), never by
+    loading the image."""
 
     __slots__ = ("module", "name", "_obj")
 
@@ -119,6 +121,12 @@ class Deferred:
         if name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.get(), name)
+
+    def __instancecheck__(self, obj):     # sympy's classes: their objects are placeholders
+        return isinstance(obj, self.get())
+
+    def __subclasscheck__(self, cls):
+        return issubclass(cls, self.get())
 
     def __repr__(self):
         return f"Deferred({self.module}.{self.name})"
@@ -197,7 +205,7 @@ def freeze(sc, extra=None) -> bytes:
                          if k not in ("frame", "bodies", "_linear_terms", "_plain_sub")}
                 return ModelImage, (state,)
             if _symbolic(obj):
-                return Placeholder, (_text(obj), type(obj).__name__)
+                return _importable(obj) or (Placeholder, (_text(obj), type(obj).__name__))
             if isinstance(obj, types.FunctionType):   # (a class may have instances here)
                 module = getattr(obj, "__module__", None)
                 module = module if isinstance(module, str) else ""
@@ -213,6 +221,27 @@ def freeze(sc, extra=None) -> bytes:
         if registered:
             cloudpickle.unregister_pickle_by_value(sys.modules[home])
     return buf.getvalue()
+
+
+def _importable(obj):
+    """How an image names sympy's or symengine's module, class or function ``obj`` that the
+    by-value code reads (``sp.preorder_traversal`` in a check of a fence parsed in the
+    stepping process, say): the module imported at its first attribute, the function or
+    class at its first use (``Deferred``); None for anything else (an expression, a class
+    sympy made, as ``Function("h")``), which stays a placeholder."""
+    if isinstance(obj, types.ModuleType):
+        from ..base.lazy import LazyModule
+        return LazyModule, (obj.__name__,)
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not (isinstance(module, str) and isinstance(name, str)) or "<" in name:
+        return None
+    try:
+        found = sys.modules[module]
+        for part in name.split("."):
+            found = getattr(found, part)
+    except (KeyError, AttributeError):
+        return None
+    return (Deferred, (module, name)) if found is obj else None
 
 
 def thaw(data: bytes) -> dict:

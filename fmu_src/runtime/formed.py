@@ -163,6 +163,17 @@ def _key(name, options):
     return (name, tuple(sorted(options.items())))
 
 
+def extension(sc, name: str, options: dict, worker: bool):
+    """The extension class an instance of ``sc`` runs: an image's own (``sc.extension``,
+    no symbols) where its symbolic work is done by the background ``worker`` (the
+    instance's embedding is "background"; at fmi2Instantiate too, before the worker starts),
+    else the real scenario's (disk_fence's fence parsed and checked in this process: sympy
+    imported).  Not an image: its own."""
+    if worker or _key(name, options) not in _JOBS:
+        return sc.extension
+    return real(name, options).extension
+
+
 def worker_jobs(name: str, options: dict) -> dict:
     """The background workers' jobs of a scenario loaded from its image (keywords of
     ``BackgroundCompiler``), {} otherwise: then read from the scenario's module."""
