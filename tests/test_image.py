@@ -66,7 +66,8 @@ def foreign(data):
     return shipped.MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
 
 
-@pytest.mark.parametrize("name", ["disk_ramp", "pendulum_belt", "top", "slider_crank3"])
+@pytest.mark.parametrize("name", ["disk_ramp", "pendulum_belt", "top", "slider_crank3",
+                                  "swing_bar", "metamorphic_palm", "disk_fence"])
 def test_image_fmu_bit_for_bit_hand_over_and_refusals(fmu_dir, tmp_path, name):
     """Five FMUs of one build run 8 s with their events: as built (the image loaded), without
     any shipped file (bare: the scenario built and compiled as before issue 30), with the
@@ -75,7 +76,11 @@ def test_image_fmu_bit_for_bit_hand_over_and_refusals(fmu_dir, tmp_path, name):
     formed for another model (refused by its key): each refusal logged, every output at
     every communication point bit for bit the bare FMU's.  As built, the processes never
     import sympy or symengine through 8 s of impacts, entries and releases; without the object code it
-    is imported by the hand-over (``AutomatonForms.symbolic``), never by loading the image."""
+    is imported by the hand-over (``AutomatonForms.symbolic``), never by loading the image.
+    swing_bar's model holds a ``QuaternionJoint`` (frozen as a placeholder: its module imports
+    sympy); metamorphic_palm runs on the numeric path, on the shipped compiled terms;
+    disk_fence on the background path with its extension (its fence families shipped in
+    the image, its background worker a process of its own, where sympy is allowed)."""
     fmu = fmu_dir / f"{name}.fmu"
     img = f"resources/{shipped.FOLDER}/{shipped.IMAGE_FILE}"
     with zipfile.ZipFile(fmu) as z:

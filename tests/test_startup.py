@@ -65,10 +65,13 @@ def shipped_members(fmu):
 
 
 @pytest.mark.parametrize("name", ["disk_ramp", "pendulum_belt", "top", "slider_crank3",
-                                  "pendulum_chain"])
+                                  "pendulum_chain", "ball_bowl", "biped7", "kneed_walker"])
 def test_shipped_objects_bit_for_bit_and_corrupt_refused(fmu_dir, tmp_path, name):
-    """Three FMUs of one build, 8 s with their events (top: none), none of whose processes
-    imports scipy (but pendulum_chain's, whose partition pivots more than 3 rows): as built (formed objects loaded), with
+    """Three FMUs of one build, 8 s with their events (disk_ramp, pendulum_belt,
+    kneed_walker; the others have none in 8 s), none of whose processes
+    imports the scipy package (a partition pivoting more than 3 rows, ball_bowl's, biped7's
+    and kneed_walker's, loads scipy's LAPACK extension alone: ``embed.base.flapack``, the
+    same dgeqp3; pendulum_chain's is not asserted): as built (formed objects loaded), with
     the object code corrupted (one byte: refused by its SHA-256, the model built from the
     shipped Kane's terms, modes compiled at run time), and without any shipped file (built and compiled as before
     issue 30).  Every output at every communication point agrees bit for bit.  pendulum_chain
@@ -111,7 +114,7 @@ def test_shipped_objects_bit_for_bit_and_corrupt_refused(fmu_dir, tmp_path, name
     assert not any("shipped" in line for line in bare_log)   # no folder: nothing to refuse
     assert shipped_out.shape == bare_out.shape and shipped_out.shape[0] > 90 * stop
     assert shipped_out["time"][-1] == pytest.approx(stop)
-    if name not in ("pendulum_chain", "top", "slider_crank3"):   # these: no event in 8 s
+    if name in ("disk_ramp", "pendulum_belt", "kneed_walker"):   # the others: no event in 8 s
         assert shipped_out["event_count"][-1] > 0      # the run went through its events
     for field in shipped_out.dtype.names:
         np.testing.assert_array_equal(corrupt_out[field], bare_out[field], err_msg=field)
@@ -182,3 +185,32 @@ def test_shipped_kane_terms_form_the_fresh_model(name):
     assert [order(e) for e in exprs(formed)] == [order(e) for e in exprs(fresh)]
     loaded = [pickle.loads(pickle.dumps(e)) for e in fresh.automaton.model.Fr]
     assert [e == f for e, f in zip(loaded, fresh.automaton.model.Fr)] == [True] * len(loaded)
+
+
+def test_lapack_routines_without_scipy_linalg():
+    """``embed.base.flapack``: in a fresh process, dgeqp3, dgetrf and dgetrs come without
+    the scipy package or scipy.linalg imported, and are the very objects scipy.linalg.lapack
+    exposes once it is imported after them (the same machine code: the partition's pivots
+    and the driven modes' LU are scipy's, bit for bit); a pivoted QR of a 5 x 9 matrix
+    with tied columns agrees with scipy's to the bit."""
+    code = r"""
+import json, sys
+import numpy as np
+from embed.base import flapack
+mine = [flapack.routine(n) for n in ("dgeqp3", "dgetrf", "dgetrs")]
+before = sorted(k for k in sys.modules if k.split(".")[0] == "scipy")
+a = np.random.default_rng(7).standard_normal((5, 9))
+a[:, 4] = a[:, 1]                       # a tie decided by roundoff
+got = mine[0](a)
+import scipy.linalg.lapack as lapack
+want = lapack.dgeqp3(a)
+print(json.dumps({"before": before,
+                  "same": [m is getattr(lapack, n) for m, n in
+                           zip(mine, ("dgeqp3", "dgetrf", "dgetrs"))],
+                  "bits": all(np.array_equal(x, y) for x, y in zip(got, want))}))
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got == {"before": ["scipy.linalg._flapack"], "same": [True] * 3, "bits": True}

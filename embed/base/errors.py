@@ -55,3 +55,14 @@ class InputError(EmbedError):
 class StateError(InputError):
     """A state handed to Simulator.set_state is incomplete, of another model or corrupt;
     nothing of it is applied."""
+
+
+class ExpressionError(InputError):
+    """A text from outside is rejected (``embed.base.whitelist``, here so that a class derived
+    from it loads without sympy: disk_fence's ``GeometryError`` in a scenario image): ``code``
+    (SYNTAX, NOT_ALLOWED or NOT_FINITE) says why, ``check`` names the failed check, ``value``
+    the offending token, name or number."""
+
+    def __init__(self, message, *, code, check, value=None):
+        super().__init__(message)
+        self.code, self.check, self.value = code, check, value

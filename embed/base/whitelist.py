@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from .errors import InputError
+from .errors import ExpressionError, InputError  # noqa: F401 - ExpressionError: named here too
 
 # codes of the rejections (a user may map them to its own status output)
 SYNTAX = 1          # empty, bad characters, too long/deep/large, does not parse
@@ -39,13 +39,6 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**
            ast.BitAnd: "&", ast.LShift: "<<", ast.RShift: ">>"}
 
 
-class ExpressionError(InputError):
-    """A text from outside is rejected: ``code`` (SYNTAX, NOT_ALLOWED or NOT_FINITE) says why,
-    ``check`` names the failed check, ``value`` the offending token, name or number."""
-
-    def __init__(self, message, *, code, check, value=None):
-        super().__init__(message)
-        self.code, self.check, self.value = code, check, value
 
 
 def symbol(name: str = "s") -> sp.Symbol:

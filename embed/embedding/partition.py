@@ -9,17 +9,17 @@ import math
 import numpy as np
 
 from ..base.errors import ConstraintRankError
+from ..base.flapack import routine
 from ..base.tolerances import PIVOT_RANK_TOL
 
 
 def _pivoted_qr(a):
     """|diag R| and the 0-based column pivots of A P = Q R: LAPACK dgeqp3 called directly
     (an event step calls this; scipy.linalg.qr's checks and workspace query cost many times
-    the factorization: docs/design.md, facts).  scipy is imported here, when first needed
-    (more than ``SMALL_M`` constraints, or a rank check): the stepping process of a small
-    model does not import it (issue 30)."""
-    from scipy.linalg.lapack import dgeqp3
-    qr, jpvt, _, _, info = dgeqp3(a)
+    the factorization: docs/design.md, facts).  scipy's LAPACK extension is loaded here, when
+    first needed (more than ``SMALL_M`` constraints, or a rank check), alone: not the scipy
+    package (``embed.base.flapack``: the same routine, issue 30)."""
+    qr, jpvt, _, _, info = routine("dgeqp3")(a)
     if info != 0:
         raise ConstraintRankError(f"pivoted QR failed (LAPACK info {info})")
     return np.abs(qr.diagonal()), jpvt - 1

@@ -122,8 +122,11 @@ class Simulator(FormsViews):
         # and mon holds u
         self.state = RunState(x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
                               discrete=dict(automaton.discrete), projection=Projection())
+        if self.formulation.full_state:
+            self.forms.symbolic()      # a scenario image's symbols: this path forms at once
         if embedding != "symbolic" or self.formulation.full_state:
-            self.forms.symbolic()      # a scenario image's symbols: these paths form at once
+            # shipped compiled (an image's numeric path steps on them without symbols), or
+            # formed now from the real scenario
             self.mode_compiler.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
         self.reselect_compile_time = 0.0   # of reselect_time (CPU s too): first embeddings of a partition

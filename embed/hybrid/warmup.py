@@ -45,9 +45,12 @@ def warm_up(sim):
         for mode in list(sim.aut.modes.values()):
             active = tuple(sorted(mode.constraints))
             if active and active not in library.entry:
-                sim.forms.symbolic()    # a scenario image's symbols, for the compile
-                library.entry[active] = EntryTerms(sim.model, sim.forms.constraint_set(active),
-                                                   sim.psyms, "llvm")
+                shipped = library.entry_warm.pop(active, None)   # compiled here at build time
+                if shipped is None:
+                    sim.forms.symbolic()    # a scenario image's symbols, for the compile
+                    shipped = EntryTerms(sim.model, sim.forms.constraint_set(active),
+                                         sim.psyms, "llvm")
+                library.entry[active] = shipped
             if active:
                 sim.mode_compiler.entry([sim.forms.constraint_terms(c) for c in active], sim.t, sim.q, sim.u, sim.pvec)
         sim.mode_compiler.numeric_terms().evaluate(sim.t, sim.q, sim.u, sim.pvec)

@@ -3,10 +3,11 @@
 
 ``freeze`` pickles a built ``Scenario`` (cloudpickle: its reset maps, ``enabled`` predicates,
 initial map and feasibility checks by value, their scenario module included) with every
-sympy and symengine object, sympy's and symengine's modules, classes and functions replaced
-by a ``Placeholder`` (its text and kind) and the ``Model`` by a ``ModelImage`` (its numeric
-attributes, the symbols as placeholders): loading it (``thaw``) imports neither sympy nor
-the scenario's module.  The stepping path reads names and sizes only
+sympy and symengine object replaced by a ``Placeholder`` (its text and kind), their modules,
+classes and functions, and the functions of the engine's modules that import them, by lazy
+references (imported at first use: ``Deferred``, ``embed.base.lazy.LazyModule``), and the
+``Model`` by a ``ModelImage`` (its numeric attributes, the symbols as placeholders): loading
+it (``thaw``) imports neither sympy nor the scenario's module.  The stepping path reads names and sizes only
 (``tests/test_frozen_scenario.py``): where an image's simulator meets symbolic work (a mode
 or a constraint's terms nobody compiled, a symbolic Jacobian), its forms build the real
 scenario then and go on with its symbols (``embed.modes.forming.register_image``).  A
@@ -88,15 +89,88 @@ class ModelImage:
         raise SymbolsNeeded(f"model {self.name!r}: linear terms formed from an image")
 
 
+class Deferred:
+    """In an image, a function of a module that imports sympy or symengine when loaded
+    (``embed.base.expression``, ``embed.model.model``), or one of their own functions and
+    classes, named by the image's by-value code (a parser for a fence's text, say): the
+    module is imported at its first use (a call, an attribute, ``isinstance``), never by
+    loading the image."""
+
+    __slots__ = ("module", "name", "_obj")
+
+    def __init__(self, module, name):
+        self.module, self.name, self._obj = module, name, None
+
+    def __reduce__(self):
+        return Deferred, (self.module, self.name)
+
+    def get(self):
+        """The function or class itself (its module imported now)."""
+        if self._obj is None:
+            import importlib
+            obj = importlib.import_module(self.module)
+            for part in self.name.split("."):
+                obj = getattr(obj, part)
+            self._obj = obj
+        return self._obj
+
+    def __call__(self, *args, **kwargs):
+        return self.get()(*args, **kwargs)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.get(), name)
+
+    def __instancecheck__(self, obj):     # sympy's classes: their objects are placeholders
+        return isinstance(obj, self.get())
+
+    def __subclasscheck__(self, cls):
+        return issubclass(cls, self.get())
+
+    def __repr__(self):
+        return f"Deferred({self.module}.{self.name})"
+
+
+def _loads_symbols(name, seen=None) -> bool:
+    """Whether importing the module ``name`` (in sys.modules) imports sympy or symengine: a
+    global of it is one of their modules, classes or functions (imported at its top; not an
+    expression, which a module may have made and kept since: ``embed.model.symbols.TIME``),
+    or a module, function or class of a module of its package that imports them."""
+    mod = sys.modules.get(name)
+    if mod is None or _ours(name):
+        return _ours(name)
+    seen = set() if seen is None else seen
+    if name in seen:
+        return False
+    seen.add(name)
+    for v in list(vars(mod).values()):
+        if isinstance(v, (types.ModuleType, type, types.FunctionType,
+                          types.BuiltinFunctionType)) and _symbolic(v):
+            return True
+        if isinstance(v, types.ModuleType):
+            other = v.__name__
+        elif isinstance(v, (type, types.FunctionType)):
+            other = getattr(v, "__module__", None)
+        else:
+            continue
+        if isinstance(other, str) and other != name and other.split(".")[0] == name.split(".")[0] \
+                and _loads_symbols(other, seen):
+            return True
+    return False
+
+
 def _symbolic(obj) -> bool:
     """Whether ``obj`` is of sympy or symengine: an expression or matrix (``Basic``, a class
-    sympy made, as ``dynamicsymbols``' functions), or one of their modules, classes or
-    functions."""
+    sympy made, as ``dynamicsymbols``' functions), an object of a class derived from theirs
+    (``embed.model.joints.QuaternionJoint``, whose module imports sympy), or one of their
+    modules, classes or functions."""
     if isinstance(obj, types.ModuleType):
         return _ours(obj.__name__)
     kind = obj if isinstance(obj, type) else type(obj)
-    if _ours(getattr(kind, "__module__", None)) or _ours(type(kind).__module__):
-        return True
+    if _ours(type(kind).__module__) or any(_ours(getattr(k, "__module__", None))
+                                           for k in getattr(kind, "__mro__", (kind,))):
+        return True       # of sympy's classes, or of one derived from them (a QuaternionJoint)
     if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
         return _ours(getattr(obj, "__module__", None))
     for package, names in (("sympy", ("Basic", "MatrixBase")), ("symengine", ("Basic",))):
@@ -107,7 +181,7 @@ def _symbolic(obj) -> bool:
 
 
 def _ours(module) -> bool:
-    return bool(module) and module.split(".")[0] in SYMBOLIC_PACKAGES
+    return isinstance(module, str) and module.split(".")[0] in SYMBOLIC_PACKAGES
 
 
 def freeze(sc, extra=None) -> bytes:
@@ -131,7 +205,13 @@ def freeze(sc, extra=None) -> bytes:
                          if k not in ("frame", "bodies", "_linear_terms", "_plain_sub")}
                 return ModelImage, (state,)
             if _symbolic(obj):
-                return Placeholder, (_text(obj), type(obj).__name__)
+                return _importable(obj) or (Placeholder, (_text(obj), type(obj).__name__))
+            if isinstance(obj, types.FunctionType):   # (a class may have instances here)
+                module = getattr(obj, "__module__", None)
+                module = module if isinstance(module, str) else ""
+                if (module and module.split(".")[0] != home and "<locals>" not in obj.__qualname__
+                        and _loads_symbols(module)):
+                    return Deferred, (module, obj.__qualname__)
             return super().reducer_override(obj)
 
     buf = io.BytesIO()
@@ -141,6 +221,27 @@ def freeze(sc, extra=None) -> bytes:
         if registered:
             cloudpickle.unregister_pickle_by_value(sys.modules[home])
     return buf.getvalue()
+
+
+def _importable(obj):
+    """How an image names sympy's or symengine's module, class or function ``obj`` that the
+    by-value code reads (``sp.preorder_traversal`` in a check of a fence parsed in the
+    stepping process, say): the module imported at its first attribute, the function or
+    class at its first use (``Deferred``); None for anything else (an expression, a class
+    sympy made, as ``Function("h")``), which stays a placeholder."""
+    if isinstance(obj, types.ModuleType):
+        from ..base.lazy import LazyModule
+        return LazyModule, (obj.__name__,)
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not (isinstance(module, str) and isinstance(name, str)) or "<" in name:
+        return None
+    try:
+        found = sys.modules[module]
+        for part in name.split("."):
+            found = getattr(found, part)
+    except (KeyError, AttributeError):
+        return None
+    return (Deferred, (module, name)) if found is obj else None
 
 
 def thaw(data: bytes) -> dict:

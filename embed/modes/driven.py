@@ -43,11 +43,12 @@ _LAPACK = []
 
 
 def _lapack():
-    """(dgetrf, dgetrs) of scipy's LAPACK, imported when a driven mode first steps: a
-    stepping process without one does not import scipy (issue 30)."""
+    """(dgetrf, dgetrs) of scipy's LAPACK, loaded when a driven mode first steps: a
+    stepping process without one does not load it, and none imports scipy.linalg
+    (``embed.base.flapack``, issue 30)."""
     if not _LAPACK:
-        from scipy.linalg.lapack import dgetrf, dgetrs
-        _LAPACK[:] = (dgetrf, dgetrs)
+        from ..base.flapack import routine
+        _LAPACK[:] = (routine("dgetrf"), routine("dgetrs"))
     return _LAPACK
 
 

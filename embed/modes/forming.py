@@ -242,8 +242,8 @@ class AutomatonForms:
     def know_mode(self, mode, constraints=()):
         """Make ``mode`` and its ``constraints`` known to this view, leaving those it knows
         already: a mode whose terms and compiled forms are installed ready-made (a family's
-        member, its constraints stubs known by their compiled terms only)."""
-        self.symbolic()
+        member, its constraints stubs known by their compiled terms only); a scenario
+        image's view stays without symbols (``symbolic`` keeps what it knows)."""
         for c in constraints:
             self.automaton.constraints.setdefault(c.name, c)
         self.automaton.modes.setdefault(mode.id, mode)

@@ -69,18 +69,24 @@ class ModeLibrary:
     """Typed caches of compiled modes and terms, shared by the simulators of one scenario."""
 
     __slots__ = ("modes", "numeric_modes", "terms_programs", "embeddings", "constraint_terms",
-                 "entry", "sets", "expressions", "submitted", "terms", "_own", "over_budget",
-                 "lock")
+                 "entry", "entry_warm", "sets", "expressions", "submitted", "terms", "_own",
+                 "over_budget", "singular", "lock")
 
     def __init__(self, lock=None):
         self.lock = lock or threading.RLock()   # held while a simulator of it steps
         self.modes, self.numeric_modes, self.embeddings = {}, {}, {}
         self.terms_programs = {}  # (mode id, active) -> TermsProgramMode (any partition) or None
         self.constraint_terms, self.entry, self.expressions, self.submitted = {}, {}, {}, {}
+        # shipped entry terms that ``warm_up`` compiled at build time: handed to ``entry`` by
+        # the FMU's own warm_up, not before (its start enters on assembled terms, as an FMU
+        # that ships none: the same bits, ``fmu_src.runtime.formed.form``)
+        self.entry_warm = {}
         self.sets = {}          # active constraints -> (rows, Projection, watch)
         # active constraints -> why their symbolic embedding was given up (SymbolicBudgetError):
         # their modes run on the numeric path, and no partition of them is embedded again
         self.over_budget = {}
+        self.singular = {}      # (mode id, active, dep) -> True: a partition ``precompile``
+        #                         found singular everywhere (shipped: not formed again)
         self.terms = None       # the unconstrained terms (``NumericTerms``), once compiled
         self._own = {}          # a scenario's own shared objects (``shared``)
 
@@ -91,6 +97,7 @@ class ModeLibrary:
 
     def __setstate__(self, state):
         self.lock = threading.RLock()
+        self.entry_warm, self.singular = {}, {}
         for name, value in state.items():
             setattr(self, name, value)
 

@@ -266,14 +266,15 @@ class ModeCompiler(PreparedPrograms):
                 continue
             for dep in deps:
                 key = (mode_id, active, dep)
-                if self.library.mode(key) is not None:
+                if self.library.mode(key) is not None or key in self.library.singular:
                     continue
                 from ..embedding.equations import EXPLICIT_OPS_OFFLINE   # sympy: one to form
                 try:
                     self.library.install(key, make_mode(
                         self.forms.mode_parts(key, EXPLICIT_OPS_OFFLINE), key, backend="llvm"))
                 except ConstraintRankError:
-                    continue          # this choice is singular everywhere
+                    self.library.singular[key] = True   # singular everywhere: not again
+                    continue
                 except SymbolicBudgetError as exc:   # too large: runs on the numeric path
                     self.library.over_budget[active] = str(exc)
                     break

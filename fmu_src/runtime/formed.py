@@ -34,8 +34,9 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     from embed.model import kane_terms
     from embed.modes.library import ModeLibrary
     started = time.perf_counter()
+    module = scenarios.load(name)
     with kane_terms.recording() as terms:
-        sc = scenarios.load(name).build(**options)
+        sc = module.build(**options)
     folder = Path(root) / shipped.FOLDER
     sizes = {shipped.KANE_FILE: shipped.write(
         folder / shipped.KANE_FILE, shipped.model_key(root, name, options, TAG, cpu=False),
@@ -44,23 +45,38 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     # the background path steps on the compiled-terms (numeric) path until its worker
     # answers: that is what its library holds at start
     library = ModeLibrary.of(sc.automaton, embedding)
+    warmed, own = [], {}
     try:
         sim = sc.simulator(embedding="numeric" if embedding == "background" else embedding,
                            library=library)
+        if sc.precompile and embedding == "background":   # as the FMU's start there
+            sim.mode_compiler.precompile()
+        if sc.extension is not None:     # as the FMU's start: what it forms and shares
+            mine = set(library._own)     # (disk_fence's fence families) ships in the image
+            sc.extension(sim, None, log)
+            own = {k: v for k, v in library._own.items() if k not in mine}
+        before = set(library.entry)
         sim.warm_up()        # as the FMU's initialization: every mode's entry terms
+        warmed = [k for k in library.entry if k not in before]
         sim.advance(until)
     except Exception as exc:  # noqa: BLE001 - ship what was compiled before it stopped
         log(f"{name}: the default run stopped at build time ({type(exc).__name__}: {exc}); "
             "shipping the modes compiled until then")
     objects = library.picklable()
     dropped = _dropped(library, objects)
+    for k in own:        # their symbols as the image's placeholders, not symengine's
+        objects._own.pop(k, None)
     if dropped:
         log(f"{name}: no scenario image (its FMU would build the scenario at the start): the "
             f"object code cannot carry {dropped}")
-    if sc.extension is None and sc.embedding != "background" and not dropped:
+    for k in warmed:       # handed over by the FMU's warm_up, after its start (as compiled)
+        if k in objects.entry:
+            objects.entry_warm[k] = objects.entry.pop(k)
+    # the background path's image: of a scenario with an extension (disk_fence) for now
+    if (sc.embedding != "background" or sc.extension is not None) and not dropped:
         sizes[shipped.IMAGE_FILE] = shipped.write(
             folder / shipped.IMAGE_FILE, shipped.model_key(root, name, options, TAG, cpu=False),
-            None, _image(sc))
+            None, _image(sc, own, module))
     sizes[shipped.OBJECTS_FILE] = shipped.write(
         folder / shipped.OBJECTS_FILE, shipped.model_key(root, name, options, TAG, cpu=True),
         None, shipped.persistent_pickle(_with_helpers({embedding: objects}),
@@ -96,16 +112,22 @@ def _dropped(library, objects) -> str:
     return ", ".join(out)
 
 
-def _image(sc) -> bytes:
+def _image(sc, own=None, module=None) -> bytes:
     """The scenario's image (``embed.interface.image``) with what the stepping asks of its
     symbols answered now: whether each constraint's B moves (``moving_B``, kept in it) and
-    the outputs' dependence on the inputs (``derivatives.output_dependence``)."""
+    the outputs' dependence on the inputs (``derivatives.output_dependence``); with ``own``,
+    the objects its extension shares (``ModeLibrary.shared``: compiled functions as object
+    code, symbols as placeholders); the background workers' jobs of the scenario's
+    ``module`` (its WORKER_JOBS and WORKER_SET_UP: the stepping process need not import it)."""
     from embed.interface import image
     from embed.model.constraints import moving_B
     from fmu_src.runtime import derivatives
     for c in sc.automaton.constraints.values():
         moving_B(sc.automaton.model, [c])
-    return image.freeze(sc, {"dependence": derivatives.output_dependence(sc)})
+    jobs = {"jobs": tuple(getattr(module, "WORKER_JOBS", ())),
+            "set_up": getattr(module, "WORKER_SET_UP", None)}
+    return image.freeze(sc, {"dependence": derivatives.output_dependence(sc), "own": own or {},
+                             "worker_jobs": jobs})
 
 
 def load(name: str, options: dict):
@@ -128,16 +150,46 @@ def load(name: str, options: dict):
         sc = build(name, options, notes)
     libraries, why = shipped.load_objects(ROOT, name, options, TAG, sc.automaton.model)
     notes += why
-    if libraries:
-        from embed.modes.library import ModeLibrary
-        from embed.codegen.native import HELPERS_KEY
-        for embedding, library in libraries.items():
-            if embedding != HELPERS_KEY:
-                ModeLibrary.adopt(sc.automaton, embedding, library)
+    from embed.modes.library import ModeLibrary
+    from embed.codegen.native import HELPERS_KEY
+    libraries = {k: v for k, v in (libraries or {}).items() if k != HELPERS_KEY}
+    for embedding, library in libraries.items():
+        ModeLibrary.adopt(sc.automaton, embedding, library)
+    if img is not None and libraries and list(libraries) == ["background"]:
+        # formed on the numeric path (``form``), which the instance's simulator at
+        # fmi2Instantiate takes (no worker yet): the same library, no symbols formed there
+        ModeLibrary.adopt(sc.automaton, "numeric", libraries["background"])
+    if img is not None:
+        _JOBS[_key(name, options)] = img.get("worker_jobs") or {}
+    if img is not None and img.get("own"):     # the extension's, on every embedding path
+        for embedding in ("symbolic", "numeric", "background"):
+            ModeLibrary.of(sc.automaton, embedding)._own.update(img["own"])
     return sc, notes, dependence
 
 
 _REAL = {}      # (name, options) -> the real scenario of an image, built once per process
+_JOBS = {}      # (name, options) -> an image's background jobs: {"jobs": ..., "set_up": ...}
+
+
+def _key(name, options):
+    return (name, tuple(sorted(options.items())))
+
+
+def extension(sc, name: str, options: dict, worker: bool):
+    """The extension class an instance of ``sc`` runs: an image's own (``sc.extension``,
+    no symbols) where its symbolic work is done by the background ``worker`` (the
+    instance's embedding is "background"; at fmi2Instantiate too, before the worker starts),
+    else the real scenario's (disk_fence's fence parsed and checked in this process: sympy
+    imported).  Not an image: its own."""
+    if worker or _key(name, options) not in _JOBS:
+        return sc.extension
+    return real(name, options).extension
+
+
+def worker_jobs(name: str, options: dict) -> dict:
+    """The background workers' jobs of a scenario loaded from its image (keywords of
+    ``BackgroundCompiler``), {} otherwise: then read from the scenario's module."""
+    return dict(_JOBS.get(_key(name, options), {}))
 
 
 def real(name: str, options: dict):

@@ -42,7 +42,9 @@ def compiler(name, options, resources):
         bc = _COMPILERS.get(key)
         if bc is None or not bc.alive():
             from embed.background.client import BackgroundCompiler
-            first = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources)
+            from fmu_src.runtime.formed import worker_jobs   # an image's: no module imported
+            first = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources,
+                                                         **worker_jobs(name, dict(options)))
             client = first.client(resources)
             first.close()          # the pair lives as long as its instances' clients
             return client

@@ -53,7 +53,9 @@ def start_sim(slave, worker=True):
         if sim.start_log:
             slave.log(sim.start_log, Fmi2Status.ok)
         if slave.sc.extension is not None:
-            slave.ext = slave.sc.extension(
+            from fmu_src.runtime.formed import extension
+            slave.ext = extension(slave.sc, slave.scenario_name, slave.scenario_options,
+                                  str(slave.embedding) == "background")(
                 slave.sim, bc, lambda msg: slave.log(msg, Fmi2Status.warning))
     except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu
         return exc

@@ -247,7 +247,9 @@ def prepare_profile(sim, uid, L_f, jet):
     fam, layout, family, entry = profile_family(sim)
     mode = Mode(FENCE_BASE + uid, f"fence {uid}", (f"fence{uid}_x", f"fence{uid}_y"), (),
                 tuple(Guard(g.name, None, g.direction) for g in family.guards), (), FENCE)
-    stubs = [Constraint(name, (), se.Integer(0), se.Integer(0)) for name in mode.constraints]
+    # stubs (B empty; C and Phi plain zeros: no symbol is formed in a stepping process that
+    # has none, a scenario image's)
+    stubs = [Constraint(name, (), 0, 0) for name in mode.constraints]
     if sim.library.has_constraint_terms(mode.constraints[0]):   # the shared caches have it
         return mode, stubs, None
     n, n_p, i_L = m.n, len(sim.psyms), sim.pnames.index("L")
