@@ -122,9 +122,9 @@ class Simulator(FormsViews):
         # and mon holds u
         self.state = RunState(x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
                               discrete=dict(automaton.discrete), projection=Projection())
-        if embedding != "symbolic" or self.formulation.full_state:
+        if (embedding != "symbolic" or self.formulation.full_state) and self.library.terms is None:
             self.forms.symbolic()      # a scenario image's symbols: these paths form at once
-            self.mode_compiler.numeric_terms()
+            self.mode_compiler.numeric_terms()   # (unless shipped: ``ModeLibrary.picklable``)
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
         self.reselect_compile_time = 0.0   # of reselect_time (CPU s too): first embeddings of a partition
         self.last_impulse = {}

@@ -23,6 +23,7 @@ from embed.base import shipped
 
 ROOT = Path(__file__).resolve().parents[2]       # the FMU's resources (or the source tree)
 TAG = shipped.tag_of(__name__)
+HELPERS_FILE = "helpers.pkl"    # the LLVM helpers' object code (embed.codegen.native): + CPU key
 _LOCK = threading.RLock()
 
 
@@ -57,10 +58,15 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     if dropped:
         log(f"{name}: no scenario image (its FMU would build the scenario at the start): the "
             f"object code cannot carry {dropped}")
-    if sc.extension is None and sc.embedding != "background" and not dropped:
+    if sc.extension is None and not dropped:
         sizes[shipped.IMAGE_FILE] = shipped.write(
             folder / shipped.IMAGE_FILE, shipped.model_key(root, name, options, TAG, cpu=False),
             None, _image(sc))
+    from embed.codegen import native
+    if native.built_helpers():      # loaded by the run's programs: shipped, not built at start
+        sizes[HELPERS_FILE] = shipped.write(
+            folder / HELPERS_FILE, shipped.model_key(root, name, options, TAG, cpu=True),
+            native.built_helpers())
     sizes[shipped.OBJECTS_FILE] = shipped.write(
         folder / shipped.OBJECTS_FILE, shipped.model_key(root, name, options, TAG, cpu=True),
         None, shipped.persistent_pickle({embedding: objects},
@@ -116,6 +122,7 @@ def load(name: str, options: dict):
                        lambda k: Placeholder(k, "Symbol"))
     else:
         sc = build(name, options, notes)
+    _load_helpers(name, options, notes)       # before the object code that names them
     libraries, why = shipped.load_objects(ROOT, name, options, TAG, sc.automaton.model)
     notes += why
     if libraries:
@@ -123,6 +130,20 @@ def load(name: str, options: dict):
         for embedding, library in libraries.items():
             ModeLibrary.adopt(sc.automaton, embedding, library)
     return sc, notes, dependence
+
+
+def _load_helpers(name, options, notes):
+    """The LLVM helpers' object code shipped (``HELPERS_FILE``) handed to
+    ``embed.codegen.native`` if its key (LLVM, CPU) and hash hold; else why not, to ``notes``
+    (the helpers are then built as without it)."""
+    path = ROOT / shipped.FOLDER / HELPERS_FILE
+    if path.exists():
+        got, why = shipped.read(path, shipped.model_key(ROOT, name, options, TAG, cpu=True))
+        if got is None:
+            notes.append(f"shipped LLVM helpers not used: {why}; building them")
+        else:
+            from embed.codegen import native
+            native.provide_helpers(got)
 
 
 _REAL = {}      # (name, options) -> the real scenario of an image, built once per process

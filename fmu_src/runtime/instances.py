@@ -33,16 +33,18 @@ def scenario(name, options, notes=None):
     return sc
 
 
-def compiler(name, options, resources):
+def compiler(name, options, resources, lazy=False):
     """A client of the process's background embedding workers for this scenario (one per
     instance: its answers are its own).  The workers stop with their last client (closed at
-    fmi2Terminate or when the instance is freed), and start again for the next one."""
+    fmi2Terminate or when the instance is freed), and start again for the next one; ``lazy``
+    (a pair started now): at its first request (``Workers._wake``)."""
     key = (name, tuple(sorted(options.items())))
     with _LOCK:
         bc = _COMPILERS.get(key)
         if bc is None or not bc.alive():
             from embed.background.client import BackgroundCompiler
-            first = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources)
+            first = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources,
+                                                        lazy=lazy)
             client = first.client(resources)
             first.close()          # the pair lives as long as its instances' clients
             return client

@@ -12,6 +12,7 @@ import numpy as np
 from pythonfmu.enums import Fmi2Status
 
 from embed import EmbedError
+from embed.modes.library import ModeLibrary
 from fmu_src.runtime.instances import compiler
 from fmu_src.runtime.variables import FORMULATION
 
@@ -29,10 +30,15 @@ def start_sim(slave, worker=True):
     slave.close_client()
     slave.sim = None
     try:
-        embedding = str(slave.embedding)
+        embedding, library = str(slave.embedding), None
         if embedding == "background" and not worker:
+            # on the background path's library, as the build's run: its shipped modes serve
             embedding = "numeric"
-        bc = (compiler(slave.scenario_name, slave.scenario_options, resource_dir(slave.resources))
+            library = ModeLibrary.of(slave.sc.automaton, "background")
+        # a scenario without an extension (whose jobs run in the workers) starts them at
+        # its first request: never, where every mode it enters was shipped compiled
+        bc = (compiler(slave.scenario_name, slave.scenario_options, resource_dir(slave.resources),
+                       lazy=slave.sc.extension is None)
               if embedding == "background" else None)
         if bc is not None:     # an instance freed without fmi2Terminate leaves too
             weakref.finalize(slave, bc.close)
@@ -43,7 +49,8 @@ def start_sim(slave, worker=True):
         sim = slave.sc.simulator(params, solver=str(slave.solver), h_max=float(slave.h_max),
                                 rtol=float(slave.rtol), inputs=dict(slave.variables.good_inputs),
                                 embedding=embedding, compiler=bc, t0=slave.start_time,
-                                formulation=formulation, formulation_options=options)
+                                formulation=formulation, formulation_options=options,
+                                library=library)
         if not np.isfinite(sim.mon).all():
             bad = [name for name, x in slave.sc.observe(sim).items()
                    if isinstance(x, float) and not math.isfinite(x)]
@@ -58,6 +65,31 @@ def start_sim(slave, worker=True):
     except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu
         return exc
     return None
+
+
+def workers_ready(sim, timeout) -> bool:
+    """At the end of initialization: the background workers' start (imports, the model:
+    seconds of CPU) waited for, at most ``timeout`` s, so that a real-time master's first
+    steps do not share the core with it; not for lazy workers (``BackgroundCompiler``)
+    not started yet in an offline run (a request waits for its answer anyway) or whose
+    automaton's every mode has its compiled-terms program.  Returns False if they are
+    still not ready."""
+    bc = sim.compiler
+    if bc is None or not (bc.started or (bc.real_time and worker_needed(sim))):
+        return True
+    return bc.wait_ready(timeout)
+
+
+def worker_needed(sim) -> bool:
+    """Whether the background workers may be asked for one of the automaton's own modes:
+    some mode has no prepared compiled-terms program (``PreparedPrograms.terms_mode``: any
+    partition, shipped or compiled at warm-up), or the integrator needs the right-hand side
+    alone (the adaptive solver: no program serves it)."""
+    if sim.mode_compiler.uses_rhs:
+        return True
+    programs = sim.library.terms_programs
+    return any(programs.get((mid, tuple(sorted(md.constraints)))) is None
+               for mid, md in sim.aut.modes.items())
 
 
 def formulation_of(slave):
