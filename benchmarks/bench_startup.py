@@ -11,6 +11,8 @@ cumulative import time (``python -X importtime``) of what the FMU's slave module
     python benchmarks/bench_startup.py [--fmus DIR] [--runs 5] [--names disk_ramp top]
     python benchmarks/bench_startup.py --fmus DIR --chain 40      # also pendulum_chain N = 40
     python benchmarks/bench_startup.py --fmus after --compare before   # two builds, one run
+    python benchmarks/bench_startup.py --fmus after --compare before --names pendulum_chain \
+        --chain 40                  # N = 10 and 40, both builds (before/chain40/ too)
     python benchmarks/bench_startup.py --cold        # also without the shipped object code
 
 FMUs missing from ``--fmus`` (default build/startup) are built there first (``embed-fmu
@@ -136,6 +138,9 @@ def main(argv=None) -> int:
         for name in args.names:
             if (Path(args.compare) / f"{name}.fmu").exists():
                 fmus[f"{name} ({Path(args.compare).name})"] = Path(args.compare) / f"{name}.fmu"
+        other = Path(args.compare) / f"chain{args.chain}" / "pendulum_chain.fmu"
+        if args.chain and other.exists():
+            fmus[f"pendulum_chain N={args.chain} ({Path(args.compare).name})"] = other
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         unzips = {label: Path(extract(str(f), str(Path(tmp) / re.sub(r"\W", "_", label))))
                   for label, f in fmus.items()}
