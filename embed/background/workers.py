@@ -65,8 +65,7 @@ class Workers:
         self._restarting = None   # the thread starting replacement workers
         self._started = None      # what it made: (fast, slow) or the exception
         self._why = None          # why the workers were started again (``_restart``)
-        self.fast = self.slow = None      # lazy: none until the first request
-        self.pipes = () if lazy else self._start()
+        self.pipes = () if lazy else self._start()       # lazy: none until the first request
         self.fast, self.slow = self.pipes or (None, None)
 
     def _start(self):
