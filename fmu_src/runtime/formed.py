@@ -129,6 +129,8 @@ def load(name: str, options: dict):
         from embed.modes.library import ModeLibrary
         for embedding, library in libraries.items():
             ModeLibrary.adopt(sc.automaton, embedding, library)
+            if embedding == "background":   # the start values' simulator steps numeric on
+                ModeLibrary.adopt(sc.automaton, "numeric", library)   # it, as the build's run
     return sc, notes, dependence
 
 

@@ -12,7 +12,6 @@ import numpy as np
 from pythonfmu.enums import Fmi2Status
 
 from embed import EmbedError
-from embed.modes.library import ModeLibrary
 from fmu_src.runtime.instances import compiler
 from fmu_src.runtime.variables import FORMULATION
 
@@ -30,11 +29,9 @@ def start_sim(slave, worker=True):
     slave.close_client()
     slave.sim = None
     try:
-        embedding, library = str(slave.embedding), None
+        embedding = str(slave.embedding)
         if embedding == "background" and not worker:
-            # on the background path's library, as the build's run: its shipped modes serve
-            embedding = "numeric"
-            library = ModeLibrary.of(slave.sc.automaton, "background")
+            embedding = "numeric"     # (on the background path's shipped library: formed.load)
         # a scenario without an extension (whose jobs run in the workers) starts them at
         # its first request: never, where every mode it enters was shipped compiled
         bc = (compiler(slave.scenario_name, slave.scenario_options, resource_dir(slave.resources),
@@ -49,8 +46,7 @@ def start_sim(slave, worker=True):
         sim = slave.sc.simulator(params, solver=str(slave.solver), h_max=float(slave.h_max),
                                 rtol=float(slave.rtol), inputs=dict(slave.variables.good_inputs),
                                 embedding=embedding, compiler=bc, t0=slave.start_time,
-                                formulation=formulation, formulation_options=options,
-                                library=library)
+                                formulation=formulation, formulation_options=options)
         if not np.isfinite(sim.mon).all():
             bad = [name for name, x in slave.sc.observe(sim).items()
                    if isinstance(x, float) and not math.isfinite(x)]
