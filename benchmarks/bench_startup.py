@@ -11,6 +11,8 @@ cumulative import time (``python -X importtime``) of what the FMU's slave module
     python benchmarks/bench_startup.py [--fmus DIR] [--runs 5] [--names disk_ramp top]
     python benchmarks/bench_startup.py --fmus DIR --chain 40      # also pendulum_chain N = 40
     python benchmarks/bench_startup.py --fmus after --compare before   # two builds, one run
+    python benchmarks/bench_startup.py --fmus after --compare before --names pendulum_chain \
+        --chain 40                  # N = 10 and 40, both builds (before/chain40/ too)
     python benchmarks/bench_startup.py --cold        # also without the shipped object code
     python benchmarks/bench_startup.py --master fmusim   # also a C master, process start to end
 
@@ -189,6 +191,9 @@ def main(argv=None) -> int:
         for name in args.names:
             if (Path(other) / f"{name}.fmu").exists():
                 fmus[f"{name} ({Path(other).name})"] = Path(other) / f"{name}.fmu"
+        chain = Path(other) / f"chain{args.chain}" / "pendulum_chain.fmu"
+        if args.chain and chain.exists():
+            fmus[f"pendulum_chain N={args.chain} ({Path(other).name})"] = chain
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         unzips = {label: Path(extract(str(f), str(Path(tmp) / re.sub(r"\W", "_", label))))
                   for label, f in fmus.items()}

@@ -94,3 +94,30 @@ def test_background_without_its_worker_is_refused():
 
     with pytest.raises(InputError, match="needs its worker"):
         pendulum_chain.build(3).simulator(embedding="background")
+
+
+def test_lazy_workers_start_at_the_first_request():
+    """Lazy workers (``BackgroundCompiler(lazy=True)``: an FMU whose every mode was shipped
+    with its compiled-terms program needs none): no process until a mode is asked of them;
+    then they start, and the offline run waits for their symbolic embedding as it does with
+    workers started at once, bit for bit the same motion."""
+    runs = {}
+    for lazy in (True, False):
+        sc = pendulum_chain.build(4)       # a library of its own: nothing answered before
+        bc = BackgroundCompiler("pendulum_chain", {"N": 4}, lazy=lazy)
+        try:
+            sim = sc.simulator(embedding="background", compiler=bc, params={"u_start": 1.0})
+            sim.advance(0.05)
+            assert bc.started is not lazy and bool(bc.worker_pids()) is not lazy
+            assert not lazy or bc.outstanding == 0      # not "starting" either
+            l = sc.defaults()["l"]
+            sim.pvec[sim.pnames.index("y_m")] = -l * np.sum(np.cos(np.array(sim.q)[:2]))
+            sim.set_constraints(["mid_y", "tip_y"])      # no program: asked of the workers
+            assert bc.started and len(bc.worker_pids()) == 2
+            assert sim.compiled_mode.path == "symbolic", bc.errors   # offline: waited for
+            sim.advance(0.15)
+            assert not bc.errors
+            runs[lazy] = np.concatenate((sim.q, sim.u))
+        finally:
+            bc.close()
+    np.testing.assert_array_equal(runs[True], runs[False])

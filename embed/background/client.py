@@ -64,12 +64,15 @@ class BackgroundCompiler:
     set_up : str, optional
         "module:function" run once in each worker before its first request; default: the
         model module's WORKER_SET_UP.
+    lazy : bool, optional
+        Start the workers at the first request (or ``wait_ready``), not now: never, if every
+        mode the run enters was compiled already (shipped in an FMU, issue 30).
     """
 
     def __init__(self, scenario, options=None, python=None, root=None, *, jobs=None,
-                 set_up=None, _workers=None):
+                 set_up=None, lazy=False, _workers=None):
         self._w = _workers if _workers is not None else Workers(scenario, options, python,
-                                                                   root, jobs, set_up)
+                                                                   root, jobs, set_up, lazy)
         self._inbox = collections.deque()   # (kind, answer) routed by any thread's poll
         self._errors = []            # (what, message, detail)
         self._notes = []             # (mode key, why): modes left on the numeric path
@@ -132,9 +135,14 @@ class BackgroundCompiler:
         return self._w.ready
 
     @property
+    def started(self):
+        """Whether the workers were started (``lazy`` ones: at the first request)."""
+        return self._w.started
+
+    @property
     def outstanding(self):
         """This client's requests not answered yet (and 1 while the workers start)."""
-        return self._w.outstanding(self.id) + (not self._w.ready)
+        return self._w.outstanding(self.id) + (self._w.started and not self._w.ready)
 
     @property
     def restarts(self):

@@ -40,13 +40,16 @@ class Workers:
     """The two worker processes of one scenario and options, shared by the clients of a
     process: requests numbered, answers routed to the client that asked."""
 
-    def __init__(self, scenario, options, python, root, jobs=None, set_up=None):
+    def __init__(self, scenario, options, python, root, jobs=None, set_up=None, lazy=False):
         # the folder holding embed/ and scenarios/: an FMU's resources (a master may delete
         # the folder an earlier instance was imported from), else this package's parent
         self.root = str(root or Path(__file__).resolve().parents[2])
         self.roots = [self.root]  # of the clients, newest last: a restart uses one that exists
         self.env = dict(os.environ)
-        self.cmd = worker_command(python or python_executable(), scenario, options, jobs, set_up)
+        # the command line at the first start: reading the model module's jobs imports it
+        # (and sympy), which lazy workers never started never need (issue 30)
+        self._command = (python, scenario, options, jobs, set_up)
+        self.cmd = None
         self.lock = threading.RLock()   # the pair's state, shared by threads (issue 33)
         self.clients = weakref.WeakValueDictionary()
         self._client_ids = itertools.count(1)
@@ -61,8 +64,9 @@ class Workers:
         self.deadline = DEADLINE
         self._restarting = None   # the thread starting replacement workers
         self._started = None      # what it made: (fast, slow) or the exception
-        self.fast, self.slow = self._start()
-        self.pipes = (self.fast, self.slow)
+        self._why = None          # why the workers were started again (``_restart``)
+        self.pipes = () if lazy else self._start()       # lazy: none until the first request
+        self.fast, self.slow = self.pipes or (None, None)
 
     def _start(self):
         # the newest folder holding embed/ that still exists (a master may delete the one an
@@ -72,6 +76,10 @@ class Workers:
                      if os.path.isdir(os.path.join(d, "embed"))), here)
         env = dict(self.env)
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        if self.cmd is None:
+            python, scenario, options, jobs, set_up = self._command
+            self.cmd = worker_command(python or python_executable(), scenario, options, jobs,
+                                      set_up)
         r, w = os.pipe()          # fast -> slow, for what the fast worker prepares (Relay)
         try:
             fast = WorkerPipe("fast", self.cmd + ["--peer-out", str(w)], env, root,
@@ -92,7 +100,17 @@ class Workers:
 
     @property
     def ready(self):
-        return self._restarting is None and self.fast.ready and self.slow.ready
+        return (bool(self.pipes) and self._restarting is None and self.fast.ready
+                and self.slow.ready)
+
+    started = property(lambda self: bool(self.pipes) or self._restarting is not None)
+
+    def _wake(self):
+        """Lazy workers started now, in a thread as a restart is (``_finish_restart`` sends
+        them the announcements and the requests made meanwhile): a scenario whose every mode
+        was shipped compiled may never need them (issue 30)."""
+        if not (self.started or self.closed):
+            self._start_in_thread(())
 
     def outstanding(self, cid):
         """Client ``cid``'s requests not answered, and answers of it still loading."""
@@ -104,6 +122,7 @@ class Workers:
             rid = next(self._rids)
             data = frame((cid, rid, req, slot))
             rec = self.pending[rid] = Request(rid, cid, pipe, data, what)
+            self._wake()
             if self._restarting is None:  # else sent with the others when they have started
                 getattr(self, pipe).send(data)
             return rec
@@ -131,6 +150,8 @@ class Workers:
     def _poll(self, max_frames):
         if self.closed or (self._restarting is not None and not self._finish_restart()):
             return
+        if not self.pipes:
+            return                # lazy, not started: nothing asked yet
         self.loads.release(self._tell)
         if not self.pending and self.ready and not (self.fast.busy or self.slow.busy):
             return                # nothing outstanding: no system call
@@ -145,7 +166,7 @@ class Workers:
                 if msg is None:
                     break
                 self.loads.frame(p.unloaded)
-                n += self._route(p, msg)
+                n += _route(self, p, msg)
         self.loads.release(self._tell)
         if self.fast.dead or self.slow.dead:
             self._restart()
@@ -161,43 +182,6 @@ class Workers:
             expect["slow"] |= rec.relay_done < rec.relayed
         return [p for p in self.pipes if expect[p.name] and now - p.heard > (
             self.deadline if p.ready else max(self.deadline, START_DEADLINE))]
-
-    def _route(self, pipe, msg):
-        """Handle one answer; returns 1 if it was data (counted against max_frames)."""
-        cid, rid, body = msg
-        kind = body[0]
-        rec = self.pending.get(rid) if rid is not None else None
-        if kind == "ready":
-            pipe.ready = True
-            return 0
-        if kind == "done":
-            if rec is not None:
-                if pipe.name == rec.pipe:
-                    rec.origin_done = True
-                else:
-                    rec.relay_done += 1
-                if rec.answered:
-                    del self.pending[rid]
-            return 0
-        if kind == "relayed":
-            if rec is not None:
-                rec.relayed += body[1]
-                self.slow.heard = max(self.slow.heard, time.monotonic())   # work for it
-            return 0
-        if kind == "call" and rec is not None:
-            rec.parts += 1
-            if rec.skip:              # re-sent after a restart: delivered already
-                rec.skip -= 1
-                return 1
-        if kind in ("mode", "mode_fn"):
-            done = self.parts.add(body)
-            if done is not None:
-                self.loads.answer(self._tell, cid, "mode", done)
-        elif kind in ("entry", "rhs"):
-            self.loads.answer(self._tell, cid, "extra", body)
-        elif kind in ("call", "error", "numeric"):   # numeric: over the symbolic budget
-            self.loads.answer(self._tell, cid, kind, body[1:])
-        return 1
 
     def _restart(self, hung=()):
         """Both workers killed and started again (they share a pipe), in a thread: the
@@ -226,7 +210,11 @@ class Workers:
         for rec in dropped:           # told now: a client waiting for it stops waiting
             self._tell(rec.client, "error", (rec.what, "dropped: it was outstanding when the "
                                              f"workers ended {rec.deaths} times", ""))
+        self._start_in_thread(old)
 
+    def _start_in_thread(self, old):
+        """The workers started in a thread, after ``old`` ones are closed; ``poll`` finishes
+        (``_finish_restart``) when they are there."""
         def start():
             for p in old:
                 p.close(stop=False)
@@ -234,7 +222,7 @@ class Workers:
                 self._started = self._start()
             except Exception as exc:  # noqa: BLE001 - reported by _finish_restart
                 self._started = exc
-        self._restarting = threading.Thread(target=start, name="embed-worker-restart",
+        self._restarting = threading.Thread(target=start, name="embed-worker-start",
                                             daemon=True)
         self._restarting.start()
 
@@ -261,10 +249,11 @@ class Workers:
             rec.origin_done, rec.relayed, rec.relay_done = False, 0, 0
             rec.skip, rec.parts = rec.parts, 0
             getattr(self, rec.pipe).send(rec.data)
-        msg = (f"{self._why} ended; started both workers again (restart {self.restarts}) and "
-               f"re-sent {len(self.pending)} outstanding requests")
-        for cid in list(self.clients.keys()):
-            self._tell(cid, "error", ("background workers", msg, ""))
+        if self._why is not None:          # a restart (else a lazy pair's first start)
+            msg = (f"{self._why} ended; started both workers again (restart {self.restarts}) "
+                   f"and re-sent {len(self.pending)} outstanding requests")
+            for cid in list(self.clients.keys()):
+                self._tell(cid, "error", ("background workers", msg, ""))
         return True
 
     def wait(self, cid, timeout):
@@ -317,6 +306,8 @@ class Workers:
                 self.pipes = self._started
 
     def wait_ready(self, timeout):
+        with self.lock:
+            self._wake()
         deadline = time.monotonic() + timeout
         while not self.ready and not self.closed and time.monotonic() < deadline:
             with self.lock:
@@ -336,6 +327,44 @@ class Workers:
             self._join_restart()
             for p in self.pipes:
                 p.close()
+
+
+def _route(w, pipe, msg):
+    """Handle one answer to the workers ``w``; returns 1 if it was data (counted against max_frames)."""
+    cid, rid, body = msg
+    kind = body[0]
+    rec = w.pending.get(rid) if rid is not None else None
+    if kind == "ready":
+        pipe.ready = True
+        return 0
+    if kind == "done":
+        if rec is not None:
+            if pipe.name == rec.pipe:
+                rec.origin_done = True
+            else:
+                rec.relay_done += 1
+            if rec.answered:
+                del w.pending[rid]
+        return 0
+    if kind == "relayed":
+        if rec is not None:
+            rec.relayed += body[1]
+            w.slow.heard = max(w.slow.heard, time.monotonic())   # work for it
+        return 0
+    if kind == "call" and rec is not None:
+        rec.parts += 1
+        if rec.skip:              # re-sent after a restart: delivered already
+            rec.skip -= 1
+            return 1
+    if kind in ("mode", "mode_fn"):
+        done = w.parts.add(body)
+        if done is not None:
+            w.loads.answer(w._tell, cid, "mode", done)
+    elif kind in ("entry", "rhs"):
+        w.loads.answer(w._tell, cid, "extra", body)
+    elif kind in ("call", "error", "numeric"):   # numeric: over the symbolic budget
+        w.loads.answer(w._tell, cid, kind, body[1:])
+    return 1
 
 
 def select_io(r, w, timeout):

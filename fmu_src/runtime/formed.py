@@ -72,8 +72,7 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     for k in warmed:       # handed over by the FMU's warm_up, after its start (as compiled)
         if k in objects.entry:
             objects.entry_warm[k] = objects.entry.pop(k)
-    # the background path's image: of a scenario with an extension (disk_fence) for now
-    if (sc.embedding != "background" or sc.extension is not None) and not dropped:
+    if not dropped:        # every path's image (the background path's too, with an extension or not)
         sizes[shipped.IMAGE_FILE] = shipped.write(
             folder / shipped.IMAGE_FILE, shipped.model_key(root, name, options, TAG, cpu=False),
             None, _image(sc, own, module))
@@ -155,7 +154,7 @@ def load(name: str, options: dict):
     libraries = {k: v for k, v in (libraries or {}).items() if k != HELPERS_KEY}
     for embedding, library in libraries.items():
         ModeLibrary.adopt(sc.automaton, embedding, library)
-    if img is not None and libraries and list(libraries) == ["background"]:
+    if "background" in libraries and "numeric" not in libraries:
         # formed on the numeric path (``form``), which the instance's simulator at
         # fmi2Instantiate takes (no worker yet): the same library, no symbols formed there
         ModeLibrary.adopt(sc.automaton, "numeric", libraries["background"])

@@ -31,8 +31,11 @@ def start_sim(slave, worker=True):
     try:
         embedding = str(slave.embedding)
         if embedding == "background" and not worker:
-            embedding = "numeric"
-        bc = (compiler(slave.scenario_name, slave.scenario_options, resource_dir(slave.resources))
+            embedding = "numeric"     # (on the background path's shipped library: formed.load)
+        # a scenario without an extension (whose jobs run in the workers) starts them at
+        # its first request: never, where every mode it enters was shipped compiled
+        bc = (compiler(slave.scenario_name, slave.scenario_options, resource_dir(slave.resources),
+                       lazy=slave.sc.extension is None)
               if embedding == "background" else None)
         if bc is not None:     # an instance freed without fmi2Terminate leaves too
             weakref.finalize(slave, bc.close)
@@ -60,6 +63,31 @@ def start_sim(slave, worker=True):
     except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu
         return exc
     return None
+
+
+def workers_ready(sim, timeout) -> bool:
+    """At the end of initialization: the background workers' start (imports, the model:
+    seconds of CPU) waited for, at most ``timeout`` s, so that a real-time master's first
+    steps do not share the core with it; not for lazy workers (``BackgroundCompiler``)
+    not started yet in an offline run (a request waits for its answer anyway) or whose
+    automaton's every mode has its compiled-terms program.  Returns False if they are
+    still not ready."""
+    bc = sim.compiler
+    if bc is None or not (bc.started or (bc.real_time and worker_needed(sim))):
+        return True
+    return bc.wait_ready(timeout)
+
+
+def worker_needed(sim) -> bool:
+    """Whether the background workers may be asked for one of the automaton's own modes:
+    some mode has no prepared compiled-terms program (``PreparedPrograms.terms_mode``: any
+    partition, shipped or compiled at warm-up), or the integrator needs the right-hand side
+    alone (the adaptive solver: no program serves it)."""
+    if sim.mode_compiler.uses_rhs:
+        return True
+    programs = sim.library.terms_programs
+    return any(programs.get((mid, tuple(sorted(md.constraints)))) is None
+               for mid, md in sim.aut.modes.items())
 
 
 def formulation_of(slave):

@@ -179,8 +179,7 @@ class ScenarioSlave(Fmi2Slave):
             self.sim.warm_up()
         except Exception as exc:  # noqa: BLE001 - warming is an optimization only
             self.log(f"warm-up skipped: {exc}", Fmi2Status.warning)
-        bc = self.sim.compiler
-        if bc is not None and not bc.wait_ready(WORKER_START_TIMEOUT):
+        if not simulation.workers_ready(self.sim, WORKER_START_TIMEOUT):
             self.log(f"background embedding worker not ready after {WORKER_START_TIMEOUT} s;"
                      " stepping on the numeric path until it is", Fmi2Status.warning)
         self.t_comm = self.start_time
