@@ -118,15 +118,12 @@ class Simulator(FormsViews):
         self.outputs = self.forms.outputs
         self.mode_compiler = ModeCompiler(self.forms, embedding, compiler, self.integrator.uses_rhs,
                                           self.formulation)
-        # the running state (``embed.hybrid.state.RunState``); before the first mode x holds q
-        # and mon holds u
+        # the running state (``embed.hybrid.state.RunState``); before the first mode x: q, mon: u
         self.state = RunState(x=np.zeros(m.n), mon=np.zeros(m.n), pvec=pvec,
                               discrete=dict(automaton.discrete), projection=Projection())
-        if self.formulation.full_state:
-            self.forms.symbolic()      # a scenario image's symbols: this path forms at once
-        if embedding != "symbolic" or self.formulation.full_state:
-            # shipped compiled (an image's numeric path steps on them without symbols), or
-            # formed now from the real scenario
+        if self.formulation.full_state:   # a scenario image's symbols: this path forms at once
+            self.forms.symbolic()
+        if embedding != "symbolic" or self.formulation.full_state:   # shipped, else formed
             self.mode_compiler.numeric_terms()
         self.reselect_time = 0.0  # CPU seconds spent re-selecting independent speeds
         self.reselect_compile_time = 0.0   # of reselect_time (CPU s too): first embeddings of a partition
