@@ -231,8 +231,7 @@ def record(sim, label, before):
 
 def rehearse(sim, gi):
     """Evaluate what the event of switching condition gi will need (its reset map, the
-    entered constraint set's entry terms, the activation jump's solve where constraints
-    become active, the partition, the new mode's monitors) without
+    entered constraint set's entry terms, the partition, the new mode's monitors) without
     applying any of it: an event step finds the caches cold and costs a few times what it
     costs warm (docs/design.md, facts); rehearsed one step ahead, that cost is split over two
     steps.
@@ -251,8 +250,6 @@ def rehearse(sim, gi):
                 return True
             rows = [sim.forms.constraint_terms(c) for c in active]
             entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
-            if jump.u is None and set(active) - set(st.active):   # the jump's solve, once
-                activation_jump(entry[0], entry[2], u, active, st.t)     # (result unused)
             dep = partition(entry[1], active)
         compiled = sim.library.mode((jump.mode, active, dep))
         if compiled is not None:
