@@ -15,6 +15,26 @@ from ..base.errors import ConstraintRankError
 from ..base.tolerances import ACTIVATION_TOL
 from .projection import max_abs
 
+try:        # numpy.linalg.solve's own gufunc for one right-hand side (numpy 1.24 to 2.x)
+    from numpy.linalg._umath_linalg import solve1 as _SOLVE1
+except ImportError:             # pragma: no cover - a numpy without it
+    _SOLVE1 = None
+
+
+def _singular(err, flag):
+    raise np.linalg.LinAlgError("Singular matrix")
+
+
+def solve(A, b):
+    """``np.linalg.solve(A, b)`` for a float64 matrix and vector: its gufunc (LAPACK dgesv)
+    under its error state, without its Python checks and conversions, which cost several
+    times the solve in an event step that finds the caches cold (docs/design.md, facts).
+    The same call: the same bits.  Raises np.linalg.LinAlgError where A is singular."""
+    if _SOLVE1 is None:
+        return np.linalg.solve(A, b)
+    with np.errstate(call=_singular, invalid="call", over="ignore", divide="ignore",
+                     under="ignore"):
+        return _SOLVE1(A, b, signature="dd->d")
 
 
 def activation_jump(K, rhs, u, names, t, tol=ACTIVATION_TOL):
@@ -50,7 +70,7 @@ def activation_jump(K, rhs, u, names, t, tol=ACTIVATION_TOL):
         return u, {}
     n = len(u)
     try:        # LAPACK dgesv (numpy's: bit for bit scipy's, without importing scipy)
-        z = np.linalg.solve(K.T, rhs)     # K.T: the matrix dgesv was given
+        z = solve(K.T, rhs)     # K.T: the matrix dgesv was given
     except np.linalg.LinAlgError:
         raise ConstraintRankError(
             f"constraints {list(names)} cannot be activated at t = {t:.9g} s: "

@@ -23,7 +23,7 @@ from embed.base.errors import ModelDefinitionError
 from embed.model.model import TIME
 from embed.modes.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
 
-from .jet_mode import JET, LF_JET, JetMode
+from .jet_mode import JET, LF_JET, JetMode, raw_call
 from .modes import FENCE, FENCE_BASE, PROFILE_H, fence_mode
 from .profile import SIGMA
 
@@ -84,9 +84,10 @@ def _form_profile_family(sim, backend):
 class ProfileTerms:
     """The terms of one announced profile as one function of (t, q, u, forces, lambda, p), for
     ``numeric.Role``: the family's function (``profile_family``) called with the profile's jet
-    at s = q4 - L and its length appended."""
+    at s = q4 - L and its length appended; the jet called with its buffers' addresses bound
+    (``jet_mode.raw_call``, made at the first call: the jet may still be loading before)."""
 
-    __slots__ = ("fn", "jet", "n_in", "i_L", "buf", "s", "fresh")
+    __slots__ = ("fn", "jet", "n_in", "i_L", "buf", "s", "fresh", "_jet")
 
     def __init__(self, fn, jet, L_f, i_L):
         self.fn, self.jet, self.i_L = fn, jet, i_L
@@ -95,6 +96,15 @@ class ProfileTerms:
         self.buf[-1] = L_f
         self.s = np.zeros(1)
         self.fresh = True
+        self._jet = None
+
+    def __getstate__(self):          # a copy has buffers of its own, and binds them anew
+        return {k: getattr(self, k) for k in ("fn", "jet", "n_in", "i_L", "buf", "s", "fresh")}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
+        self._jet = None
 
     def __call__(self, args):
         b, n = self.buf, self.n_in
@@ -103,7 +113,9 @@ class ProfileTerms:
         if s != self.s[0] or self.fresh:     # the roles of one evaluation share one jet
             self.s[0] = s
             self.fresh = False
-            self.jet.unsafe_real(self.s, b[n:n + len(JET)])
+            if self._jet is None:
+                self._jet = raw_call(self.jet, self.s, (self.buf, n))
+            self._jet()
         return self.fn(b)
 
 

@@ -5,13 +5,34 @@ every RK4 stage.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import symengine as se
 
+from embed.codegen.lambda_order import LambdaNative
+from embed.codegen.native import NativeFunction
 from embed.modes.modes import Layout
 
 JET = tuple(se.Symbol(f"fence_h{k}") for k in range(4))    # d^k h / ds^k at s = q4 - L
 LF_JET = se.Symbol("fence_Lf")
+
+
+def raw_call(fn, args, out):
+    """``fn.unsafe_real(args, out)`` as a call of no arguments, for arrays that stay where they
+    are (a mode's own buffers; ``args``, ``out``: float64 arrays, or (array, offset) for the
+    array from that element on): the C function itself with the two addresses bound, read
+    once, where ``fn`` is object code (``NativeFunction``, ``LambdaNative``) and loaded; else
+    ``unsafe_real`` on the arrays.  The same function at the same arguments: the same bits.
+    numpy's ``.ctypes.data``, read twice a call by ``NativeFunction.unsafe_real``, costs 3 us
+    (tens where an event step finds the caches cold: docs/design.md, facts), as much as a
+    fence's jet itself; an RK4 step on a fence makes a dozen such calls."""
+    (a, ao), (o, oo) = (x if isinstance(x, tuple) else (x, 0) for x in (args, out))
+    native = fn.native if isinstance(fn, LambdaNative) else fn
+    c = getattr(native, "_f", None) if isinstance(native, NativeFunction) else None
+    if c is not None:
+        return functools.partial(c, a.ctypes.data + 8 * ao, o.ctypes.data + 8 * oo)
+    return functools.partial(fn.unsafe_real, a[ao:], o[oo:oo + fn.n_out])
 
 
 class JetMode(Layout):
@@ -19,7 +40,9 @@ class JetMode(Layout):
     (``profile_family_modes``): the right-hand side and monitors are called with the
     profile's jet at s = q4 - L of the state they are evaluated at, so the classical RK4
     step runs stage by stage (as ``modes.rk4_stepwise``, in buffers of its own): the same
-    minimal ODE as the profile embedded on its own, without compiling anything of it."""
+    minimal ODE as the profile embedded on its own, without compiling anything of it.
+    The calls go to the C functions with the buffers' addresses bound (``raw_call``), made at
+    the first step (the jet may still be loading when the mode is made) and not pickled."""
 
     path = "symbolic"
     _W = np.array([1.0, 2.0, 2.0, 1.0])
@@ -28,61 +51,97 @@ class JetMode(Layout):
         Layout.__init__(self, *meta["sizes"])
         self.key, self.n, self.nx = key, meta["sizes"][0], meta["nx"]
         self.ind, self.dep = tuple(meta["ind"]), tuple(meta["dep"])
-        self.f, self.mon, self.jet = f.unsafe_real, mon.unsafe_real, jet.unsafe_real
+        self.fns = (f, mon, jet)
+        self.n_in = f.n_in
         self.buf = b = np.zeros(f.n_in)        # [t, x, p, JET, L_f]
         b[-1] = L_f
         self.o_p = 1 + self.nx
         self.i_L = self.o_p + i_L
-        self.bx, self.bj = b[1:self.o_p], b[f.n_in - 1 - len(JET):f.n_in - 1]
-        self.s = np.zeros(1)
-        self.k = np.zeros((4, self.nx))
+        self.s = np.zeros(1)                   # s = q4 - L
+        self.k = np.zeros((4, self.nx))        # the RK4 stages (numpy's: W @ k as before)
+        self.m = np.zeros(self.n_mon)          # the monitors
+        self._views()
 
-    def _at(self, t):
-        """The buffer's state (bx) at time t, with its jet."""
+    def _views(self):
+        self.bx = self.buf[1:self.o_p]
+        self._calls = None
+
+    def __getstate__(self):
+        """Without the C functions bound to this process's addresses, nor the view of the
+        buffer (a copy's is of its own buffer)."""
+        state = dict(self.__dict__)
+        del state["bx"], state["_calls"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._views()
+
+    def calls(self):
+        """(jet, rhs into each RK4 stage's row, monitors), each a call of no arguments."""
+        if self._calls is None:
+            f, mon, jet = self.fns
+            j0 = self.n_in - 1 - len(JET)
+            self._calls = (raw_call(jet, self.s, (self.buf, j0)),
+                           tuple(raw_call(f, self.buf, self.k[i]) for i in range(4)),
+                           raw_call(mon, self.buf, self.m))
+        return self._calls
+
+    def _at(self, t, jet):
+        """The buffer's state (bx) at time t, with its jet (``jet``: ``calls()[0]``)."""
         b = self.buf
         b[0] = t
         self.s[0] = b[1 + 3] - b[self.i_L]            # s = q4 - L
-        self.jet(self.s, self.bj)
-        return b
+        jet()
 
     def _p(self, p):
         self.buf[self.o_p:self.o_p + p.size] = p
 
-    def _call(self, fn, n, t, x, p):
+    def rhs(self, t, x, p):
         self._p(p)
         self.bx[:] = x
-        out = np.empty(n)
-        fn(self._at(t), out)
-        return out
-
-    def rhs(self, t, x, p):
-        return self._call(self.f, self.nx, t, x, p)
+        jet, f, _ = self.calls()
+        self._at(t, jet)
+        f[0]()
+        return self.k[0].copy()
 
     def monitors(self, t, x, p):
-        return self._call(self.mon, self.n_mon, t, x, p)
+        self._p(p)
+        self.bx[:] = x
+        jet, _, mon = self.calls()
+        self._at(t, jet)
+        mon()
+        return self.m.copy()
 
     def rk4(self, t, h, x, p):
         """[x(t+h)..., monitors..., sum |x_i(t+h)|], as compile.rk4_stepwise."""
         self._p(p)
-        bx, k, f = self.bx, self.k, self.f
+        bx, k = self.bx, self.k
+        jet, f, mon = self.calls()
         xn = x
         if h != 0.0:
             bx[:] = x
-            f(self._at(t), k[0])
+            self._at(t, jet)
+            f[0]()
             np.multiply(k[0], h / 2, out=bx)
             bx += x
-            f(self._at(t + h / 2), k[1])
+            self._at(t + h / 2, jet)
+            f[1]()
             np.multiply(k[1], h / 2, out=bx)
             bx += x
-            f(self._at(t + h / 2), k[2])
+            self._at(t + h / 2, jet)
+            f[2]()
             np.multiply(k[2], h, out=bx)
             bx += x
-            f(self._at(t + h), k[3])
+            self._at(t + h, jet)
+            f[3]()
             xn = x + (h / 6) * (self._W @ k)
         nx = self.nx
         out = np.empty(nx + self.n_mon + 1)
         out[:nx] = xn
         bx[:] = xn
-        self.mon(self._at(t + h), out[nx:-1])
+        self._at(t + h, jet)
+        mon()
+        out[nx:-1] = self.m
         out[-1] = np.abs(xn).sum()
         return out
