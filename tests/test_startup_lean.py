@@ -15,7 +15,7 @@ import pythonfmu
 
 from embed.base import shipped
 from fmu_src.builder.bytecode import lazy_pythonfmu_init
-from fmu_src.runtime.instances import gc_paused
+from fmu_src.runtime.gc_pause import gc_paused
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,12 +73,16 @@ def test_pythonfmu_builder_lazy_with_every_name(tmp_path):
 
 def test_gc_paused_restores_the_collector_as_it_was():
     assert gc.isenabled()
+    frozen = gc.get_freeze_count()
     with gc_paused():
+        made = [[i] for i in range(100)]
         assert not gc.isenabled()
         with gc_paused():
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
+    assert gc.get_freeze_count() >= frozen + len(made)     # what the block made: frozen
+    gc.unfreeze()
     gc.disable()
     try:
         with gc_paused():

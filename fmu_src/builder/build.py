@@ -116,13 +116,9 @@ if any(not _Path(getattr(_sys.modules[k], "__file__", None) or __file__).exists(
         if getattr(_m, "__spec__", None) is not None:
             _m.__spec__.origin = str(_f)
 
-import gc as _gc    # the collector off while the engine loads, then as it was (issue 30)
-_GC = _gc.isenabled()
-_gc.disable()
-try:
+from fmu_src{tag}.runtime.gc_pause import gc_paused as _gc_paused
+with _gc_paused():      # no collections while the engine loads (issue 30)
     from fmu_src{tag}.{module} import {base}
-finally:
-    _GC and _gc.enable()
 from pythonfmu.default_experiment import DefaultExperiment
 
 # pythonfmu 0.7.0's binary releases this module's globals dict once more than it

@@ -5,7 +5,6 @@ the inputs, and pythonfmu's sys.path entry.
 
 from __future__ import annotations
 
-import gc
 import threading
 
 from fmu_src.runtime import derivatives
@@ -72,19 +71,3 @@ def dependence(name, options, sc):
             _DEPENDENCE[key] = derivatives.output_dependence(sc)
         return _DEPENDENCE[key]
 
-
-class gc_paused:
-    """The cyclic collector off for a block and then as it was (a master that turned it off
-    keeps it off): an FMU's start allocates the engine's modules, model and compiled modes,
-    all kept for the process (``ScenarioSlave`` freezes them at the end of initialization),
-    and the collections their allocations set off (about 17, traversing the master's objects
-    too: numpy's, fmpy's) were 10-30 ms of disk_ramp's 0.1-0.2 s from fmi2Instantiate.
-    Cycles made meanwhile are collected by the next collection after it."""
-
-    def __enter__(self):
-        self.was = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc):
-        if self.was:
-            gc.enable()

@@ -23,7 +23,8 @@ from embed.modes.library import ModeLibrary
 from fmu_src.runtime import arrays, derivatives, fast_step, fmu_state, simulation
 from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, check_step,
                                   fmi2_call, refuse_running_call)
-from fmu_src.runtime.instances import dependence, forget_repeated_path, gc_paused, scenario
+from fmu_src.runtime.gc_pause import gc_paused
+from fmu_src.runtime.instances import dependence, forget_repeated_path, scenario
 from fmu_src.runtime.status import (INPUT_REJECTED, MODE_NUMBER, REFUSED, STATUS, STATUS_DESCRIPTION,
                                     add_integer_alias, describe, model_broken, status_of,
                                     type_definitions)
