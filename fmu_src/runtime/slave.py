@@ -173,8 +173,9 @@ class ScenarioSlave(Fmi2Slave):
         # everything built so far (models, compiled modes) lives as long as the process: keep
         # it out of the cyclic collector, whose full passes over it paused steps for ms; the
         # freed instances' cycles are collected every COLLECT_EVERY instances (see there)
+        # (not gc.get_freeze_count(): it walks the frozen list, 10 ms once starts freeze)
         import gc
-        if gc.get_freeze_count() and next(_INSTANCES) % COLLECT_EVERY == 0:
+        if next(_INSTANCES) % COLLECT_EVERY == 0:
             gc.unfreeze()
             gc.collect()
         gc.freeze()
