@@ -196,7 +196,11 @@ class WorkerPipe:
         return bool(self.out) or len(self.buf) > self.pos
 
     def close(self, stop=True):
-        if self.proc.poll() is None and stop:
+        """Stop the worker: EOF, and up to 2 s for it to leave after what it is doing; one
+        not ready yet (still importing, building its model: it has done nothing for anyone)
+        is killed at once, not waited for (an offline FMU that stepped while its workers
+        started: 4 s at its fmi2Terminate)."""
+        if self.proc.poll() is None and stop and self.ready:
             try:
                 os.set_blocking(self.fd_w, True)
                 self.proc.stdin.close()      # EOF: the worker leaves after what it is doing

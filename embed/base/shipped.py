@@ -54,15 +54,36 @@ def environment(cpu: bool) -> dict:
 
 def sources_digest(root, packages) -> str:
     """SHA-256 over the relative paths and bytes of every ``.py`` file of the folders
-    ``packages`` under ``root`` (the modules an FMU carries; renamed packages included)."""
+    ``packages`` under ``root`` (the modules an FMU carries; renamed packages included), in
+    the order of their paths' parts (as sorted ``Path``s).  Walked with ``os.scandir``:
+    ``Path.rglob`` took most of its 16 ms at every FMU's start."""
     h = hashlib.sha256()
-    root = Path(root)
+    root = os.fspath(root)
     for pkg in sorted(packages):
-        for f in sorted((root / pkg).rglob("*.py")):
-            if "__pycache__" in f.parts:
-                continue
-            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+        for parts in sorted(_py_files(os.path.join(root, pkg), (pkg,))):
+            path = "/".join(parts)
+            with open(os.path.join(root, path), "rb") as f:
+                h.update(path.encode() + b"\0" + f.read() + b"\0")
     return h.hexdigest()
+
+
+def _py_files(folder: str, parts: tuple) -> list:
+    """The relative parts of the ``*.py`` files under ``folder`` (``parts``), outside any
+    ``__pycache__``."""
+    out = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for e in entries:
+        if e.name == "__pycache__":
+            continue
+        if e.is_dir():          # (into a symbolic link's folder no more than rglob)
+            if not e.is_symlink():
+                out.extend(_py_files(e.path, parts + (e.name,)))
+        elif e.name.endswith(".py"):
+            out.append(parts + (e.name,))
+    return out
 
 
 def key(name: str, options: dict, digest: str, cpu: bool) -> dict:

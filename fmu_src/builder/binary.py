@@ -44,9 +44,10 @@ def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> No
     as <identifier>_pythonfmu.so (the loader dlopens it); `replace` maps names to new bytes.
     pythonfmu's stock binaries of other platforms are dropped: the loader is Linux-only, and
     an FMU must not claim a platform it was never run on.  The resources' modules get their
-    checked-hash bytecode (``bytecode.pyc_entries``; any other ``__pycache__`` is dropped)."""
-    from fmu_src.builder.bytecode import pyc_entries
-    replace = replace or {}
+    checked-hash bytecode (``bytecode.pyc_entries``; any other ``__pycache__`` is dropped), and
+    pythonfmu's ``__init__`` imports its builder lazily (``bytecode.lazy_pythonfmu_init``)."""
+    from fmu_src.builder.bytecode import PYTHONFMU_INIT, lazy_pythonfmu_init, pyc_entries
+    replace = dict(replace or {})
     sources = {}
     ours = f"binaries/linux64/{identifier}.so"
     tmp = fmu.with_suffix(".tmp")
@@ -57,6 +58,10 @@ def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> No
                     not item.filename.startswith("binaries/linux64/") or \
                     "/__pycache__/" in item.filename:
                 continue
+            if item.filename == PYTHONFMU_INIT and PYTHONFMU_INIT not in replace:
+                lazy = lazy_pythonfmu_init(data)
+                if lazy is not None:
+                    replace[PYTHONFMU_INIT] = lazy
             if item.filename == ours:
                 dst.writestr(f"binaries/linux64/{identifier}_pythonfmu.so", data)
             elif item.filename in replace:

@@ -38,9 +38,8 @@ PACKAGES = ("embed", "scenarios", "fmu_src")
 
 # DefaultExperiment (stop time, communication step in s): the span that shows each story
 EXPERIMENTS = {"disk_ramp": (8.0, 0.01), "pendulum_belt": (8.0, 0.01), "disk_fence": (8.0, 0.01),
-               "pi_controller": (8.0, 0.01), "pendulum_line": (10.0, 0.01),
-               "pendulum_chain": (5.0, 0.01),
-               "slider_crank3": (10.0, 0.01), "top": (10.0, 0.01), "ball_bowl": (10.0, 0.01)}
+               "pi_controller": (8.0, 0.01), "pendulum_line": (10.0, 0.01), "pendulum_chain":
+               (5.0, 0.01), "slider_crank3": (10.0, 0.01), "top": (10.0, 0.01), "ball_bowl": (10.0, 0.01)}
 
 # FMUs that are not scenarios: model identifier -> (module in fmu_src, slave class)
 OTHERS = {"pi_controller": ("runtime.controller", "PIController")}
@@ -117,7 +116,9 @@ if any(not _Path(getattr(_sys.modules[k], "__file__", None) or __file__).exists(
         if getattr(_m, "__spec__", None) is not None:
             _m.__spec__.origin = str(_f)
 
-from fmu_src{tag}.{module} import {base}
+from fmu_src{tag}.runtime.gc_pause import gc_paused as _gc_paused
+with _gc_paused():      # no collections while the engine loads (issue 30)
+    from fmu_src{tag}.{module} import {base}
 from pythonfmu.default_experiment import DefaultExperiment
 
 # pythonfmu 0.7.0's binary releases this module's globals dict once more than it

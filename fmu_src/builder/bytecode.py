@@ -49,3 +49,28 @@ def pyc_entries(members: dict) -> dict:
         except (SyntaxError, ValueError):
             continue
     return out
+
+
+PYTHONFMU_INIT = "resources/pythonfmu/__init__.py"
+_EAGER_BUILDER = b"from .builder import FmuBuilder\n"
+_LAZY_BUILDER = b'''
+
+def __getattr__(name):
+    """FmuBuilder imported when asked for (PEP 562): building needs it, running never
+    (rewritten by the embed project's fmu_src/builder/bytecode.py)."""
+    if name == "FmuBuilder":
+        from .builder import FmuBuilder
+        return FmuBuilder
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+'''
+
+
+def lazy_pythonfmu_init(source: bytes):
+    """The FMU's copy of pythonfmu's ``__init__.py`` without its eager ``from .builder import
+    FmuBuilder``, which imports argparse, logging, xml.dom.minidom, inspect, tempfile, zipfile
+    (25-40 ms of every start, the floor FMU's too) to build FMUs, never to run one:
+    ``pythonfmu.FmuBuilder`` is imported by a module ``__getattr__`` when asked for, so every
+    name stays.  None when the file is not the one expected (another pythonfmu): left as is."""
+    if source.count(_EAGER_BUILDER) != 1:
+        return None
+    return source.replace(_EAGER_BUILDER, b"") + _LAZY_BUILDER

@@ -70,3 +70,4 @@ def dependence(name, options, sc):
         if key not in _DEPENDENCE:
             _DEPENDENCE[key] = derivatives.output_dependence(sc)
         return _DEPENDENCE[key]
+

@@ -66,14 +66,15 @@ def start_sim(slave, worker=True):
 
 
 def workers_ready(sim, timeout) -> bool:
-    """At the end of initialization: the background workers' start (imports, the model:
-    seconds of CPU) waited for, at most ``timeout`` s, so that a real-time master's first
-    steps do not share the core with it; not for lazy workers (``BackgroundCompiler``)
-    not started yet in an offline run (a request waits for its answer anyway) or whose
-    automaton's every mode has its compiled-terms program.  Returns False if they are
-    still not ready."""
+    """At the end of initialization of a real-time run: the background workers' start
+    (imports, the model: seconds of CPU) waited for, at most ``timeout`` s, so that the
+    master's first steps do not share the core with it; not for lazy workers
+    (``BackgroundCompiler``) whose automaton's every mode has its compiled-terms program.
+    An offline run (``real_time`` false) never waits here: each request it makes waits for
+    its answer (the same bits at any pace), so its workers start while it steps (disk_fence:
+    7 s of initialization before).  Returns False if they are still not ready."""
     bc = sim.compiler
-    if bc is None or not (bc.started or (bc.real_time and worker_needed(sim))):
+    if bc is None or not bc.real_time or not (bc.started or worker_needed(sim)):
         return True
     return bc.wait_ready(timeout)
 

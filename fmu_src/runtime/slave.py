@@ -23,6 +23,7 @@ from embed.modes.library import ModeLibrary
 from fmu_src.runtime import arrays, derivatives, fast_step, fmu_state, simulation
 from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, check_step,
                                   fmi2_call, refuse_running_call)
+from fmu_src.runtime.gc_pause import gc_paused
 from fmu_src.runtime.instances import dependence, forget_repeated_path, scenario
 from fmu_src.runtime.status import (INPUT_REJECTED, MODE_NUMBER, REFUSED, STATUS, STATUS_DESCRIPTION,
                                     add_integer_alias, describe, model_broken, status_of,
@@ -50,6 +51,10 @@ class ScenarioSlave(Fmi2Slave):
     description = "On-line symbolic constraint embedding for a hybrid multibody system"
 
     def __init__(self, **kwargs):
+        with gc_paused():       # (its collections were 10-30 ms of a start)
+            self._instantiate(**kwargs)
+
+    def _instantiate(self, **kwargs):
         super().__init__(**kwargs)
         forget_repeated_path(self.resources)
         from embed import Var
@@ -161,6 +166,22 @@ class ScenarioSlave(Fmi2Slave):
 
     @fmi2_call("exit_initialization_mode")
     def exit_initialization_mode(self):
+        with gc_paused():
+            self._start()
+        self.t_comm = self.start_time
+        self.fmi_state = State.STEP_COMPLETE
+        # everything built so far (models, compiled modes) lives as long as the process: keep
+        # it out of the cyclic collector, whose full passes over it paused steps for ms; the
+        # freed instances' cycles are collected every COLLECT_EVERY instances (see there)
+        # (not gc.get_freeze_count(): it walks the frozen list, 10 ms once starts freeze)
+        import gc
+        if next(_INSTANCES) % COLLECT_EVERY == 0:
+            gc.unfreeze()
+            gc.collect()
+        gc.freeze()
+
+    def _start(self):
+        """exit_initialization_mode's simulator (start values, warm-up, workers)."""
         self.status = 0
         if self.variables.rejected:
             raise CallError("initialization failed: values were refused for "
@@ -182,16 +203,6 @@ class ScenarioSlave(Fmi2Slave):
         if not simulation.workers_ready(self.sim, WORKER_START_TIMEOUT):
             self.log(f"background embedding worker not ready after {WORKER_START_TIMEOUT} s;"
                      " stepping on the numeric path until it is", Fmi2Status.warning)
-        self.t_comm = self.start_time
-        self.fmi_state = State.STEP_COMPLETE
-        # everything built so far (models, compiled modes) lives as long as the process: keep
-        # it out of the cyclic collector, whose full passes over it paused steps for ms; the
-        # freed instances' cycles are collected every COLLECT_EVERY instances (see there)
-        import gc
-        if gc.get_freeze_count() and next(_INSTANCES) % COLLECT_EVERY == 0:
-            gc.unfreeze()
-            gc.collect()
-        gc.freeze()
 
     @fmi2_call("terminate")
     def terminate(self):
