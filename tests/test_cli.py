@@ -20,6 +20,7 @@ from fmpy.util import read_csv
 from fmpy.validation import validate_fmu
 
 import scenarios
+from fmu_files import SLAVE_MODULES, resources
 
 ROOT = Path(__file__).resolve().parents[1]
 EMBED_FMU = Path(sys.executable).parent / "embed-fmu"
@@ -72,17 +73,6 @@ def disk_ramp_fmu(work):
     return work / "fmus" / "disk_ramp.fmu"
 
 
-def resources(fmu):
-    """{package folder without its tag: file names} of the FMU's resources."""
-    out = {}
-    with zipfile.ZipFile(fmu) as z:
-        for name in z.namelist():
-            parts = name.split("/")
-            if parts[0] == "resources" and len(parts) > 2:
-                out.setdefault(parts[1].rsplit("_", 1)[0], set()).add("/".join(parts[2:]))
-    return out
-
-
 def test_the_console_script_is_installed_and_every_command_has_help(work):
     assert EMBED_FMU.is_file()
     top = embed_fmu("--help", cwd=work).stdout
@@ -133,10 +123,7 @@ def test_user_model_fmu_validates_and_carries_that_model_only(user_fmu):
     assert mode_names(md) == {1: "free", 2: "on_wall"}    # its Mode type: the Modes' names
     res = resources(user_fmu)
     assert res["scenarios"] == {"__init__.py", "cart_wall.py"}
-    assert res["fmu_src"] == {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runtime/fmi2.py",
-                              "runtime/status.py", "runtime/fmu_state.py", "runtime/derivatives.py",
-                              "runtime/instances.py", "runtime/simulation.py", "runtime/variables.py",
-                              "runtime/formed.py", "runtime/arrays.py"}
+    assert res["fmu_src"] == SLAVE_MODULES
     assert "engine" not in res and "embed" in res and "background/worker.py" in res["embed"]
     with zipfile.ZipFile(user_fmu) as z:
         names = z.namelist()
@@ -208,10 +195,7 @@ print(int(simulate_fmu(str(fmu), stop_time=0.6)["event_count"][-1]))
 def test_bundled_fmu_carries_its_own_scenario_only(disk_ramp_fmu):
     res = resources(disk_ramp_fmu)
     assert res["scenarios"] == {"__init__.py", "disk_ramp.py"}
-    assert res["fmu_src"] == {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runtime/fmi2.py",
-                              "runtime/status.py", "runtime/fmu_state.py", "runtime/derivatives.py",
-                              "runtime/instances.py", "runtime/simulation.py", "runtime/variables.py",
-                              "runtime/formed.py", "runtime/arrays.py"}
+    assert res["fmu_src"] == SLAVE_MODULES
 
 
 def test_user_fmu_stepped_by_fmpy_meets_the_analytic_strike_and_keeps_energy(user_fmu):

@@ -9,6 +9,7 @@ import pytest
 
 import build_fmu
 import scenarios
+from fmu_files import SLAVE_MODULES, resources
 from fmu_src.builder.describe import base_units
 from fmu_src.runtime.status import NAMES as STATUS_NAMES, STATUS
 
@@ -81,29 +82,13 @@ def test_fmu_carries_its_own_model_only(fmu_dir, name):
     its controller only), scenarios<tag>/ this
     scenario (a module, or a package folder with its parts) and nothing of the others; beside
     each module its bytecode (``__pycache__/<module>.cpython-XY.pyc``) and no other."""
-    with zipfile.ZipFile(fmu_dir / f"{name}.fmu") as z:
-        files = [n.split("/", 2) for n in z.namelist() if n.startswith("resources/")]
-    tree, pycs = {}, {}
-    for parts in files:
-        if len(parts) == 3 and "_" in parts[1] and parts[1] != "__pycache__":
-            top, rest = parts[1].rsplit("_", 1)[0], parts[2]
-            if "__pycache__/" in rest:
-                folder, pyc = rest.rsplit("__pycache__/", 1)
-                pycs.setdefault(top, set()).add(folder + pyc.split(".", 1)[0] + ".py")
-            else:
-                tree.setdefault(top, set()).add(rest)
-    for top, pys in tree.items():
-        assert pycs.get(top) == {f for f in pys if f.endswith(".py")}, top
-    slave = {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runtime/fmi2.py",
-             "runtime/status.py", "runtime/fmu_state.py", "runtime/derivatives.py",
-             "runtime/instances.py", "runtime/simulation.py", "runtime/variables.py", "runtime/formed.py", "runtime/arrays.py",
-             "runtime/fast_step.py", "runtime/gc_pause.py"}
+    tree = resources(fmu_dir / f"{name}.fmu")
     if name in build_fmu.OTHERS:
         assert tree["fmu_src"] == {"__init__.py", "runtime/__init__.py",
                                    f"{build_fmu.OTHERS[name][0].replace('.', '/')}.py"}
         assert "scenarios" not in tree
         return
-    assert tree["fmu_src"] == slave
+    assert tree["fmu_src"] == SLAVE_MODULES
     own = {f for f in tree["scenarios"] if f != "__init__.py"}
     assert own and all(f == f"{name}.py" or f.startswith(f"{name}/") for f in own), own
     assert "embed" in tree and "hybrid/simulator.py" in tree["embed"]
