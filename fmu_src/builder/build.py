@@ -346,7 +346,9 @@ def build(model, out: Path, options=None, python: str = "", log=progress, fmi=(2
     with tempfile.TemporaryDirectory(prefix="embed_fmu_") as tmp:
         tmp = Path(tmp)
         module, base = OTHERS.get(name, ("runtime.slave", "ScenarioSlave"))
-        seeds = ["fmu_src", f"fmu_src.{module}"] + (model_modules(src) if src else [])
+        # runtime.gc_pause: the FMU's module imports the slave under it (every FMU's)
+        seeds = ["fmu_src", f"fmu_src.{module}", "fmu_src.runtime.gc_pause"] + \
+            (model_modules(src) if src else [])
         if src:
             description = src.description()
         else:
