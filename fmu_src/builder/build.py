@@ -119,6 +119,7 @@ if any(not _Path(getattr(_sys.modules[k], "__file__", None) or __file__).exists(
 from fmu_src{tag}.runtime.gc_pause import gc_paused as _gc_paused
 with _gc_paused():      # no collections while the engine loads (issue 30)
     from fmu_src{tag}.{module} import {base}
+del _gc_paused          # a class: pythonfmu's binary keeps a list for each class here, per instance
 from pythonfmu.default_experiment import DefaultExperiment
 
 # pythonfmu 0.7.0's binary releases this module's globals dict once more than it

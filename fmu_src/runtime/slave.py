@@ -11,6 +11,7 @@ the FMI logger and reported in ``status`` (see ``STATUS``).  No exception reache
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 
@@ -39,7 +40,7 @@ WORKER_START_TIMEOUT = 60.0   # s that initialization waits for the background w
 # frozen for good: a full collection every COLLECT_EVERY-th instance of the process, never
 # at the first (a full pass costs 0.05-0.15 s: half of a study's case when it ran at each)
 COLLECT_EVERY = 16
-_INSTANCES = itertools.count(1)   # instances of this process that reached step mode
+_INSTANCES = itertools.count(1)   # instances of this process
 
 
 class ScenarioSlave(Fmi2Slave):
@@ -51,7 +52,9 @@ class ScenarioSlave(Fmi2Slave):
     description = "On-line symbolic constraint embedding for a hybrid multibody system"
 
     def __init__(self, **kwargs):
-        with gc_paused():       # (its collections were 10-30 ms of a start)
+        if next(_INSTANCES) % COLLECT_EVERY == 0:   # the freed instances' cycles (see there)
+            gc.unfreeze(), gc.collect()
+        with gc_paused():       # (its collections were 10-30 ms of a start; frozen after)
             self._instantiate(**kwargs)
 
     def _instantiate(self, **kwargs):
@@ -170,15 +173,6 @@ class ScenarioSlave(Fmi2Slave):
             self._start()
         self.t_comm = self.start_time
         self.fmi_state = State.STEP_COMPLETE
-        # everything built so far (models, compiled modes) lives as long as the process: keep
-        # it out of the cyclic collector, whose full passes over it paused steps for ms; the
-        # freed instances' cycles are collected every COLLECT_EVERY instances (see there)
-        # (not gc.get_freeze_count(): it walks the frozen list, 10 ms once starts freeze)
-        import gc
-        if next(_INSTANCES) % COLLECT_EVERY == 0:
-            gc.unfreeze()
-            gc.collect()
-        gc.freeze()
 
     def _start(self):
         """exit_initialization_mode's simulator (start values, warm-up, workers)."""
