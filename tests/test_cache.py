@@ -82,7 +82,10 @@ def test_cached_run_is_bit_for_bit_and_compiles_nothing(tmp_path):
     assert len(files) == 1 and not list(where.glob("*.tmp"))
     warm = _run(where)
     assert off["compiles"] > 0 and off["events"] > 2
-    assert all(c["compiles"] == off["compiles"] for c in cold)
+    # cold, or (a loaded machine staggers their starts) the other's whole file found: never
+    # a partial one (it would be refused with a warning and compiled again)
+    assert all(c["compiles"] in (0, off["compiles"]) and c["warnings"] == [] for c in cold)
+    assert max(c["compiles"] for c in cold) == off["compiles"]
     assert warm["compiles"] == 0, warm
     assert warm["hash"] == off["hash"] == cold[0]["hash"] == cold[1]["hash"]
     assert warm["warnings"] == [] and warm["events"] == off["events"]
