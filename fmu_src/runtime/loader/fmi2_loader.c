@@ -318,30 +318,14 @@ EXPORT fmi2Status fmi2Reset(fmi2Component c)
     { BEGIN("fmi2" #F); CHECK_ARRAYS("fmi2" #F, vr, n, v); \
       END(status_of(I, B.F(I->inner, vr, n, v))); }
 /* The outputs the fast path serves (fast_step.c) without Python, else as the others. */
-EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                              fmi2Real v[])
-{
-    if (c && !((Inst *)c)->dead && fast_get_real((Inst *)c, vr, n, v)) return fmi2OK;
-    BEGIN("fmi2GetReal");
-    CHECK_ARRAYS("fmi2GetReal", vr, n, v);
-    END(status_of(I, B.GetReal(I->inner, vr, n, v)));
-}
-EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                                 fmi2Integer v[])
-{
-    if (c && !((Inst *)c)->dead && fast_get_integer((Inst *)c, vr, n, v, 0)) return fmi2OK;
-    BEGIN("fmi2GetInteger");
-    CHECK_ARRAYS("fmi2GetInteger", vr, n, v);
-    END(status_of(I, B.GetInteger(I->inner, vr, n, v)));
-}
-EXPORT fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n,
-                                 fmi2Boolean v[])
-{
-    if (c && !((Inst *)c)->dead && fast_get_integer((Inst *)c, vr, n, v, 1)) return fmi2OK;
-    BEGIN("fmi2GetBoolean");
-    CHECK_ARRAYS("fmi2GetBoolean", vr, n, v);
-    END(status_of(I, B.GetBoolean(I->inner, vr, n, v)));
-}
+#define FAST_GET(F, T, FAST) \
+    EXPORT fmi2Status fmi2##F(fmi2Component c, const fmi2ValueReference vr[], size_t n, T v[]) \
+    { if (c && !((Inst *)c)->dead && (FAST)) return fmi2OK; \
+      BEGIN("fmi2" #F); CHECK_ARRAYS("fmi2" #F, vr, n, v); \
+      END(status_of(I, B.F(I->inner, vr, n, v))); }
+FAST_GET(GetReal, fmi2Real, fast_get_real((Inst *)c, vr, n, v))
+FAST_GET(GetInteger, fmi2Integer, fast_get_integer((Inst *)c, vr, n, v, 0))
+FAST_GET(GetBoolean, fmi2Boolean, fast_get_integer((Inst *)c, vr, n, v, 1))
 GET_SET(GetString, fmi2String)
 GET_SET(SetReal, const fmi2Real)
 GET_SET(SetInteger, const fmi2Integer)
