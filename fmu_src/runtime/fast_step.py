@@ -3,7 +3,8 @@ loader (fmu_src/runtime/loader/fast_step.c) to run communication steps with no e
 entering Python, and takes the state those steps made back before anything else reaches it.
 
 After every FMI call that may change the slave's state (``fmi2_call``: all but the getters) the
-slave decides, per mode and per call, whether the next steps may run in C (``ineligible``): a
+slave decides, per mode and per call, whether the next steps may run in C (``ineligible``;
+armed at the next doStep, ``arm``): a
 mode whose RK4 step is one compiled call (``CompiledMode`` with its monitors in the step, no
 memo), the fixed-step RK4 integrator, no projection, no watch, no formulation's step
 hook, no background compiler, no extension, no input changed, the monitors fresh.  Then it hands
@@ -57,7 +58,7 @@ class Record(ctypes.Structure):
                 ("t", _D), ("t0", _D), ("h_max", _D), ("t_next", _D), ("t_comm", _D),
                 ("grid_tol", _D), ("event_tol", _D), ("probe_g", _D), ("max_steps", _D),
                 ("int_vr", _P), ("int_value", _P), ("int_boolean", _P), ("nint", _I),
-                ("pad", _I)]
+                ("armable", _I), ("arm", _P)]
 
 
 def enabled():
@@ -129,8 +130,11 @@ class FastStep:
         ref = weakref.ref(slave)     # the slave owns this object: no cycle through the callback
         self._callback = _SYNC(lambda: self.sync(ref()))
         self.rec.sync = ctypes.cast(self._callback, ctypes.c_void_p).value
+        self._arm_callback = _SYNC(lambda: self.arm(ref()))
+        self.rec.arm = ctypes.cast(self._arm_callback, ctypes.c_void_p).value
         self.reason = "not armed yet"
         self._keep = ()
+        self._mode = None
         self._served = None
         self._ints = None
         lib.embed_fast_set.argtypes = [ctypes.c_void_p]
@@ -172,13 +176,24 @@ class FastStep:
         return self._ints
 
     def update(self, slave):
-        """Arm the record for the slave's current state, or disarm it (``ineligible``)."""
-        self.rec.on = 0
+        """Disarm the record, and say whether the slave's current state may be armed
+        (``ineligible``): the loader arms it (``arm``) when the next doStep comes, so that a
+        master setting an input before every step pays no arming it never uses."""
+        rec = self.rec
+        rec.on = rec.armable = 0
         try:
             self.reason = ineligible(slave)
-            if self.reason is None:
-                self._arm(slave)
         except Exception as exc:  # noqa: BLE001 - the Python path serves all the same
+            self.reason = f"internal error: {type(exc).__name__}: {exc}"
+        rec.armable = self.reason is None
+
+    def arm(self, slave):
+        """Arm the record for the slave's state (the loader's callback at a doStep)."""
+        self.rec.armable = 0
+        try:
+            if slave is not None:
+                self._arm(slave)
+        except Exception as exc:  # noqa: BLE001 - a ctypes callback: nothing may escape
             self.rec.on = 0
             self.reason = f"internal error: {type(exc).__name__}: {exc}"
 
@@ -189,41 +204,53 @@ class FastStep:
         m = st.compiled_mode
         nx, sl = m.nx, m.sl_guards
         y = np.concatenate((st.x, st.mon, [0.0]))     # [x, monitors, (sum |x|: unread)]
-        ny = y.size
-        tail = np.asarray(m._tail, dtype=float)
-        args, a_args = _array(ctypes.c_double, [0.0, 0.0, *st.x.tolist(), *st.pvec.tolist(),
-                                                *tail.tolist()])
-        ybuf, a_y = _array(ctypes.c_double, y.tolist())
-        s1, a_s1 = _array(ctypes.c_double, [0.0] * ny)
-        s2, a_s2 = _array(ctypes.c_double, [0.0] * ny)
-        armed, a_armed = _array(ctypes.c_int, [int(a) for a in st.armed])
-        on, a_on = _array(ctypes.c_int, [int(bool(e)) for e in st.enabled])
-        served = self.served(slave)
-        vrs, a_vrs = _array(ctypes.c_uint, [vr for vr, _, _ in served])
-        at, a_at = _array(ctypes.c_int, [nx + w if k == "mon" else -1 for _, k, w in served])
-        val, a_val = _array(ctypes.c_double, [0.0 if k == "mon" else float(w())   # get_real's
-                                              for _, k, w in served])
-        ints = self.constant_integers(slave)
-        ivr, a_ivr = _array(ctypes.c_uint, [vr for vr, _, _ in ints])
-        ival, a_ival = _array(ctypes.c_int, [int(bool(g())) if b else int(g())   # get_values'
-                                             for _, g, b in ints])
-        ib, a_ib = _array(ctypes.c_int, [int(b) for _, _, b in ints])
-        self._keep = (args, ybuf, s1, s2, armed, on, vrs, at, val, ivr, ival, ib)
-        rec.int_vr, rec.int_value, rec.int_boolean, rec.nint = a_ivr, a_ival, a_ib, len(ints)
-        self._y, self._armed = np.frombuffer(ybuf, count=ny), armed
+        args = np.concatenate(([0.0, 0.0], st.x, st.pvec, np.asarray(m._tail, dtype=float)))
+        served, ints = self.served(slave), self.constant_integers(slave)
+        vals = [0.0 if k == "mon" else float(w()) for _, k, w in served]     # get_real's
+        ivals = [int(bool(g())) if b else int(g()) for _, g, b in ints]      # get_values'
+        if self._keep and self._mode is m and self._args.size == args.size:
+            # the same mode as at the last arming (an input set every step re-arms after
+            # every doStep): its buffers take the new values, nothing is allocated
+            self._args[:], self._y[:] = args, y
+            self._armed[:] = [int(a) for a in st.armed]
+            self._on[:] = [int(bool(e)) for e in st.enabled]
+            self._val[:len(vals)], self._ival[:len(ivals)] = vals, ivals
+        else:
+            self._buffers(m, args, y, st, served, ints, vals, ivals)
         rehearsed = sim.flags.rehearsed
         rec.rehearsed = next((i for i in range(sl.stop - sl.start)
                               if (st.mode, i) == rehearsed), -1)
+        rec.nx, rec.ny, rec.g0, rec.ng = nx, y.size, sl.start, sl.stop - sl.start
+        rec.t, rec.t0, rec.h_max, rec.t_next = st.t, integ.t0, integ.h_max, integ.t_next
+        rec.t_comm = slave.t_comm
+        rec.pending = 0
+        rec.on = 1
+
+    def _buffers(self, m, args, y, st, served, ints, vals, ivals):
+        """The record's buffers for mode ``m``, allocated (kept alive in ``_keep``)."""
+        rec, nx, ny = self.rec, m.nx, y.size
+        a, a_args = _array(ctypes.c_double, args.tolist())
+        ybuf, a_y = _array(ctypes.c_double, y.tolist())
+        s1, a_s1 = _array(ctypes.c_double, [0.0] * ny)
+        s2, a_s2 = _array(ctypes.c_double, [0.0] * ny)
+        armed, a_armed = _array(ctypes.c_int, [int(x) for x in st.armed])
+        on, a_on = _array(ctypes.c_int, [int(bool(e)) for e in st.enabled])
+        vrs, a_vrs = _array(ctypes.c_uint, [vr for vr, _, _ in served])
+        at, a_at = _array(ctypes.c_int, [nx + w if k == "mon" else -1 for _, k, w in served])
+        val, a_val = _array(ctypes.c_double, vals)
+        ivr, a_ivr = _array(ctypes.c_uint, [vr for vr, _, _ in ints])
+        ival, a_ival = _array(ctypes.c_int, ivals)
+        ib, a_ib = _array(ctypes.c_int, [int(b) for _, _, b in ints])
+        self._keep = (a, ybuf, s1, s2, armed, on, vrs, at, val, ivr, ival, ib)
+        self._mode = m
+        self._args, self._y = np.frombuffer(a, count=args.size), np.frombuffer(ybuf, count=ny)
+        self._armed, self._on, self._val, self._ival = armed, on, val, ival
         rec.f = step_function(m)
         rec.args, rec.y, rec.s1, rec.s2 = a_args, a_y, a_s1, a_s2
         rec.armed, rec.enabled = a_armed, a_on
         rec.served_vr, rec.served_at, rec.served_value = a_vrs, a_at, a_val
         rec.nserved = len(served)
-        rec.nx, rec.ny, rec.g0, rec.ng = nx, ny, sl.start, sl.stop - sl.start
-        rec.t, rec.t0, rec.h_max, rec.t_next = st.t, integ.t0, integ.h_max, integ.t_next
-        rec.t_comm = slave.t_comm
-        rec.pending = 0
-        rec.on = 1
+        rec.int_vr, rec.int_value, rec.int_boolean, rec.nint = a_ivr, a_ival, a_ib, len(ints)
 
     def sync(self, slave):
         """The state the C steps made, into the simulator and the slave (the loader calls this

@@ -21,7 +21,10 @@ enum { UNARMED, ARMED, HELD };      /* embed/hybrid/events.py */
 int fast_do_step(Inst *I, double t, double h)
 {
     FastStep *F = I->fast;
-    if (!F || !F->on) return 0;     /* EMBED_FAST_STEP=0: the slave never arms it */
+    if (!F) return 0;
+    /* armed only when a doStep comes (a master that sets inputs at every step never is) */
+    if (!F->on && F->armable && F->arm) F->arm();
+    if (!F->on) return 0;           /* EMBED_FAST_STEP=0: the slave never arms it */
     /* fmu_src/runtime/fmi2.py check_step: otherwise Python refuses it */
     double tc = F->t_comm, hm = F->h_max;
     if (!(isfinite(h) && h > 0)) return 0;

@@ -95,7 +95,9 @@ typedef struct {
     unsigned *int_vr;       /* nint Integer and Boolean outputs constant between events */
     int *int_value;         /* (mode, counters, status, discrete flags) answered here: their */
     int *int_boolean;       /* values, and 1 for a Boolean (fmi2GetBoolean), 0 an Integer */
-    int nint, pad;
+    int nint;
+    int armable;            /* the slave may be armed: fast_do_step asks it (arm) first */
+    void (*arm)(void);      /* Python: arms the record for the state it holds (or leaves it) */
 } FastStep;
 
 typedef struct {
