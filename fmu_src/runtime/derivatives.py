@@ -135,9 +135,10 @@ class Jacobian:
             return cls(compiled, rows, in_idx)
         import symengine as se       # here: the first directional derivative of the mode
         from embed.modes.functions import lambdify
+        from embed.model.model import to_symengine
         from embed.model.symbols import TIME
         mon, params = parts["mon"], parts["params"]
-        syms = [se.sympify(params[j]) for j in in_idx]
+        syms = [to_symengine(params[j]) for j in in_idx]     # symbols, never text
         exprs = [se.diff(mon[r], s) for r in rows for s in syms]
         fn = lambdify([TIME] + parts["x"] + list(params), exprs,
                       f"the directional derivatives of mode {compiled.key}")
