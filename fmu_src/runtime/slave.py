@@ -11,8 +11,6 @@ the FMI logger and reported in ``status`` (see ``STATUS``).  No exception reache
 
 from __future__ import annotations
 
-import gc
-import itertools
 import math
 
 from pythonfmu import Fmi2Causality, Fmi2Slave
@@ -24,7 +22,7 @@ from embed.modes.library import ModeLibrary
 from fmu_src.runtime import arrays, derivatives, fast_step, fmu_state, simulation
 from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, check_step,
                                   fmi2_call, refuse_running_call)
-from fmu_src.runtime.gc_pause import gc_paused
+from fmu_src.runtime.gc_pause import collect_now_and_then, gc_paused
 from fmu_src.runtime.instances import dependence, forget_repeated_path, scenario
 from fmu_src.runtime.status import (INPUT_REJECTED, MODE_NUMBER, REFUSED, STATUS, STATUS_DESCRIPTION,
                                     add_integer_alias, describe, model_broken, status_of,
@@ -36,11 +34,6 @@ from fmu_src.runtime.variables import (COMMON, COMMON_RANGES, FORMULATION, RELIA
 __all__ = ["ScenarioSlave", "STATUS"]
 
 WORKER_START_TIMEOUT = 60.0   # s that initialization waits for the background worker's start
-# the instances freed since the last freeze (their variables' getters make cycles) would stay
-# frozen for good: a full collection every COLLECT_EVERY-th instance of the process, never
-# at the first (a full pass costs 0.05-0.15 s: half of a study's case when it ran at each)
-COLLECT_EVERY = 16
-_INSTANCES = itertools.count(1)   # instances of this process
 
 
 class ScenarioSlave(Fmi2Slave):
@@ -52,8 +45,7 @@ class ScenarioSlave(Fmi2Slave):
     description = "On-line symbolic constraint embedding for a hybrid multibody system"
 
     def __init__(self, **kwargs):
-        if next(_INSTANCES) % COLLECT_EVERY == 0:   # the freed instances' cycles (see there)
-            gc.unfreeze(), gc.collect()
+        collect_now_and_then()
         with gc_paused():       # (its collections were 10-30 ms of a start; frozen after)
             self._instantiate(**kwargs)
 
