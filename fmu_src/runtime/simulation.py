@@ -12,8 +12,39 @@ import numpy as np
 from pythonfmu.enums import Fmi2Status
 
 from embed import EmbedError
+from fmu_src.runtime.fmi2 import CallError
 from fmu_src.runtime.instances import compiler
+from fmu_src.runtime.status import INPUT_REJECTED, describe, model_broken, status_of
 from fmu_src.runtime.variables import FORMULATION
+
+WORKER_START_TIMEOUT = 60.0   # s that initialization waits for the background worker's start
+
+
+def initialize(slave):
+    """fmi2ExitInitializationMode's simulator: the start values checked, the simulator
+    started (``start_sim``), warmed up, and its background workers waited for; CallError
+    naming what stopped it."""
+    slave.status = 0
+    if slave.variables.rejected:
+        raise CallError("initialization failed: values were refused for "
+                        f"{'; '.join(slave.variables.rejected.values())}; set valid values (the "
+                        "defaults are not used instead) and call fmi2ExitInitializationMode "
+                        "again", code=INPUT_REJECTED)
+    slave.read_inputs()
+    failed = start_sim(slave)
+    if failed is not None:
+        fix = ("fix the model (embed-fmu check) and build the FMU again"
+               if model_broken(failed) else "set valid parameters and call "
+               "fmi2ExitInitializationMode again")
+        raise CallError(f"initialization failed: {describe(failed)}; {fix}",
+                        code=status_of(failed))
+    try:
+        slave.sim.warm_up()
+    except Exception as exc:  # noqa: BLE001 - warming is an optimization only
+        slave.log(f"warm-up skipped: {exc}", Fmi2Status.warning)
+    if not workers_ready(slave.sim, WORKER_START_TIMEOUT):
+        slave.log(f"background embedding worker not ready after {WORKER_START_TIMEOUT} s;"
+                  " stepping on the numeric path until it is", Fmi2Status.warning)
 
 
 def start_sim(slave, worker=True):

@@ -24,7 +24,7 @@ from fmu_src.runtime.fmi2 import (DISCARD, ERROR, CallError, Loader, State, chec
                                   fmi2_call, refuse_running_call)
 from fmu_src.runtime.gc_pause import collect_now_and_then, gc_paused
 from fmu_src.runtime.instances import dependence, forget_repeated_path, scenario
-from fmu_src.runtime.status import (INPUT_REJECTED, MODE_NUMBER, REFUSED, STATUS, STATUS_DESCRIPTION,
+from fmu_src.runtime.status import (MODE_NUMBER, REFUSED, STATUS, STATUS_DESCRIPTION,
                                     add_integer_alias, describe, model_broken, status_of,
                                     type_definitions)
 from fmu_src.runtime.variables import (COMMON, COMMON_RANGES, FORMULATION, RELIABILITY,
@@ -32,8 +32,6 @@ from fmu_src.runtime.variables import (COMMON, COMMON_RANGES, FORMULATION, RELIA
                                        set_values)
 
 __all__ = ["ScenarioSlave", "STATUS"]
-
-WORKER_START_TIMEOUT = 60.0   # s that initialization waits for the background worker's start
 
 
 class ScenarioSlave(Fmi2Slave):
@@ -162,33 +160,9 @@ class ScenarioSlave(Fmi2Slave):
     @fmi2_call("exit_initialization_mode")
     def exit_initialization_mode(self):
         with gc_paused():
-            self._start()
+            simulation.initialize(self)
         self.t_comm = self.start_time
         self.fmi_state = State.STEP_COMPLETE
-
-    def _start(self):
-        """exit_initialization_mode's simulator (start values, warm-up, workers)."""
-        self.status = 0
-        if self.variables.rejected:
-            raise CallError("initialization failed: values were refused for "
-                            f"{'; '.join(self.variables.rejected.values())}; set valid values (the "
-                            "defaults are not used instead) and call fmi2ExitInitializationMode "
-                            "again", code=INPUT_REJECTED)
-        self.read_inputs()
-        failed = simulation.start_sim(self)
-        if failed is not None:
-            fix = ("fix the model (embed-fmu check) and build the FMU again"
-                   if model_broken(failed) else "set valid parameters and call "
-                   "fmi2ExitInitializationMode again")
-            raise CallError(f"initialization failed: {describe(failed)}; {fix}",
-                            code=status_of(failed))
-        try:
-            self.sim.warm_up()
-        except Exception as exc:  # noqa: BLE001 - warming is an optimization only
-            self.log(f"warm-up skipped: {exc}", Fmi2Status.warning)
-        if not simulation.workers_ready(self.sim, WORKER_START_TIMEOUT):
-            self.log(f"background embedding worker not ready after {WORKER_START_TIMEOUT} s;"
-                     " stepping on the numeric path until it is", Fmi2Status.warning)
 
     @fmi2_call("terminate")
     def terminate(self):
