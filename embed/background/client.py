@@ -82,6 +82,7 @@ class BackgroundCompiler:
         self._rest = False
         self._closed = False
         self.real_time = False    # True: never wait for an answer (the master keeps time)
+        self.wake = None          # called (any thread) after an answer enters the inbox
         self.id = self._w.register(self)
 
     def _drain(self):
@@ -112,6 +113,16 @@ class BackgroundCompiler:
     @deadline.setter
     def deadline(self, seconds):
         self._w.deadline = float(seconds)
+
+    def idle(self):
+        """Whether nothing of this client's is under way: no request outstanding (nor its
+        compiled functions loading), nothing routed to it and not yet taken, no ``rest``
+        pending.  Then no poll of this client can hand the stepping anything, so the FMU's C
+        loader may step without polling (fmu_src/runtime/fast_step.py); whatever is routed to
+        it later (only ``errors`` of a restart another client's poll made) calls ``wake``.
+        The workers' own start (``ready``) is not waited for: it gives this client nothing."""
+        return not (self._rest or self._inbox or self._modes or self._calls or self._extras
+                    or self._errors or self._notes) and self._w.outstanding(self.id) == 0
 
     def wait(self, timeout=None):
         """Block until this client's requests are answered (``Workers.wait``; default

@@ -139,6 +139,8 @@ class Workers:
         client = self.clients.get(cid) if cid is not None else None
         if client is not None:
             client._inbox.append((kind, item))
+            if client.wake is not None:     # after the append: the woken one sees it
+                client.wake()
 
     # ----------------------------------------------------------------- polling
     def poll(self, max_frames):

@@ -153,7 +153,9 @@ class Scenario:
     # FMU-side handling of extra inputs (geometry announced at run time, say): a class
     # taking (simulator, background compiler or None, log function), with ``inputs`` and
     # ``outputs`` (Var lists), ``before_step(input values)``, ``get(name)``, ``state()`` and
-    # ``set_state(state)``
+    # ``set_state(state)``; optionally ``idle(input values)``: True when ``before_step`` would
+    # do nothing with them and ``get`` answers the same until its next call (the FMU may then
+    # step in its C loader without calling it; absent: never idle)
     extension: object = None
     positive: tuple = ()       # parameter names that must be > 0
     nonnegative: tuple = ()    # parameter names that must be >= 0

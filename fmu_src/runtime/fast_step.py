@@ -5,9 +5,11 @@ entering Python, and takes the state those steps made back before anything else 
 After every FMI call that may change the slave's state (``fmi2_call``: all but the getters) the
 slave decides, per mode and per call, whether the next steps may run in C (``ineligible``;
 armed at the next doStep, ``arm``): a
-mode whose RK4 step is one compiled call (``CompiledMode`` with its monitors in the step, no
-memo), the fixed-step RK4 integrator, no projection, no watch, no formulation's step
-hook, no background compiler, no extension, no input changed, the monitors fresh.  Then it hands
+mode whose RK4 step is compiled code (``CompiledMode``: its step, and its monitors if apart; no
+memo), the fixed-step RK4 integrator, no formulation's step hook but the engine's
+projection and watch (``switching.after_step``: the loader gives Python a step whose residual
+or kappa(B1) monitor would make them act, ``after_step_tests``), an idle extension and background compiler (``idle``: below), no input changed, the
+monitors fresh.  Then it hands
 the loader an arming record (``Record``, mirrored by loader.h's ``FastStep``): the compiled
 step's address, argument and state buffers of its own, the guards' slice and how each is
 watched, the RK4 grid, and the Real outputs fmi2GetReal can answer from the state buffer.
@@ -16,6 +18,20 @@ tests to the bit and gives any step with an event (a guard due or approaching), 
 value or a refusal to Python whole; before any call reaches Python the loader calls ``sync``,
 which writes t, x, the monitors, the guards' arming and the communication point back into the
 simulator: every Python entry point sees the state the C steps made.
+
+An extension (disk_fence's fence) and the background compiler are idle (``idle``) when a step
+would ask nothing of them: the extension has nothing under way and no input to act on (its ``idle(inputs)``; an extension
+without one never is) and the compiler has no request outstanding and nothing routed to it
+untaken (``BackgroundCompiler.idle``).  Then a Python step's calls of them (``before_step``,
+the poll in ``Simulator.advance``, the errors and notes ``do_step`` logs) change nothing, so
+the C steps give the same bits as Python's (the extension's inputs are its ``idle``'s
+argument: an announcement is an input it takes, in Python) (offline runs wait for every answer at the step that
+asks: there nothing is ever outstanding at a later step).  Nothing arrives for an idle client
+but the errors of a worker restart another instance's poll made: the client's ``wake`` disarms
+the record (any thread), so that the next doStep goes to Python and logs them.  Answers for a
+request come only after a Python step made it, which is not idle until they are installed.
+The extension's outputs (``get``) change only in its calls: the loader serves them as
+constants, as the simulator's event counters.
 
 EMBED_FAST_STEP=0 in the environment turns the fast path off (both sides), for comparisons.
 """
@@ -28,10 +44,12 @@ import weakref
 
 import numpy as np
 
-from embed.base.tolerances import EVENT_TOL, GRID_TOL
-from embed.hybrid import events
+from embed.base.tolerances import EVENT_TOL, GRID_TOL, PHI_TOL
+from embed.hybrid import events, switching
+from embed.hybrid.after_step import _nothing, _watch_only
 from embed.hybrid.integrators import RK4
 from embed.hybrid.simulator import MAX_STEPS, Simulator
+from embed.hybrid.switching import RESELECT
 from embed.modes.modes import CompiledMode
 from fmu_src.runtime.fmi2 import State
 
@@ -58,7 +76,9 @@ class Record(ctypes.Structure):
                 ("t", _D), ("t0", _D), ("h_max", _D), ("t_next", _D), ("t_comm", _D),
                 ("grid_tol", _D), ("event_tol", _D), ("probe_g", _D), ("max_steps", _D),
                 ("int_vr", _P), ("int_value", _P), ("int_boolean", _P), ("nint", _I),
-                ("armable", _I), ("arm", _P)]
+                ("armable", _I), ("arm", _P),
+                ("i_res", _I), ("i_kappa", _I), ("phi_tol", _D), ("kappa_max", _D),
+                ("fm", _P)]
 
 
 def enabled():
@@ -82,17 +102,46 @@ def _array(ctype, values):
 
 
 def step_function(mode):
-    """The address of ``mode``'s compiled RK4 step f([t, h, x, p, tail]) -> [x, monitors,
-    sum |x|] when one call is the whole of ``mode.rk4``, else None."""
+    """The addresses (f, fm) of ``mode``'s compiled RK4 step f([t, h, x, p, tail]) -> [x,
+    monitors, sum |x|] (fm 0), or, a mode with its monitors apart, f -> [x, sum |x|] and its
+    monitors fm([t + h, 0, x, p, tail]), when they are the whole of ``CompiledMode.rk4``; else
+    None."""
     # ProgramMode's step is one call too, but those of the bundled scenarios keep a memo
     # and project: not covered (nor tested) yet
-    if type(mode) is not CompiledMode or mode._mon is not None:
+    if type(mode) is not CompiledMode:
         return None
-    fn = mode._step
+    f, fm = _address(mode._step), _address(mode._mon) if mode._mon is not None else 0
+    return None if f is None or fm is None else (f, fm)
+
+
+def _address(fn):
+    """The address of a compiled function's code, or None (a memo is global to the code)."""
     f = getattr(fn, "_f", None)
-    if f is None or getattr(fn, "memo", None) is not None:   # a memo is global to the code
+    if f is None or getattr(fn, "memo", None) is not None:
         return None
     return ctypes.cast(f, ctypes.c_void_p).value
+
+
+def extension_outputs(slave):
+    """The names of the outputs of the scenario's extension (constant while it is idle)."""
+    ext = slave.sc.extension
+    return {v.name for v in ext.outputs} if ext is not None else set()
+
+
+def after_step_tests(sim):
+    """(i_res, i_kappa, kappa_max): the indices into the record's y = [x, monitors] of the
+    monitors whose thresholds make ``sim.after_step`` act (-1: it never tests it), and the
+    re-selection's threshold, as ``switching.after_step`` and ``after_step._watch_only`` test
+    them (the configuration projected where the residual exceeds PHI_TOL, the speeds
+    re-selected where kappa(B1) exceeds RESELECT max(kappa0, 1)); None for a formulation's
+    hook that acts at every step."""
+    st, m, hook = sim.state, sim.state.compiled_mode, sim.after_step
+    if sim.after_every_step or hook not in (switching.after_step, _watch_only, _nothing):
+        return None
+    project = st.projection.holonomic and hook is switching.after_step
+    watch = st.watch and hook is not _nothing
+    return (m.nx + m.i_res if project else -1, m.nx + m.i_kappa if watch else -1,
+            RESELECT * max(st.kappa0, 1.0) if watch else 0.0)
 
 
 def ineligible(slave):
@@ -102,15 +151,19 @@ def ineligible(slave):
         return "not in step mode"
     if slave.status or slave.broken is not None:
         return "a failed or refused call to report"
-    if slave.ext is not None or sim.compiler is not None:
-        return "an extension or a background compiler"
+    idle = getattr(slave.ext, "idle", None)
+    if slave.ext is not None and (idle is None or not idle(slave.ext_input_values())):
+        return "the extension has work under way or an input to take"
+    if sim.compiler is not None and not sim.compiler.idle():
+        return "the background compiler has an answer to come or to take"
     if slave.variables.inputs_changed or sim.flags.dirty or sim.flags.rearm:
         return "inputs changed"
     if type(sim.integrator) is not RK4 or type(sim).accept is not Simulator.accept:
         return "not the fixed-step RK4 loop"
     st = sim.state
-    if st.projection.holonomic or st.watch or sim.after_every_step:
-        return "a step hook (projection, watch, formulation)"
+    if (st.projection.holonomic or st.watch or sim.after_every_step) \
+            and after_step_tests(sim) is None:
+        return "a formulation's step hook"
     m = st.compiled_mode
     if step_function(m) is None:
         return f"mode {m.key}'s step is not one compiled call"
@@ -126,6 +179,7 @@ class FastStep:
 
     def __init__(self, slave, lib):
         self.rec = Record(grid_tol=GRID_TOL, event_tol=EVENT_TOL, probe_g=events.PROBE_G,
+                          phi_tol=PHI_TOL, i_res=-1, i_kappa=-1,
                           max_steps=float(MAX_STEPS), rehearsed=-1)
         ref = weakref.ref(slave)     # the slave owns this object: no cycle through the callback
         self._callback = _SYNC(lambda: self.sync(ref()))
@@ -146,28 +200,31 @@ class FastStep:
         a discrete variable, the last event's time, the start's correction; ``where`` is its
         getter, read at arming)."""
         if self._served is None:
-            sc, out = slave.sc, []
+            sc, out, ext = slave.sc, [], extension_outputs(slave)
             for vr, getter in slave.variables.getters.items():
                 kind, where = sc.source(slave.variables.specs[vr][0].name)
                 if kind == "mon":
                     out.append((vr, kind, where))
                 elif kind == "discrete" or (kind, where) in CONSTANT_ATTRIBUTES:
                     out.append((vr, "const", getter))
+            out += [(vr, "const", slave.vars[vr].getter) for vr, (v, _) in
+                    slave.variables.specs.items() if v.name in ext and v.type == "Real"]
             self._served = out
         return self._served
 
     def constant_integers(self, slave):
         """[(vr, getter, is Boolean)] of the Integer and Boolean outputs that change only at
-        events or calls: the ``status`` output and those read from the simulator's attributes
-        (``mode``, counters) or discrete variables, never a monitor."""
+        events or calls: the ``status`` output, the extension's and those read from the
+        simulator's attributes (``mode``, counters) or discrete variables, never a monitor."""
         if self._ints is None:
-            out = []
+            out, ext = [], extension_outputs(slave)
             for vr, (v, causality) in slave.variables.specs.items():
                 if v.type not in ("Integer", "Boolean") or causality.name != "output" \
                         or vr not in slave.vars:
                     continue
                 try:
-                    source = ("status", None) if v.name == "status" else slave.sc.source(v.name)
+                    source = (("status", None) if v.name == "status" or v.name in ext
+                              else slave.sc.source(v.name))
                 except KeyError:
                     continue
                 if source[0] in ("status", "discrete") or source in CONSTANT_ATTRIBUTES:
@@ -223,8 +280,19 @@ class FastStep:
         rec.nx, rec.ny, rec.g0, rec.ng = nx, y.size, sl.start, sl.stop - sl.start
         rec.t, rec.t0, rec.h_max, rec.t_next = st.t, integ.t0, integ.h_max, integ.t_next
         rec.t_comm = slave.t_comm
+        rec.i_res, rec.i_kappa, rec.kappa_max = after_step_tests(sim)
         rec.pending = 0
         rec.on = 1
+        bc = sim.compiler
+        if bc is not None:     # an answer routed by another thread from now on disarms it;
+            bc.wake = self.wake     # one routed since ``update`` asked: not armed (``idle``)
+            if not bc.idle():
+                rec.on = 0
+
+    def wake(self):
+        """Something was routed to the background compiler's client (any thread): the next
+        call goes to Python (synced first, as always), which takes it."""
+        self.rec.on = 0
 
     def _buffers(self, m, args, y, st, served, ints, vals, ivals):
         """The record's buffers for mode ``m``, allocated (kept alive in ``_keep``)."""
@@ -245,7 +313,7 @@ class FastStep:
         self._mode = m
         self._args, self._y = np.frombuffer(a, count=args.size), np.frombuffer(ybuf, count=ny)
         self._armed, self._on, self._val, self._ival = armed, on, val, ival
-        rec.f = step_function(m)
+        rec.f, rec.fm = step_function(m)
         rec.args, rec.y, rec.s1, rec.s2 = a_args, a_y, a_s1, a_s2
         rec.armed, rec.enabled = a_armed, a_on
         rec.served_vr, rec.served_at, rec.served_value = a_vrs, a_at, a_val

@@ -116,6 +116,19 @@ class FenceGeometry:
         """The value of output ``name`` (one of FENCE_OUTPUTS)."""
         return self.values[name]
 
+    def idle(self, inputs):
+        """Whether ``before_step(inputs)`` would do nothing (the extension protocol,
+        ``Scenario.extension``): no new version announced in ``inputs`` (FENCE_INPUTS), none
+        outstanding (requested == resolved), no answer queued or preparing.  Its outputs then stay as they are until its
+        next call (they are written only in ``before_step`` and ``set_state``), and a step may
+        run without calling it (the FMU's C loader, fmu_src/runtime/fast_step.py): what it
+        would do is refresh ``_over_ramp``, from the discrete state and the mode, which change
+        only at events (Python's steps, which call it again first), and which counts
+        ``answers_late`` only while an announcement is outstanding.  The background
+        compiler's own idleness is the slave's to check (``BackgroundCompiler.idle``)."""
+        return (int(inputs["fence_version"]) <= self.requested == self.resolved
+                and not self.parts and self.preparing is None)
+
     def state(self):
         """What of the fence decides the future, for the FMU state: the outputs, the newest
         versions announced and decided, and the free-form fences installed ([uid, text,

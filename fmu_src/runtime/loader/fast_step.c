@@ -1,9 +1,11 @@
 /* Communication steps with no event, run here without entering Python (issue 30): the loop of
- * embed/hybrid/stepping.py (_run) for a mode whose step is one compiled call (fixed-step RK4,
- * no projection, no watch), with its arithmetic to the bit:
+ * embed/hybrid/stepping.py (_run) for a mode whose step is one compiled call (fixed-step RK4),
+ * with its arithmetic to the bit:
  *   RK4.step (embed/hybrid/integrators.py): t_next on the grid t0 + k h_max, cut at the end;
- *   the compiled step f([t, h, x, p, tail]) -> [x', monitors', sum |x'|];
+ *   the compiled step f([t, h, x, p, tail]) -> [x', monitors', sum |x'|] (or, monitors apart,
+ *   f -> [x', sum |x'|] and fm([t + h, 0, x', p, tail]) -> monitors');
  *   state_mod.check_finite, events.due (level 0) and events.approaching on the guards;
+ *   switching.after_step's tests (projection, re-selection: Python's when they act);
  *   the armed update of a guard that became positive; st.t = t_next.
  * Anything else - a guard due or approaching (an event, a rehearsal), a non-finite value, a step
  * Python would refuse (check_step, the step budget) - and the whole communication step goes to
@@ -54,6 +56,14 @@ int fast_do_step(Inst *I, double t, double h)
         args[1] = t_next - ts;
         memcpy(args + 2, cur, (size_t)nx * sizeof *args);
         F->f(args, out);
+        if (F->fm) {                  /* CompiledMode.rk4 with its monitors apart */
+            double sum = out[nx];
+            args[0] = ts + args[1];
+            args[1] = 0.0;
+            memcpy(args + 2, out, (size_t)nx * sizeof *args);
+            F->fm(args, out + nx);
+            out[ny - 1] = sum;
+        }
         for (int i = 0; i < ny; i++)
             if (!isfinite(out[i])) return 0;            /* Python raises it */
         const double *ga = cur + nx + F->g0, *gb = out + nx + F->g0;
@@ -63,6 +73,9 @@ int fast_do_step(Inst *I, double t, double h)
             if (arm[i] == ARMED && 0.0 < gb[i] && gb[i] < ga[i] && gb[i] <= ga[i] - gb[i]
                 && i != F->rehearsed) return 0;                              /* approaching */
         }
+        /* switching.after_step: a projection or a re-selection is Python's */
+        if (F->i_res >= 0 && out[F->i_res] > F->phi_tol) return 0;
+        if (F->i_kappa >= 0 && out[F->i_kappa] > F->kappa_max) return 0;
         ts = t_next;                                     /* accepted */
         tn = t_next;
         for (int i = 0; i < ng; i++)

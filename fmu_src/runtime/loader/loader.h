@@ -98,6 +98,13 @@ typedef struct {
     int nint;
     int armable;            /* the slave may be armed: fast_do_step asks it (arm) first */
     void (*arm)(void);      /* Python: arms the record for the state it holds (or leaves it) */
+    /* switching.after_step's thresholds: a step whose y[i_res] > phi_tol (the configuration
+     * projected) or y[i_kappa] > kappa_max (the speeds re-selected) goes to Python; -1: none */
+    int i_res, i_kappa;
+    double phi_tol, kappa_max;
+    /* a mode with its monitors apart (CompiledMode._mon): f gives [x', sum |x'|], then
+     * fm([t + h, 0, x', p, tail]) the monitors; NULL: f gives them */
+    void (*fm)(double *args, double *out);
 } FastStep;
 
 typedef struct {
