@@ -24,12 +24,13 @@ STEPS = 8000          # 8 s at 1 ms
 
 @pytest.fixture(scope="module")
 def fmus(tmp_path_factory):
-    """disk_ramp and pendulum_belt, built from this tree (or taken from EMBED_TEST_FMUS)."""
+    """disk_ramp, pendulum_belt and slider_crank3, built from this tree (or taken from
+    EMBED_TEST_FMUS)."""
     if os.environ.get("EMBED_TEST_FMUS"):
         return Path(os.environ["EMBED_TEST_FMUS"])
     import build_fmu
     out = tmp_path_factory.mktemp("fast_fmus")
-    for name in ("disk_ramp", "pendulum_belt"):
+    for name in ("disk_ramp", "pendulum_belt", "slider_crank3"):
         build_fmu.main([name, "--out", str(out)])
     return out
 
@@ -116,6 +117,24 @@ def test_every_output_bit_for_bit(fmus, name, h):
     assert in_c >= 0.9 * n and sum(d for _, d in b) == 0
     # an event step is Python's (the guard due or approaching): some steps were handed over
     assert in_c < n
+
+
+def test_projection_and_watch_hand_steps_to_python(fmus):
+    """slider_crank3's closed loop: the configuration projection and the re-selection watch
+    (``switching.after_step``) are on; the loader steps in C while the residual and kappa(B1)
+    monitors stay under their thresholds, and gives Python the steps where they would act (the
+    residual passes PHI_TOL at every step after a while): the outputs bit for bit all along."""
+    n = 2000
+    fast = Run(fmus / "slider_crank3.fmu", True)
+    slow = Run(fmus / "slider_crank3.fmu", False)
+    try:
+        a, b = fast.step(n), slow.step(n)
+    finally:
+        fast.close()
+        slow.close()
+    assert same(a, b) is None
+    in_c = sum(d for _, d in a)
+    assert 100 <= in_c < n and a[0][1] == 1
 
 
 def test_fallback_where_not_eligible(fmus):

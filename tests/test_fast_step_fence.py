@@ -78,10 +78,10 @@ def wall_apart(rows, i):
 def slave_of(run):
     """The slave behind an fmpy instance (this process's interpreter runs it)."""
     gc.unfreeze()           # (the FMU freezes what it made at start-up)
-    mine = [o for o in gc.get_objects()
-            if "ScenarioSlave" in [c.__name__ for c in type(o).__mro__]
-            and getattr(o, "instance_name", None) == "fast"
-            and o.sim is not None and not o.sim.compiler._closed]   # (not closed ones)
+    mine = [o for o in gc.get_objects() if type(o).__name__ == "disk_fence"
+            and "ScenarioSlave" in [c.__name__ for c in type(o).__mro__]
+            and getattr(o, "instance_name", None) == "fast" and o.sim is not None
+            and o.sim.compiler is not None and not o.sim.compiler._closed]   # (not closed)
     assert len(mine) == 1
     return mine[0]
 

@@ -121,8 +121,11 @@ class BackgroundCompiler:
         loader may step without polling (fmu_src/runtime/fast_step.py); whatever is routed to
         it later (only ``errors`` of a restart another client's poll made) calls ``wake``.
         The workers' own start (``ready``) is not waited for: it gives this client nothing."""
-        return not (self._rest or self._inbox or self._modes or self._calls or self._extras
-                    or self._errors or self._notes) and self._w.outstanding(self.id) == 0
+        if self._rest or self._inbox or self._modes or self._calls or self._extras \
+                or self._errors or self._notes:
+            return False
+        w = self._w        # (nothing pending for anyone: no lock taken; only this client's
+        return not (w.pending or w.loads.queue) or w.outstanding(self.id) == 0   # own calls ask)
 
     def wait(self, timeout=None):
         """Block until this client's requests are answered (``Workers.wait``; default
