@@ -86,6 +86,23 @@ def slave_of(run):
     return mine[0]
 
 
+def test_outputs_served_without_python(fence_fmu):
+    """After a doStep run in C, every output (those a HIL rig reads: q1 q2 q4 u4 N
+    embed_latency, mode event_count geometry_version_active status, and the rest) is answered
+    by the loader: no call reached Python, which would have synced the record first."""
+    run = Run(fence_fmu, True)
+    try:
+        assert run.step(200)[-1][1] == 1
+        rec = slave_of(run).fast.rec
+        assert rec.pending == 1 and rec.on == 1
+        run.outputs()
+        assert rec.pending == 1, "an output was read through Python"
+        run.f.getString([run.vr["embedding"]])      # a call the loader does not serve: synced
+        assert rec.pending == 0
+    finally:
+        run.close()
+
+
 def test_answer_while_c_steps_wakes_the_slave(fence_fmu):
     """Something routed to the background compiler's idle client by another thread (a restart
     notice, ``Workers._tell``) while the C loader steps: the next doStep is Python's, and
