@@ -9,6 +9,7 @@ import ctypes
 import csv
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import fmpy
@@ -19,6 +20,7 @@ from fmpy.fmi2 import FMU2Slave
 import masters
 
 H = 1e-3
+_ENV = threading.Lock()    # EMBED_FAST_STEP set around an instantiate
 STEPS = 8000          # 8 s at 1 ms
 
 
@@ -46,23 +48,24 @@ class Run:
         self.ints = [v.valueReference for v in out if v.type in ("Integer", "Enumeration")]
         self.bools = [v.valueReference for v in out if v.type == "Boolean"]
         self.vr = {v.name: v.valueReference for v in md.modelVariables}
-        old = os.environ.get("EMBED_FAST_STEP")
-        os.environ["EMBED_FAST_STEP"] = "1" if fast else "0"
-        try:
-            self.f = f = FMU2Slave(guid=md.guid, unzipDirectory=self.unzip,
-                                   modelIdentifier=md.coSimulation.modelIdentifier,
-                                   instanceName="fast" if fast else "python")
-            f.instantiate()
-            f.setupExperiment(startTime=0.0)
-            f.enterInitializationMode()
-            for name, value in (strings or {}).items():
-                f.setString([self.vr[name]], [value])
-            f.exitInitializationMode()
-        finally:
-            if old is None:
-                os.environ.pop("EMBED_FAST_STEP")
-            else:
-                os.environ["EMBED_FAST_STEP"] = old
+        with _ENV:      # (instances made from two threads: the variable is the process's)
+            old = os.environ.get("EMBED_FAST_STEP")
+            os.environ["EMBED_FAST_STEP"] = "1" if fast else "0"
+            try:
+                self.f = f = FMU2Slave(guid=md.guid, unzipDirectory=self.unzip,
+                                       modelIdentifier=md.coSimulation.modelIdentifier,
+                                       instanceName="fast" if fast else "python")
+                f.instantiate()
+                f.setupExperiment(startTime=0.0)
+                f.enterInitializationMode()
+                for name, value in (strings or {}).items():
+                    f.setString([self.vr[name]], [value])
+                f.exitInitializationMode()
+            finally:
+                if old is None:
+                    os.environ.pop("EMBED_FAST_STEP")
+                else:
+                    os.environ["EMBED_FAST_STEP"] = old
         counter = f.dll.embed_fast_steps
         counter.restype, counter.argtypes = ctypes.c_long, [ctypes.c_void_p]
         self.counter = lambda: counter(f.component)
@@ -250,7 +253,6 @@ def test_two_instances_from_two_threads(fmus):
     """Two instances of one FMU stepped from two threads at once (the C steps run without the
     GIL, on one compiled function, each on buffers of its own): each gives its run alone."""
     import sys
-    import threading
     fmu = fmus / "disk_ramp.fmu"
 
     def run(force, out, key):

@@ -2,9 +2,10 @@
 extension and background compiler let the C loader step while both are idle
 (``FenceGeometry.idle``, ``BackgroundCompiler.idle``, fmu_src/runtime/fast_step.py).  Checked
 against the Python path of the same FMU (EMBED_FAST_STEP=0): every output at every step bit for
-bit, offline, with an arc fence and with a free-form fence (the background workers' answers)
-announced mid-run (but embed_latency, a wall-clock time); most doSteps ran in C, the announcement's and the events' in Python; an
-error routed to the idle client while C steps wakes the slave, whose next doStep logs it."""
+bit (but embed_latency, a wall-clock time), offline, with an arc fence and with a free-form
+fence (the background workers' answers) announced mid-run; most doSteps ran in C, the
+announcement's and the events' in Python; every output is served by the loader after a C step;
+an error routed to the idle client while C steps wakes the slave, whose next doStep logs it."""
 
 import gc
 import os

@@ -4,34 +4,34 @@ entering Python, and takes the state those steps made back before anything else 
 
 After every FMI call that may change the slave's state (``fmi2_call``: all but the getters) the
 slave decides, per mode and per call, whether the next steps may run in C (``ineligible``;
-armed at the next doStep, ``arm``): a
-mode whose RK4 step is compiled code (``CompiledMode``: its step, and its monitors if apart; no
-memo), the fixed-step RK4 integrator, no formulation's step hook but the engine's
-projection and watch (``switching.after_step``: the loader gives Python a step whose residual
-or kappa(B1) monitor would make them act, ``after_step_tests``), an idle extension and background compiler (``idle``: below), no input changed, the
-monitors fresh.  Then it hands
-the loader an arming record (``Record``, mirrored by loader.h's ``FastStep``): the compiled
-step's address, argument and state buffers of its own, the guards' slice and how each is
-watched, the RK4 grid, and the Real outputs fmi2GetReal can answer from the state buffer.
+armed at the next doStep, ``arm``): a mode whose RK4 step is compiled code (``CompiledMode``:
+its step, and its monitors if apart; no memo), the fixed-step RK4 integrator, no formulation's
+step hook but the engine's projection and watch (``switching.after_step``: the loader gives
+Python a step whose residual or kappa(B1) monitor would make them act, ``after_step_tests``),
+an idle extension and background compiler (below), no input changed, the monitors fresh.  Then
+it hands the loader an arming record (``Record``, mirrored by loader.h's ``FastStep``): the
+compiled step's address, argument and state buffers of its own, the guards' slice and how each
+is watched, the RK4 grid, and the outputs fmi2GetReal/GetInteger can answer from the record.
 Otherwise it disarms it.  The C loop reproduces ``embed.hybrid.stepping._run``'s arithmetic and
 tests to the bit and gives any step with an event (a guard due or approaching), a non-finite
 value or a refusal to Python whole; before any call reaches Python the loader calls ``sync``,
 which writes t, x, the monitors, the guards' arming and the communication point back into the
 simulator: every Python entry point sees the state the C steps made.
 
-An extension (disk_fence's fence) and the background compiler are idle (``idle``) when a step
-would ask nothing of them: the extension has nothing under way and no input to act on (its ``idle(inputs)``; an extension
-without one never is) and the compiler has no request outstanding and nothing routed to it
-untaken (``BackgroundCompiler.idle``).  Then a Python step's calls of them (``before_step``,
-the poll in ``Simulator.advance``, the errors and notes ``do_step`` logs) change nothing, so
-the C steps give the same bits as Python's (the extension's inputs are its ``idle``'s
-argument: an announcement is an input it takes, in Python) (offline runs wait for every answer at the step that
-asks: there nothing is ever outstanding at a later step).  Nothing arrives for an idle client
-but the errors of a worker restart another instance's poll made: the client's ``wake`` disarms
-the record (any thread), so that the next doStep goes to Python and logs them.  Answers for a
-request come only after a Python step made it, which is not idle until they are installed.
-The extension's outputs (``get``) change only in its calls: the loader serves them as
-constants, as the simulator's event counters.
+An extension (disk_fence's fence) and the background compiler are idle when a step would ask
+nothing of them: the extension has nothing under way and no input to act on (its
+``idle(inputs)``: an announcement is an input it takes, in Python; an extension without
+``idle`` never is), and the compiler's client has no request outstanding and nothing routed to
+it untaken (``BackgroundCompiler.idle``).  Then a Python step's calls of them (``before_step``,
+the poll in ``Simulator.advance``, the errors and notes ``do_step`` logs) change nothing, so the
+C steps give the same bits as Python's; offline runs wait for every answer in the step that
+asks, so nothing is outstanding at a later step.  Real time: answers to a request come only
+after the Python step that made it, and the client is not idle until they are installed;
+nothing else arrives for an idle client but the notice of a worker restart another instance's
+poll made, and the client's ``wake`` (any thread) disarms the record, so that the next doStep
+goes to Python and logs it.  The workers' own start (3-7 s of CPU in an offline run) is no
+request: it does not keep the record off.  The extension's outputs (``get``) change only in its
+calls: the loader serves them as constants, as the simulator's event counters.
 
 EMBED_FAST_STEP=0 in the environment turns the fast path off (both sides), for comparisons.
 """
@@ -166,7 +166,7 @@ def ineligible(slave):
         return "a formulation's step hook"
     m = st.compiled_mode
     if step_function(m) is None:
-        return f"mode {m.key}'s step is not one compiled call"
+        return f"mode {m.key}'s step is not compiled code"
     if st.mon.size != m.n_mon or st.x.size != m.nx:
         return "state and mode sizes differ"
     if m.sl_guards.stop - m.sl_guards.start > MAX_GUARDS:

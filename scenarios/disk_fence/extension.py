@@ -119,13 +119,14 @@ class FenceGeometry:
     def idle(self, inputs):
         """Whether ``before_step(inputs)`` would do nothing (the extension protocol,
         ``Scenario.extension``): no new version announced in ``inputs`` (FENCE_INPUTS), none
-        outstanding (requested == resolved), no answer queued or preparing.  Its outputs then stay as they are until its
-        next call (they are written only in ``before_step`` and ``set_state``), and a step may
-        run without calling it (the FMU's C loader, fmu_src/runtime/fast_step.py): what it
-        would do is refresh ``_over_ramp``, from the discrete state and the mode, which change
-        only at events (Python's steps, which call it again first), and which counts
-        ``answers_late`` only while an announcement is outstanding.  The background
-        compiler's own idleness is the slave's to check (``BackgroundCompiler.idle``)."""
+        outstanding (requested == resolved), no answer queued or preparing.  Its outputs then
+        stay as they are until its next call (they are written only in ``before_step`` and
+        ``set_state``), and a step may run without calling it (the FMU's C loader,
+        fmu_src/runtime/fast_step.py): all it would do is refresh ``_over_ramp``, from the
+        discrete state and the mode, which change only at events (Python's steps, which call
+        it again first), and which counts ``answers_late`` only while an announcement is
+        outstanding.  The background compiler's idleness is the slave's to check
+        (``BackgroundCompiler.idle``)."""
         return (int(inputs["fence_version"]) <= self.requested == self.resolved
                 and not self.parts and self.preparing is None)
 
