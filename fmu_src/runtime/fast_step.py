@@ -52,6 +52,7 @@ from embed.hybrid.simulator import MAX_STEPS, Simulator
 from embed.hybrid.switching import RESELECT
 from embed.modes.modes import CompiledMode
 from fmu_src.runtime.fmi2 import State
+from fmu_src.runtime.simulation import extension_inputs
 
 MAX_GUARDS = 64        # fast_step.c's bound on the guards of a mode
 # what fast_step.c assumes of embed.hybrid.events
@@ -152,7 +153,7 @@ def ineligible(slave):
     if slave.status or slave.broken is not None:
         return "a failed or refused call to report"
     idle = getattr(slave.ext, "idle", None)
-    if slave.ext is not None and (idle is None or not idle(slave.ext_input_values())):
+    if slave.ext is not None and (idle is None or not idle(extension_inputs(slave))):
         return "the extension has work under way or an input to take"
     if sim.compiler is not None and not sim.compiler.idle():
         return "the background compiler has an answer to come or to take"

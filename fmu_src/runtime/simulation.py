@@ -155,3 +155,9 @@ def read_inputs(slave):
                 setattr(slave, name, value)
             raise
     good.update(new)
+
+
+def extension_inputs(slave):
+    """The values of the inputs of the scenario's extension, FMI 3.0's arrays too (its
+    ``before_step``'s argument, and its ``idle``'s: fmu_src/runtime/fast_step.py)."""
+    return {**{n: getattr(slave, n) for n in slave.ext_inputs}, **slave.arrays.values}

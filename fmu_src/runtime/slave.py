@@ -182,7 +182,7 @@ class ScenarioSlave(Fmi2Slave):
         try:
             self.read_inputs()
             if self.ext is not None:
-                self.ext.before_step(self.ext_input_values())
+                self.ext.before_step(simulation.extension_inputs(self))
             early = self.sim.advance(current_time + step_size,
                                      stop_at_event=self.loader.early_return_allowed)
             bc = self.sim.compiler
@@ -211,10 +211,6 @@ class ScenarioSlave(Fmi2Slave):
         return True
 
     # ------------------------------------------------------------- helpers
-    def ext_input_values(self):
-        """The extension's inputs (``before_step``'s, ``idle``'s argument)."""
-        return {**{n: getattr(self, n) for n in self.ext_inputs}, **self.arrays.values}
-
     def read_inputs(self):
         """The inputs the master changed to the simulator (``simulation.read_inputs``)."""
         simulation.read_inputs(self)
