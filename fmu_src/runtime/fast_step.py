@@ -152,26 +152,26 @@ def ineligible(slave):
         return "not in step mode"
     if slave.status or slave.broken is not None:
         return "a failed or refused call to report"
-    idle = getattr(slave.ext, "idle", None)
-    if slave.ext is not None and (idle is None or not idle(extension_inputs(slave))):
-        return "the extension has work under way or an input to take"
-    if sim.compiler is not None and not sim.compiler.idle():
-        return "the background compiler has an answer to come or to take"
     if slave.variables.inputs_changed or sim.flags.dirty or sim.flags.rearm:
         return "inputs changed"
     if type(sim.integrator) is not RK4 or type(sim).accept is not Simulator.accept:
         return "not the fixed-step RK4 loop"
     st = sim.state
-    if (st.projection.holonomic or st.watch or sim.after_every_step) \
-            and after_step_tests(sim) is None:
-        return "a formulation's step hook"
     m = st.compiled_mode
     if step_function(m) is None:
         return f"mode {m.key}'s step is not compiled code"
+    if (st.projection.holonomic or st.watch or sim.after_every_step) \
+            and after_step_tests(sim) is None:
+        return "a formulation's step hook"
     if st.mon.size != m.n_mon or st.x.size != m.nx:
         return "state and mode sizes differ"
     if m.sl_guards.stop - m.sl_guards.start > MAX_GUARDS:
         return "too many guards"
+    idle = getattr(slave.ext, "idle", None)       # (the costlier questions last)
+    if slave.ext is not None and (idle is None or not idle(extension_inputs(slave))):
+        return "the extension has work under way or an input to take"
+    if sim.compiler is not None and not sim.compiler.idle():
+        return "the background compiler has an answer to come or to take"
     return None
 
 
