@@ -17,17 +17,18 @@ def after_step_for(form: Formulation):
     ``projection``; nothing for ``multipliers`` and ``soft``.  Returns (function of the
     simulator, whether to call it even where no constraint is holonomic or watched)."""
     if form.name == "embedding":
-        return (switching.after_step if form.configuration_projection else _watch_only), False
+        return (switching.after_step if form.configuration_projection else watch_only), False
     if form.name == "projection":
         return _correct, True
-    return _nothing, False
+    return nothing, False
 
 
-def _nothing(sim):
+def nothing(sim):
+    """No step hook (``multipliers``, ``soft``)."""
     return None
 
 
-def _watch_only(sim):
+def watch_only(sim):
     """``switching.after_step`` without the configuration projection (Sec 5.4 watch only)."""
     st = sim.state
     if st.watch and st.mon[st.compiled_mode.i_kappa] > RESELECT * max(st.kappa0, 1.0):

@@ -46,7 +46,7 @@ import numpy as np
 
 from embed.base.tolerances import EVENT_TOL, GRID_TOL, PHI_TOL
 from embed.hybrid import events, switching
-from embed.hybrid.after_step import _nothing, _watch_only
+from embed.hybrid.after_step import nothing, watch_only
 from embed.hybrid.integrators import RK4
 from embed.hybrid.simulator import MAX_STEPS, Simulator
 from embed.hybrid.switching import RESELECT
@@ -132,15 +132,15 @@ def extension_outputs(slave):
 def after_step_tests(sim):
     """(i_res, i_kappa, kappa_max): the indices into the record's y = [x, monitors] of the
     monitors whose thresholds make ``sim.after_step`` act (-1: it never tests it), and the
-    re-selection's threshold, as ``switching.after_step`` and ``after_step._watch_only`` test
+    re-selection's threshold, as ``switching.after_step`` and ``after_step.watch_only`` test
     them (the configuration projected where the residual exceeds PHI_TOL, the speeds
     re-selected where kappa(B1) exceeds RESELECT max(kappa0, 1)); None for a formulation's
     hook that acts at every step."""
     st, m, hook = sim.state, sim.state.compiled_mode, sim.after_step
-    if sim.after_every_step or hook not in (switching.after_step, _watch_only, _nothing):
+    if sim.after_every_step or hook not in (switching.after_step, watch_only, nothing):
         return None
     project = st.projection.holonomic and hook is switching.after_step
-    watch = st.watch and hook is not _nothing
+    watch = st.watch and hook is not nothing
     return (m.nx + m.i_res if project else -1, m.nx + m.i_kappa if watch else -1,
             RESELECT * max(st.kappa0, 1.0) if watch else 0.0)
 
