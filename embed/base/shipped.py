@@ -14,7 +14,6 @@ CPU's identity and features (``environment``, read cheaply: ``host_facts``).
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import json
 import os
@@ -23,6 +22,7 @@ import sys
 from pathlib import Path
 
 from . import host_facts
+from .sha import sha256
 
 MAGIC = b"embed-shipped 1\n"
 PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite", "cloudpickle")
@@ -57,7 +57,7 @@ def sources_digest(root, packages) -> str:
     ``packages`` under ``root`` (the modules an FMU carries; renamed packages included), in
     the order of their paths' parts (as sorted ``Path``s).  Walked with ``os.scandir``:
     ``Path.rglob`` took most of its 16 ms at every FMU's start."""
-    h = hashlib.sha256()
+    h = sha256()
     root = os.fspath(root)
     for pkg in sorted(packages):
         for parts in sorted(_py_files(os.path.join(root, pkg), (pkg,))):
@@ -99,7 +99,7 @@ def write(path, file_key: dict, obj, payload: bytes = None) -> int:
     if payload is None:
         import cloudpickle
         payload = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    header = {"key": file_key, "sha256": hashlib.sha256(payload).hexdigest(),
+    header = {"key": file_key, "sha256": sha256(payload).hexdigest(),
               "size": len(payload)}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +135,7 @@ def read(path, file_key: dict, persistent=None):
         return None, (f"{path.name} was formed for another {what} ({their_key.get(what)!r:.60}, "
                       f"here {file_key.get(what)!r:.60})")
     payload = data[end + 1:]
-    if len(payload) != want_size or hashlib.sha256(payload).hexdigest() != want_sha:
+    if len(payload) != want_size or sha256(payload).hexdigest() != want_sha:
         return None, (f"{path.name} is corrupt or truncated ({len(payload)} of {want_size} "
                       "bytes, or its SHA-256 differs from its header's): refused, not loaded")
     try:
