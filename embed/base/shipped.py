@@ -21,7 +21,7 @@ import pickle
 import sys
 from pathlib import Path
 
-from . import host_facts
+from . import host_facts, pickled_functions
 from .sha import sha256
 
 MAGIC = b"embed-shipped 1\n"
@@ -139,8 +139,6 @@ def read(path, file_key: dict, persistent=None):
         return None, (f"{path.name} is corrupt or truncated ({len(payload)} of {want_size} "
                       "bytes, or its SHA-256 differs from its header's): refused, not loaded")
     try:
-        if persistent is None:
-            return pickle.loads(payload), None
         return _Loader(io.BytesIO(payload), persistent).load(), None
     except Exception as exc:  # noqa: BLE001 - a module it names is gone, say: form anew
         return None, f"{path.name} did not load ({type(exc).__name__}: {exc})"
@@ -163,9 +161,18 @@ def persistent_pickle(obj, named: dict) -> bytes:
 
 
 class _Loader(pickle.Unpickler):
-    def __init__(self, file, persistent):
+    """Loads a shipped pickle: the objects of the loading process it names by persistent
+    id (``persistent``), and cloudpickle's reconstructors of functions answered without
+    importing cloudpickle where ``pickled_functions`` can (8-10 ms of an FMU's start)."""
+
+    def __init__(self, file, persistent=None):
         super().__init__(file)
-        self.persistent = persistent
+        self.persistent = persistent or {}
+        self.answers = pickled_functions.answers()
+
+    def find_class(self, module, name):
+        found = pickled_functions.find_class(module, name) if self.answers else None
+        return found if found is not None else super().find_class(module, name)
 
     def persistent_load(self, pid):
         try:
