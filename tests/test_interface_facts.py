@@ -35,7 +35,7 @@ def test_the_checker_reserves_exactly_the_slaves_own_variables(disk_ramp, instan
     assert own == list(FMU_VARIABLES)          # the same names, in the slave's order
     assert [row[0] for row in slave_mod.COMMON] == list(RUN_OPTIONS)
     # the formulation's options are Formulation's fields (its name is ``formulation``)
-    fields = [f for f in Formulation.__dataclass_fields__ if f != "name"]
+    fields = [f for f in Formulation.FIELDS if f != "name"]
     assert list(FORMULATION_OPTIONS) == ["formulation"] + fields
     assert [row[0] for row in slave_mod.FORMULATION] == list(FORMULATION_OPTIONS)
     assert [row[0] for row in slave_mod.RELIABILITY] == list(RELIABILITY_OPTIONS)

@@ -85,6 +85,7 @@ def test_fmu_carries_its_own_model_only(fmu_dir, name):
     tree = resources(fmu_dir / f"{name}.fmu")
     if name in build_fmu.OTHERS:
         assert tree["fmu_src"] == {"__init__.py", "runtime/__init__.py", "runtime/gc_pause.py",
+                                   "runtime/bundle.py",
                                    f"{build_fmu.OTHERS[name][0].replace('.', '/')}.py"}
         assert "scenarios" not in tree
         return

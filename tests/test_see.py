@@ -8,7 +8,6 @@ One run per scenario (1 s at 10 frames/s) is recorded once and shared; one brows
 page, each written in turn to the same file: Chromium then keeps plotly.js compiled between the
 pages (its code cache is keyed by the script's URL), which parses in seconds otherwise."""
 
-import dataclasses
 import json
 import os
 import shutil
@@ -257,7 +256,7 @@ def test_a_model_without_visuals_is_drawn_from_its_bodies(runs):
     l1 (sin q1, -cos q1) and that plus l2 (sin q2, -cos q2) put them, joined to the pivot and
     to each other, in 2D."""
     rec, _, _ = runs.run("pendulum_line")
-    sc = dataclasses.replace(runs.scenario("pendulum_line"), visuals=None)
+    sc = runs.scenario("pendulum_line").replace(visuals=None)
     kin = kinematics.Kinematics(sc)
     assert kin.dim == 2 and kin.point_names == ["P1", "P2"]
     p = sc.defaults()

@@ -5,6 +5,8 @@ restored as it was, and an offline run that does not wait for its background wor
 
 import gc
 import hashlib
+import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -21,13 +23,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def rglob_digest(root, packages):
-    """The digest as main computed it before (Path.rglob, sorted Paths): the reference."""
+    """The digest written another way (Path.rglob, sorted Paths, each file's PEP 552 source
+    hash): the reference."""
     h = hashlib.sha256()
     root = Path(root)
     for pkg in sorted(packages):
         for f in sorted((root / pkg).rglob("*.py")):
             if "__pycache__" not in f.parts:
-                h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+                h.update(str(f.relative_to(root)).encode() + b"\0"
+                         + importlib.util.source_hash(f.read_bytes()) + b"\0")
     return h.hexdigest()
 
 
@@ -90,3 +94,47 @@ def test_gc_paused_restores_the_collector_as_it_was():
         assert not gc.isenabled()        # a master that turned it off keeps it off
     finally:
         gc.enable()
+
+
+def test_bundle_serves_a_module_only_for_its_own_source(tmp_path):
+    """The FMU's modules from one file (``fmu_src.runtime.bundle``, written by
+    ``bytecode.bundle``): the bundled code runs while the module's source is the one it was
+    made from (a bundle whose code says X = 3 for the source X = 1 gives 3: the bundle's code
+    ran), the edited source runs once it changed (X = 2), with the module's file and package
+    as from the path finder."""
+    import marshal
+
+    from fmu_src.builder.bytecode import bundle
+    res = tmp_path / "resources"
+    members = {"resources/fmu_src_ab12/__init__.py": b"",
+               "resources/fmu_src_ab12/runtime/__init__.py": b"",
+               "resources/fmu_src_ab12/runtime/bundle.py":
+                   (ROOT / "fmu_src" / "runtime" / "bundle.py").read_bytes(),
+               "resources/embed_ab12/__init__.py": b"",
+               "resources/embed_ab12/mod.py": b"X = 1\n"}
+    for name, data in members.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    name, data = bundle(members)
+    table = marshal.loads(data)
+    assert set(table) == {"fmu_src_ab12", "fmu_src_ab12.runtime", "fmu_src_ab12.runtime.bundle",
+                          "embed_ab12", "embed_ab12.mod"}
+    is_package, rel, digest, _ = table["embed_ab12.mod"]
+    table["embed_ab12.mod"] = (is_package, rel, digest,
+                               marshal.dumps(compile("X = 3\n", rel, "exec")))
+    (tmp_path / name).write_bytes(marshal.dumps(table))
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from fmu_src_ab12.runtime.bundle import install; assert install(); "
+            "import embed_ab12.mod as m; print(m.X, m.__file__, m.__package__)")
+
+    def imported():
+        out = subprocess.run([sys.executable, "-c", code, str(res)], capture_output=True,
+                             text=True, timeout=60,
+                             env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.split()
+
+    where = str(res / "embed_ab12" / "mod.py")
+    assert imported() == ["3", where, "embed_ab12"]
+    (res / "embed_ab12" / "mod.py").write_bytes(b"X = 2\n")
+    assert imported() == ["2", where, "embed_ab12"]

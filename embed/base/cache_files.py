@@ -10,7 +10,6 @@ kept under ``$EMBED_CACHE_MAX_MB`` (default 1000) MB, least recently used first 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 
 from . import shipped
+from .sha import sha256
 
 ENV, MAX_ENV = "EMBED_CACHE", "EMBED_CACHE_MAX_MB"
 OFF = ("off", "0", "no", "false", "none")
@@ -43,7 +43,7 @@ def folder():
 def write(path: Path, file_key: dict, payload: bytes) -> None:
     """The pickle ``payload`` behind ``shipped``'s header, written to a temporary file of the
     folder and renamed into place (atomic: readers and other writers see whole files)."""
-    header = {"key": file_key, "sha256": hashlib.sha256(payload).hexdigest(),
+    header = {"key": file_key, "sha256": sha256(payload).hexdigest(),
               "size": len(payload)}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -142,8 +142,8 @@ def object_code(what: str, source: bytes, make):
         return make()
     if "env" not in _ENV:
         _ENV["env"] = shipped.environment(cpu=True)
-    key = {"object": what, "source": hashlib.sha256(source).hexdigest(), **_ENV["env"]}
-    path = where / f"llvm-{what}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]}{SUFFIX}"
+    key = {"object": what, "source": sha256(source).hexdigest(), **_ENV["env"]}
+    path = where / f"llvm-{what}-{sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]}{SUFFIX}"
     if path.exists():
         got, why = shipped.read(path, key)
         if isinstance(got, bytes):

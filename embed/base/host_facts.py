@@ -25,9 +25,9 @@ missed on another: another package version, LLVM or CPU is another key.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import sys
+from .sha import sha256
 
 CPU_FIELDS = ("vendor_id", "cpu family", "model", "stepping", "model name")
 
@@ -112,7 +112,7 @@ def cpu() -> dict:
     flags = fields.get("flags") or fields.get("Features")
     if flags:
         return {"cpu": " / ".join(fields.get(k, "?") for k in CPU_FIELDS),
-                "cpu_features": hashlib.sha256(" ".join(sorted(flags.split())).encode())
+                "cpu_features": sha256(" ".join(sorted(flags.split())).encode())
                 .hexdigest()[:32]}
     import llvmlite.binding as binding          # no /proc/cpuinfo: LLVM's own detection
     return {"cpu": binding.get_host_cpu_name(),

@@ -14,15 +14,16 @@ CPU's identity and features (``environment``, read cheaply: ``host_facts``).
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import json
 import os
 import pickle
 import sys
+from importlib.util import source_hash
 from pathlib import Path
 
-from . import host_facts
+from . import host_facts, pickled_functions
+from .sha import sha256
 
 MAGIC = b"embed-shipped 1\n"
 PACKAGES = ("numpy", "scipy", "sympy", "symengine", "llvmlite", "cloudpickle")
@@ -53,17 +54,20 @@ def environment(cpu: bool) -> dict:
 
 
 def sources_digest(root, packages) -> str:
-    """SHA-256 over the relative paths and bytes of every ``.py`` file of the folders
+    """SHA-256 over the relative paths and source hashes of every ``.py`` file of the folders
     ``packages`` under ``root`` (the modules an FMU carries; renamed packages included), in
-    the order of their paths' parts (as sorted ``Path``s).  Walked with ``os.scandir``:
+    the order of their paths' parts (as sorted ``Path``s).  A file's source hash is PEP 552's
+    (``importlib.util.source_hash``, SipHash: what the import system trusts to match
+    checked-hash bytecode to its source), 0.3 ms for an FMU's 0.8 MB of modules where
+    SHA-256 over the bytes took 4 ms of every start.  Walked with ``os.scandir``:
     ``Path.rglob`` took most of its 16 ms at every FMU's start."""
-    h = hashlib.sha256()
+    h = sha256()
     root = os.fspath(root)
     for pkg in sorted(packages):
         for parts in sorted(_py_files(os.path.join(root, pkg), (pkg,))):
             path = "/".join(parts)
             with open(os.path.join(root, path), "rb") as f:
-                h.update(path.encode() + b"\0" + f.read() + b"\0")
+                h.update(path.encode() + b"\0" + source_hash(f.read()) + b"\0")
     return h.hexdigest()
 
 
@@ -99,7 +103,7 @@ def write(path, file_key: dict, obj, payload: bytes = None) -> int:
     if payload is None:
         import cloudpickle
         payload = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    header = {"key": file_key, "sha256": hashlib.sha256(payload).hexdigest(),
+    header = {"key": file_key, "sha256": sha256(payload).hexdigest(),
               "size": len(payload)}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,12 +139,10 @@ def read(path, file_key: dict, persistent=None):
         return None, (f"{path.name} was formed for another {what} ({their_key.get(what)!r:.60}, "
                       f"here {file_key.get(what)!r:.60})")
     payload = data[end + 1:]
-    if len(payload) != want_size or hashlib.sha256(payload).hexdigest() != want_sha:
+    if len(payload) != want_size or sha256(payload).hexdigest() != want_sha:
         return None, (f"{path.name} is corrupt or truncated ({len(payload)} of {want_size} "
                       "bytes, or its SHA-256 differs from its header's): refused, not loaded")
     try:
-        if persistent is None:
-            return pickle.loads(payload), None
         return _Loader(io.BytesIO(payload), persistent).load(), None
     except Exception as exc:  # noqa: BLE001 - a module it names is gone, say: form anew
         return None, f"{path.name} did not load ({type(exc).__name__}: {exc})"
@@ -163,9 +165,18 @@ def persistent_pickle(obj, named: dict) -> bytes:
 
 
 class _Loader(pickle.Unpickler):
-    def __init__(self, file, persistent):
+    """Loads a shipped pickle: the objects of the loading process it names by persistent
+    id (``persistent``), and cloudpickle's reconstructors of functions answered without
+    importing cloudpickle where ``pickled_functions`` can (8-10 ms of an FMU's start)."""
+
+    def __init__(self, file, persistent=None):
         super().__init__(file)
-        self.persistent = persistent
+        self.persistent = persistent or {}
+        self.answers = pickled_functions.answers()
+
+    def find_class(self, module, name):
+        found = pickled_functions.find_class(module, name) if self.answers else None
+        return found if found is not None else super().find_class(module, name)
 
     def persistent_load(self, pid):
         try:

@@ -1,4 +1,4 @@
-"""The running state of a simulator: everything that decides the future, in one dataclass.
+"""The running state of a simulator: everything that decides the future, in one class.
 
 ``RunState`` is to a ``Simulator`` what MuJoCo's MjData is to its MjModel: the compiled modes
 live in the mode library (``embed.modes.library``), shared; this is what one run changes.  Its
@@ -6,7 +6,7 @@ fields are the one list: the checkpoint an ``advance`` rolls back to, the serial
 (``get_state``/``set_state``, the FMU state of docs/design.md, "The FMU boundary") and the
 whole-state check (``check_state``) all follow it, and so does the finiteness check of a new
 state (``check_finite``).  Adding a field means adding it here, with
-its ``meta``: whether the checkpoint keeps it, how it is serialized and restored, and how a
+its ``StateField``: whether the checkpoint keeps it, how it is serialized and restored, and how a
 serialized value is checked.
 
 Arrays and containers in the state are replaced, never changed in place (``pvec`` excepted:
@@ -16,11 +16,8 @@ inputs, set between advances, are not rolled back), so a checkpoint is a tuple o
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
-from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Optional
 
 import numpy as np
 
@@ -28,11 +25,22 @@ from ..base.errors import EmbedError, IntegrationError, StateError
 from .events import ARMED, HELD, UNARMED
 
 
-def meta(checkpoint=True, save=None, restore=None):
-    """A field's role.  ``checkpoint``: kept by the checkpoint of an advance; ``save``: its
-    place in the serialized state (a key, or (key, index) in a list of several fields; None:
-    derived, not saved); ``restore``: the conversion of a serialized value."""
-    return {"checkpoint": checkpoint, "save": save, "restore": restore}
+class StateField:
+    """A field of ``RunState`` and its role.  ``default``, or ``factory()`` for a fresh
+    container; ``checkpoint``: kept by the checkpoint of an advance; ``save``: its place in
+    the serialized state (a key, or (key, index) in a list of several fields; None: derived,
+    not saved); ``restore``: the conversion of a serialized value."""
+
+    __slots__ = ("name", "default", "factory", "checkpoint", "save", "restore")
+
+    def __init__(self, name, default=None, factory=None, checkpoint=True, save=None,
+                 restore=None):
+        self.name, self.default, self.factory = name, default, factory
+        self.checkpoint, self.save, self.restore = checkpoint, save, restore
+
+    def initial(self):
+        """The field's value in a new ``RunState``."""
+        return self.factory() if self.factory is not None else self.default
 
 
 def _floats(v):
@@ -47,62 +55,66 @@ def _float_or_none(v):
     return None if v is None else float(v)
 
 
-@dataclass(eq=False)
+FIELDS = (
+    StateField("t", 0.0, save="t", restore=float),
+    StateField("x", None, save="x", restore=lambda v: np.array(v, dtype=float)),
+    StateField("mon", None, save="mon", restore=lambda v: np.array(v, dtype=float)),
+    StateField("mode", None, save="mode", restore=int),
+    StateField("discrete", factory=dict, save="discrete",
+               restore=lambda v: {k: float(x) for k, x in v.items()}),
+    StateField("dep", (), save="dep", restore=lambda v: tuple(int(i) for i in v)),
+    StateField("armed", (), save="armed", restore=lambda v: tuple(int(a) for a in v)),
+    StateField("enabled", (), save="enabled", restore=lambda v: tuple(bool(a) for a in v)),
+    StateField("event_count", 0, save="event_count", restore=int),
+    StateField("last_event_time", 0.0, save="last_event_time", restore=float),
+    # (t, label, from mode, to mode); the checkpoint keeps its length (events are appended)
+    StateField("events", factory=list, checkpoint=False, save="events",
+               restore=lambda v: [tuple(e) for e in v]),
+    StateField("same_instant", 0, save="same_instant", restore=int),
+    StateField("pvec", None, checkpoint=False, save="pvec",
+               restore=lambda v: np.array(v, dtype=float)),
+    StateField("active", (), save="active", restore=tuple),
+    StateField("chart", None, save="chart", restore=_chart),
+    StateField("kappa0", 1.0, save="kappa0", restore=float),
+    StateField("reselections", 0, checkpoint=False, save=("counters", 0), restore=int),
+    StateField("recharts", 0, checkpoint=False, save=("counters", 1), restore=int),
+    StateField("impact_count", 0, save=("impacts", 0), restore=int),
+    StateField("zeno_count", 0, save=("impacts", 1), restore=int),
+    StateField("impact_gaps", factory=list, save=("impacts", 2), restore=_floats),
+    StateField("last_impact", None, save=("impacts", 3), restore=_float_or_none),
+    # derived from the fields above (set_state recomputes them): the compiled mode it runs
+    # in, the projection of its holonomic constraints, whether kappa(B1) is watched
+    StateField("compiled_mode", None),
+    StateField("projection", None),
+    StateField("watch", False),
+)
+
+
 class RunState:
-    """Everything that decides a simulator's future.
+    """Everything that decides a simulator's future: the ``FIELDS``, each an attribute.
 
     ``x`` = [q, u_ind] of the active mode, ``mon`` the compiled mode's monitor vector at x
     (its first n entries are the full speeds); neither is ever changed in place, so
-    references to them are snapshots."""
+    references to them are snapshots.  Compared by identity."""
 
-    t: float = field(default=0.0, metadata=meta(save="t", restore=float))
-    x: Any = field(default=None, metadata=meta(save="x", restore=lambda v: np.array(v, dtype=float)))
-    mon: Any = field(default=None, metadata=meta(save="mon",
-                                                 restore=lambda v: np.array(v, dtype=float)))
-    mode: Optional[int] = field(default=None, metadata=meta(save="mode", restore=int))
-    discrete: dict = field(default_factory=dict, metadata=meta(
-        save="discrete", restore=lambda v: {k: float(x) for k, x in v.items()}))
-    dep: tuple = field(default=(), metadata=meta(save="dep", restore=lambda v: tuple(int(i) for i in v)))
-    armed: tuple = field(default=(), metadata=meta(save="armed",
-                                                   restore=lambda v: tuple(int(a) for a in v)))
-    enabled: tuple = field(default=(), metadata=meta(save="enabled",
-                                                     restore=lambda v: tuple(bool(a) for a in v)))
-    event_count: int = field(default=0, metadata=meta(save="event_count", restore=int))
-    last_event_time: float = field(default=0.0, metadata=meta(save="last_event_time",
-                                                              restore=float))
-    # (t, label, from mode, to mode); the checkpoint keeps its length (events are appended)
-    events: list = field(default_factory=list, metadata=meta(
-        checkpoint=False, save="events", restore=lambda v: [tuple(e) for e in v]))
-    same_instant: int = field(default=0, metadata=meta(save="same_instant", restore=int))
-    pvec: Any = field(default=None, metadata=meta(checkpoint=False, save="pvec",
-                                                  restore=lambda v: np.array(v, dtype=float)))
-    active: tuple = field(default=(), metadata=meta(save="active", restore=tuple))
-    chart: Optional[tuple] = field(default=None, metadata=meta(save="chart", restore=_chart))
-    kappa0: float = field(default=1.0, metadata=meta(save="kappa0", restore=float))
-    reselections: int = field(default=0, metadata=meta(checkpoint=False, save=("counters", 0),
-                                                       restore=int))
-    recharts: int = field(default=0, metadata=meta(checkpoint=False, save=("counters", 1),
-                                                   restore=int))
-    impact_count: int = field(default=0, metadata=meta(save=("impacts", 0), restore=int))
-    zeno_count: int = field(default=0, metadata=meta(save=("impacts", 1), restore=int))
-    impact_gaps: list = field(default_factory=list, metadata=meta(save=("impacts", 2),
-                                                                  restore=_floats))
-    last_impact: Optional[float] = field(default=None, metadata=meta(save=("impacts", 3),
-                                                                     restore=_float_or_none))
-    # derived from the fields above (set_state recomputes them): the compiled mode it runs
-    # in, the projection of its holonomic constraints, whether kappa(B1) is watched
-    compiled_mode: Any = field(default=None, metadata=meta())
-    projection: Any = field(default=None, metadata=meta())
-    watch: bool = field(default=False, metadata=meta())
+    def __init__(self, **values):
+        unknown = sorted(set(values) - {f.name for f in FIELDS})
+        if unknown:
+            raise TypeError(f"RunState has no field(s) {unknown}")
+        for f in FIELDS:
+            setattr(self, f.name, values[f.name] if f.name in values else f.initial())
+
+    def __repr__(self):
+        inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in FIELDS)
+        return f"RunState({inner})"
 
 
-FIELDS = dataclasses.fields(RunState)
-CHECKPOINTED = tuple(f.name for f in FIELDS if f.metadata["checkpoint"])
-SAVED = tuple(f for f in FIELDS if f.metadata["save"] is not None)
+CHECKPOINTED = tuple(f.name for f in FIELDS if f.checkpoint)
+SAVED = tuple(f for f in FIELDS if f.save is not None)
 _take = attrgetter(*CHECKPOINTED)
 # the serialized state's keys: each saved field's key, "integrator" and "path"
-STATE_KEYS = tuple(dict.fromkeys([f.metadata["save"] if isinstance(f.metadata["save"], str)
-                                  else f.metadata["save"][0] for f in SAVED]
+STATE_KEYS = tuple(dict.fromkeys([f.save if isinstance(f.save, str) else f.save[0]
+                                  for f in SAVED]
                                  + ["integrator"]))
 
 
@@ -124,7 +136,7 @@ def serialize(state, integrator):
     """The state as plain Python/numpy values, deep-copied (``Simulator.get_state``)."""
     out = {}
     for f in SAVED:
-        where, v = f.metadata["save"], getattr(state, f.name)
+        where, v = f.save, getattr(state, f.name)
         if isinstance(where, str):
             out[where] = v
         else:
@@ -137,9 +149,9 @@ def serialize(state, integrator):
 def restore(state, s):
     """Set the saved fields of ``state`` from a serialized state already checked."""
     for f in SAVED:
-        where = f.metadata["save"]
+        where = f.save
         v = s[where] if isinstance(where, str) else s[where[0]][where[1]]
-        setattr(state, f.name, f.metadata["restore"](v))
+        setattr(state, f.name, f.restore(v))
 
 
 def _bad(field_name, why):

@@ -11,11 +11,11 @@ state (``embed.hybrid.state.RunState``) since they never decide the future.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from . import events, state as state_mod, switching
 from ..base.errors import EmbedError, InputError, StepBudgetError
+from ..base.record import Record
 from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE_G, UNARMED
 
 # internal steps one advance may take (a 100 s communication step at h_max = 1 ms is 1e5);
@@ -23,14 +23,17 @@ from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE_G, UNARMED
 MAX_STEPS = 2_000_000
 
 
-@dataclass
-class StepFlags:
+class StepFlags(Record):
     """The stepping's flags between advances."""
 
-    rehearsed: Optional[tuple] = None   # (mode, condition) whose event was rehearsed
-    dirty: bool = True                  # inputs or state changed since the monitors were computed
-    rearm: bool = False                 # an input changed its value since the last advance
-    checkpoint: Any = None              # the state at the start of the running advance
+    FIELDS = ("rehearsed", "dirty", "rearm", "checkpoint")
+
+    def __init__(self, rehearsed: Optional[tuple] = None, dirty: bool = True,
+                 rearm: bool = False, checkpoint: Any = None):
+        self.rehearsed = rehearsed      # (mode, condition) whose event was rehearsed
+        self.dirty = dirty              # inputs or state changed since the monitors were computed
+        self.rearm = rearm              # an input changed its value since the last advance
+        self.checkpoint = checkpoint    # the state at the start of the running advance
 
     def entered_mode(self):
         """A mode was just entered: its monitors are fresh, its guards armed, nothing of it

@@ -11,7 +11,6 @@ constraints and re-selecting the independent speeds as the dependent block of B 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 
@@ -127,7 +126,7 @@ def apply(sim, jump: Jump):
     impulses = {}
     if jump.impact_constraints is not None:      # the impact's own set, then the mode's
         u_plus, impulses = impact_speeds(sim, jump, target(sim, jump)[2], sim.u)
-        jump = dataclasses.replace(jump, u=u_plus, impact_constraints=None)
+        jump = jump.replace(u=u_plus, impact_constraints=None)
     mode, st.active, q, u = target(sim, jump)
     st.mode = jump.mode
     sim.last_impulse = impulses

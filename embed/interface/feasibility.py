@@ -14,16 +14,15 @@ with an ``InputError`` naming the value.  A condition is one of:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..base.errors import InputError
+from ..base.record import Record
 
 TOL = 1e-9       # absolute: a value this far on the wrong side is still on the surface
 
 
-@dataclass(frozen=True)
-class Feasible:
+class Feasible(Record):
     """One condition (module docstring).
 
     Parameters
@@ -40,11 +39,12 @@ class Feasible:
         The modes a guard or output condition applies in (default: every mode).
     """
 
-    what: str
-    guard: str = ""
-    output: str = ""
-    params: Optional[Callable[[dict], float]] = None
-    modes: tuple = ()
+    FIELDS = ("what", "guard", "output", "params", "modes")
+    FROZEN = True
+
+    def __init__(self, what: str, guard: str = "", output: str = "",
+                 params: Optional[Callable[[dict], float]] = None, modes: tuple = ()):
+        self.__dict__.update(what=what, guard=guard, output=output, params=params, modes=modes)
 
     def applies(self, mode_id):
         return not self.modes or mode_id in self.modes

@@ -11,13 +11,13 @@ initial state (eq 20's x_0) from the model's coordinates and speeds (``Start``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from ..model.automaton import SIM_ATTRIBUTES, Automaton
 from ..base.errors import ModelDefinitionError
+from ..base.record import Record
 from .variables import Var
 from .feasibility import check_parameters, check_state
 from ..modes.library import ModeLibrary
@@ -25,8 +25,7 @@ from ..modes import cache as mode_cache
 from ..hybrid.simulator import Simulator
 
 
-@dataclass(frozen=True)
-class Start:
+class Start(Record):
     """The start value of a coordinate or speed: the parameter ``<name>_start``.
 
     Parameters
@@ -39,10 +38,11 @@ class Start:
         Of the parameter (default description: "initial value of <name>").
     """
 
-    name: str
-    value: float = 0.0
-    description: str = ""
-    unit: str = ""
+    FIELDS = ("name", "value", "description", "unit")
+    FROZEN = True
+
+    def __init__(self, name: str, value: float = 0.0, description: str = "", unit: str = ""):
+        self.__dict__.update(name=name, value=value, description=description, unit=unit)
 
 
 RESIDUAL = "largest residual of the active constraints"
@@ -80,8 +80,7 @@ class StartState:
                 np.array([p[f"{k}_start"] for k in self.u_names], dtype=float))
 
 
-@dataclass
-class Scenario:
+class Scenario(Record):
     """A model, its automaton and its interface.
 
     Each output is one of the automaton's outputs (an expression evaluated by the
@@ -139,40 +138,62 @@ class Scenario:
         constraints are not even defined at the start state (a fence beyond the ramp's end).
     """
 
-    name: str
-    automaton: Automaton
-    parameters: list = field(default_factory=list)   # [Var]: model parameters, *_start values
-    inputs: list = field(default_factory=list)       # [Var]
-    outputs: Optional[list] = None                   # [Var]; None: from the automaton
-    initial_state: Optional[Callable] = None          # params dict -> (q0, u0)
-    # name -> ("lambda", constraint name) or ("discrete", discrete variable name)
-    extra_outputs: dict = field(default_factory=dict)
-    input_defaults: dict = field(default_factory=dict)  # input -> parameter used until it is set
-    embedding: str = "symbolic"   # default embedding path of the scenario's FMU
-    precompile: bool = False      # compile every mode and partition at set-up (small automata)
-    # FMU-side handling of extra inputs (geometry announced at run time, say): a class
-    # taking (simulator, background compiler or None, log function), with ``inputs`` and
-    # ``outputs`` (Var lists), ``before_step(input values)``, ``get(name)``, ``state()`` and
-    # ``set_state(state)``; optionally ``idle(input values)``: True when ``before_step`` would
-    # do nothing with them and ``get`` answers the same until its next call (the FMU may then
-    # step in its C loader without calling it; absent: never idle)
-    extension: object = None
-    positive: tuple = ()       # parameter names that must be > 0
-    nonnegative: tuple = ()    # parameter names that must be >= 0
-    start: Sequence[Start] = ()             # coordinates' and speeds' start declarations
-    mode_description: str = ""              # of the generated ``mode`` output
-    residual_description: str = RESIDUAL    # of the generated ``constraint_residual``
-    consistent_start: bool = True           # correct an inconsistent start (docs/design.md)
-    visuals: object = None     # embed.interface.visuals.Visuals: how ``embed-fmu animate`` draws the run
-    feasible: Sequence = ()                 # [Feasible]: checked at start and restore
-    check_entries: dict = field(default_factory=dict)   # mode id -> sim -> Jump (the checker's)
+    FIELDS = ("name", "automaton", "parameters", "inputs", "outputs", "initial_state",
+              "extra_outputs", "input_defaults", "embedding", "precompile", "extension",
+              "positive", "nonnegative", "start", "mode_description", "residual_description",
+              "consistent_start", "visuals", "feasible", "check_entries")
+
+    def __init__(self, name: str, automaton: Automaton, parameters: Optional[list] = None,
+                 inputs: Optional[list] = None, outputs: Optional[list] = None,
+                 initial_state: Optional[Callable] = None, extra_outputs: Optional[dict] = None,
+                 input_defaults: Optional[dict] = None, embedding: str = "symbolic",
+                 precompile: bool = False, extension: object = None, positive: tuple = (),
+                 nonnegative: tuple = (), start: Sequence[Start] = (), mode_description: str = "",
+                 residual_description: str = RESIDUAL, consistent_start: bool = True,
+                 visuals: object = None, feasible: Sequence = (),
+                 check_entries: Optional[dict] = None):
+        self.name = name
+        self.automaton = automaton
+        # [Var]: model parameters, *_start values
+        self.parameters = [] if parameters is None else parameters
+        self.inputs = [] if inputs is None else inputs  # [Var]
+        self.outputs = outputs  # [Var]; None: from the automaton
+        self.initial_state = initial_state  # params dict -> (q0, u0)
+        # name -> ("lambda", constraint name) or ("discrete", discrete variable name)
+        self.extra_outputs = {} if extra_outputs is None else extra_outputs
+        # input -> parameter used until it is set
+        self.input_defaults = {} if input_defaults is None else input_defaults
+        self.embedding = embedding  # default embedding path of the scenario's FMU
+        self.precompile = precompile  # compile every mode and partition at set-up (small automata)
+        # FMU-side handling of extra inputs (geometry announced at run time, say): a class
+        # taking (simulator, background compiler or None, log function), with ``inputs`` and
+        # ``outputs`` (Var lists), ``before_step(input values)``, ``get(name)``, ``state()`` and
+        # ``set_state(state)``; optionally ``idle(input values)``: True when ``before_step``
+        # would do nothing with them and ``get`` answers the same until its next call (the FMU
+        # may then step in its C loader without calling it; absent: never idle)
+        self.extension = extension
+        self.positive = positive  # parameter names that must be > 0
+        self.nonnegative = nonnegative  # parameter names that must be >= 0
+        self.start = start  # coordinates' and speeds' start declarations
+        self.mode_description = mode_description  # of the generated ``mode`` output
+        # of the generated ``constraint_residual``
+        self.residual_description = residual_description
+        self.consistent_start = consistent_start  # correct an inconsistent start (docs/design.md)
+        # embed.interface.visuals.Visuals: how ``embed-fmu animate`` draws the run
+        self.visuals = visuals
+        self.feasible = feasible  # [Feasible]: checked at start and restore
+        # mode id -> sim -> Jump (the checker's)
+        self.check_entries = {} if check_entries is None else check_entries
+        self._derive()
 
     def __repr__(self):
         # the generated repr would print the automaton, the model and the compiled modes,
         # deep enough to overflow the C stack when a failing test shows its arguments
         return f"Scenario({self.name!r})"
 
-    def __post_init__(self):
+    def _derive(self):
+        """The generated ``<name>_start`` parameters, the initial state, the signs folded
+        into ranges and the generated outputs (at construction and ``replace``)."""
         aut = self.automaton
         q_names = [str(s) for s in aut.model.q]
         u_names = [str(s) for s in aut.model.u]

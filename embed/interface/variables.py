@@ -4,11 +4,11 @@ its range, and the one check of a value given to it from outside (``Var.problem`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+
+from ..base.record import Record
 
 
-@dataclass(frozen=True)
-class Var:
+class Var(Record):
     """A variable of the interface: a parameter, an input or an output.
 
     Parameters
@@ -30,15 +30,16 @@ class Var:
     ``embed.check`` and the studies all ask the variable.
     """
 
-    name: str
-    start: object
-    description: str = ""
-    unit: str = ""
-    type: str = "Real"       # Real, Integer, Boolean, String
-    min: float | None = None   # the range a master may set (FMI min/max); None: unbounded
-    max: float | None = None
-    min_excluded: bool = False   # x > min (``Scenario.positive``), not x >= min
-    choices: tuple = ()          # a String's allowed values; empty: any
+    FIELDS = ("name", "start", "description", "unit", "type", "min", "max", "min_excluded",
+              "choices")
+    FROZEN = True
+
+    def __init__(self, name: str, start, description: str = "", unit: str = "",
+                 type: str = "Real", min: float | None = None, max: float | None = None,
+                 min_excluded: bool = False, choices: tuple = ()):
+        self.__dict__.update(name=name, start=start, description=description, unit=unit,
+                             type=type, min=min, max=max, min_excluded=min_excluded,
+                             choices=choices)
 
     def problem(self, value) -> str | None:
         """What is wrong with ``value`` for this variable, naming it, or None: a String not
@@ -83,4 +84,4 @@ class Var:
         if not (positive or nonnegative) or self.min is not None and (
                 self.min > 0 or self.min == 0 and (self.min_excluded or not positive)):
             return self
-        return replace(self, min=0.0, min_excluded=bool(positive))
+        return self.replace(min=0.0, min_excluded=bool(positive))

@@ -13,20 +13,18 @@ compiled modes and the FMU interface (``embed.interface.scenario``).  See docs/d
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ..base.errors import ModelDefinitionError
+from ..base.record import Record
 
 # simulator attributes an output may report (``Output`` with no expression)
 SIM_ATTRIBUTES = ("mode", "event_count", "last_event_time", "impact_count", "start_correction")
 
 
-@dataclass(frozen=True)
-class Guard:
+class Guard(Record):
     """Switching condition f(x) = 0 (eq 18), watched in one direction.
 
     Parameters
@@ -46,15 +44,17 @@ class Guard:
         automaton needs no ``transition``.
     """
 
-    name: str
-    expr: object
-    direction: int = -1
-    enabled: Optional[Callable[[dict], bool]] = None
-    reset: Optional[Callable[..., "Jump"]] = None
+    FIELDS = ("name", "expr", "direction", "enabled", "reset")
+    FROZEN = True
+
+    def __init__(self, name: str, expr, direction: int = -1,
+                 enabled: Optional[Callable[[dict], bool]] = None,
+                 reset: Optional[Callable[..., "Jump"]] = None):
+        self.__dict__.update(name=name, expr=expr, direction=direction, enabled=enabled,
+                             reset=reset)
 
 
-@dataclass(frozen=True)
-class Mode:
+class Mode(Record):
     """A discrete state of the automaton: its active constraints, laws and switching conditions.
 
     Parameters
@@ -77,27 +77,25 @@ class Mode:
         The mode number shown outside (default: id).
     """
 
-    id: Optional[int] = None
-    name: str = ""
-    constraints: tuple = ()
-    laws: tuple = ()
-    guards: tuple = ()
-    outputs: tuple = ()
-    report: Optional[int] = None
+    FIELDS = ("id", "name", "constraints", "laws", "guards", "outputs", "report")
+    FROZEN = True
 
-    def __post_init__(self):
-        if not self.name and self.id is not None:
-            object.__setattr__(self, "name", f"mode {self.id}")
-        for attr in ("constraints", "laws", "guards", "outputs"):
-            if isinstance(getattr(self, attr), (str, Guard)):
+    def __init__(self, id: Optional[int] = None, name: str = "", constraints: tuple = (),
+                 laws: tuple = (), guards: tuple = (), outputs: tuple = (),
+                 report: Optional[int] = None):
+        if not name and id is not None:
+            name = f"mode {id}"
+        given = dict(constraints=constraints, laws=laws, guards=guards, outputs=outputs)
+        for attr, value in given.items():
+            if isinstance(value, (str, Guard)):
                 raise ModelDefinitionError(
-                    f"mode {self.name!r}: {attr} must be a tuple, not one {attr[:-1]} "
-                    f"(write {attr}=({getattr(self, attr)!r},))")
-            object.__setattr__(self, attr, tuple(getattr(self, attr)))
+                    f"mode {name!r}: {attr} must be a tuple, not one {attr[:-1]} "
+                    f"(write {attr}=({value!r},))")
+            given[attr] = tuple(value)
+        self.__dict__.update(id=id, name=name, **given, report=report)
 
 
-@dataclass
-class Jump:
+class Jump(Record):
     """Result of a reset map: the next mode, discrete-variable updates, optional new q, u.
 
     Parameters
@@ -124,17 +122,17 @@ class Jump:
     instant, each with its own impact (several impacts at one instant, resolved in order).
     """
 
-    mode: int
-    discrete: dict = field(default_factory=dict)
-    q: Optional[np.ndarray] = None
-    u: Optional[np.ndarray] = None
-    constraints: Optional[tuple] = None
-    impact: bool = False
-    impact_constraints: Optional[tuple] = None
+    FIELDS = ("mode", "discrete", "q", "u", "constraints", "impact", "impact_constraints")
+
+    def __init__(self, mode: int, discrete: Optional[dict] = None, q: Optional[np.ndarray] = None,
+                 u: Optional[np.ndarray] = None, constraints: Optional[tuple] = None,
+                 impact: bool = False, impact_constraints: Optional[tuple] = None):
+        self.__dict__.update(mode=mode, discrete={} if discrete is None else discrete, q=q, u=u,
+                             constraints=constraints, impact=impact,
+                             impact_constraints=impact_constraints)
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(Record):
     """An output declared once: its value and how the FMU interface shows it.
 
     Exactly one of ``expr``, ``multiplier`` and ``discrete`` gives the value; with none
@@ -160,25 +158,25 @@ class Output:
         False: an output of the automaton only (reset maps read it), not of the FMU.
     """
 
-    name: str
-    expr: object = None
-    description: str = ""
-    unit: str = ""
-    start: object = 0.0
-    type: str = "Real"
-    multiplier: Optional[str] = None
-    discrete: Optional[str] = None
-    interface: bool = True
+    FIELDS = ("name", "expr", "description", "unit", "start", "type", "multiplier", "discrete",
+              "interface")
+    FROZEN = True
 
-    def __post_init__(self):
-        given = [k for k in ("expr", "multiplier", "discrete") if getattr(self, k) is not None]
+    def __init__(self, name: str, expr=None, description: str = "", unit: str = "",
+                 start=0.0, type: str = "Real", multiplier: Optional[str] = None,
+                 discrete: Optional[str] = None, interface: bool = True):
+        given = [k for k, v in (("expr", expr), ("multiplier", multiplier),
+                                ("discrete", discrete)) if v is not None]
         if len(given) > 1:
-            raise ModelDefinitionError(f"output {self.name!r}: give one of expr, multiplier "
+            raise ModelDefinitionError(f"output {name!r}: give one of expr, multiplier "
                                        f"and discrete, not {' and '.join(given)}")
-        if not given and self.name not in SIM_ATTRIBUTES:
+        if not given and name not in SIM_ATTRIBUTES:
             raise ModelDefinitionError(
-                f"output {self.name!r} has no value: give expr=, multiplier= (a constraint) "
+                f"output {name!r} has no value: give expr=, multiplier= (a constraint) "
                 f"or discrete= (a discrete variable), or name one of {SIM_ATTRIBUTES}")
+        self.__dict__.update(name=name, expr=expr, description=description, unit=unit,
+                             start=start, type=type, multiplier=multiplier, discrete=discrete,
+                             interface=interface)
 
     @property
     def source(self):
@@ -237,8 +235,7 @@ class EnterMode:
         return Jump(self.mode_id)
 
 
-@dataclass
-class Automaton:
+class Automaton(Record):
     """Modes and reset maps over one model and its library of constraints.
 
     Parameters
@@ -266,18 +263,20 @@ class Automaton:
         Filled from ``outputs`` when it is a sequence of Output.
     """
 
-    model: object
-    constraints: dict | Sequence
-    modes: dict
-    discrete: dict = field(default_factory=dict)
-    outputs: dict | Sequence[Output] = field(default_factory=dict)
-    transition: Optional[Callable] = None
-    initial: Optional[Callable | int] = None
-    zeno: Optional[Callable] = None
-    allowed: dict = field(default_factory=dict)
-    declared_outputs: tuple = ()
+    FIELDS = ("model", "constraints", "modes", "discrete", "outputs", "transition", "initial",
+              "zeno", "allowed", "declared_outputs")
 
-    def __post_init__(self):
+    def __init__(self, model, constraints: dict | Sequence, modes: dict,
+                 discrete: Optional[dict] = None, outputs: dict | Sequence[Output] = None,
+                 transition: Optional[Callable] = None, initial: Optional[Callable | int] = None,
+                 zeno: Optional[Callable] = None, allowed: Optional[dict] = None,
+                 declared_outputs: tuple = ()):
+        self.model, self.constraints, self.modes = model, constraints, modes
+        self.discrete = {} if discrete is None else discrete
+        self.outputs = {} if outputs is None else outputs
+        self.transition, self.initial, self.zeno = transition, initial, zeno
+        self.allowed = {} if allowed is None else allowed
+        self.declared_outputs = declared_outputs
         if not isinstance(self.constraints, Mapping):
             self.constraints = {c.name: c for c in self.constraints}
         self.modes = _numbered(self.modes)
@@ -285,7 +284,7 @@ class Automaton:
             self.declared_outputs = tuple(self.outputs)
             self.outputs = _expressions(self.declared_outputs, self)
         fallback = self.transition
-        if isinstance(fallback, GuardResets):    # a copy (dataclasses.replace): derive again
+        if isinstance(fallback, GuardResets):    # a copy (``replace``): derive again
             fallback = fallback.fallback
         if fallback is None or any(g.reset is not None for m in self.modes.values()
                                    for g in m.guards):
@@ -319,7 +318,7 @@ def _numbered(modes) -> dict:
     out = {}
     for key, mode in modes.items():
         if mode.id is None:
-            mode = dataclasses.replace(mode, id=key)
+            mode = mode.replace(id=key)
         elif mode.id != key:
             raise ModelDefinitionError(f"mode {mode.name!r} has id {mode.id} but is listed under "
                                        f"key {key}; make them equal (or omit the id)")

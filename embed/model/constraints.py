@@ -7,26 +7,29 @@ constraint is given directly as an expression linear in u; B and C are read off.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..base.lazy import symengine as se
 
 from ..base.errors import ModelDefinitionError
+from ..base.record import Record
 from . import symbols
 
 if TYPE_CHECKING:              # annotations only: a model's module reaches these through joints
     from .model import Model
 
 
-@dataclass(frozen=True)
-class Constraint:
-    """One scalar constraint with its B row and C entry (eq 7)."""
+class Constraint(Record):
+    """One scalar constraint with its B row and C entry (eq 7).
 
-    name: str
-    B: tuple          # row of symengine expressions in q, t, params
-    C: object         # symengine expression in q, t, params
-    phi: object = None  # configuration-level Phi(q, t) for holonomic constraints
+    ``B``: row of symengine expressions in q, t, params; ``C``: symengine expression in q,
+    t, params; ``phi``: configuration-level Phi(q, t) for holonomic constraints, or None."""
+
+    FIELDS = ("name", "B", "C", "phi")
+    FROZEN = True
+
+    def __init__(self, name: str, B: tuple, C, phi=None):
+        self.__dict__.update(name=name, B=B, C=C, phi=phi)
 
     @property
     def holonomic(self) -> bool:

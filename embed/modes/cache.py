@@ -28,7 +28,6 @@ the automaton is dropped or the process ends (``save_all``: also at the end of a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pickle
@@ -39,6 +38,7 @@ from pathlib import Path
 
 from ..base import shipped
 from ..base.cache_files import SUFFIX, CacheWarning, folder, prune, write
+from ..base.sha import sha256
 from .library import _LIBRARIES, _LOCKS_LOCK, SYMBOLIC, ModeLibrary
 
 MAX_NODES = 2_000_000       # a larger automaton is not cached (its digest would cost too much)
@@ -158,7 +158,7 @@ class _Digest:
 
 
 def _sha(*parts) -> str:
-    h = hashlib.sha256()
+    h = sha256()
     for p in parts:
         h.update(str(p).encode() + b"\x1f")
     return h.hexdigest()
@@ -178,7 +178,7 @@ def content_digest(automaton) -> str:
     project = tuple(p + "." for p in _PROJECT) + _PROJECT
     for f in _module_files(m for m in d.modules if m and not m.startswith(project)
                            and not _installed(m)):
-        parts += ["source", Path(f).name, hashlib.sha256(Path(f).read_bytes()).hexdigest()]
+        parts += ["source", Path(f).name, sha256(Path(f).read_bytes()).hexdigest()]
     return _sha(*parts)
 
 
@@ -204,7 +204,7 @@ def key_of(scenario, embedding: str) -> dict:
 def path_of(where: Path, file_key: dict) -> Path:
     """The file of ``file_key`` in the folder ``where``."""
     name = "".join(c if c.isalnum() or c in "-_" else "_" for c in file_key["model"])[:40]
-    digest = hashlib.sha256(json.dumps(file_key, sort_keys=True).encode()).hexdigest()[:24]
+    digest = sha256(json.dumps(file_key, sort_keys=True).encode()).hexdigest()[:24]
     return where / f"{name}-{file_key['embedding']}-{digest}{SUFFIX}"
 
 

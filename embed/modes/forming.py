@@ -12,8 +12,6 @@ simulator.  See docs/design.md, "Data flow": symbolic work stops at the compile 
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ..model.constraints import ConstraintSet
@@ -121,8 +119,8 @@ class AutomatonForms:
         self._view(automaton)
 
     def _view(self, automaton):
-        self.automaton = dataclasses.replace(automaton, constraints=dict(automaton.constraints),
-                                             modes=dict(automaton.modes))
+        self.automaton = automaton.replace(constraints=dict(automaton.constraints),
+                                           modes=dict(automaton.modes))
         m = self.model = automaton.model
         self.discrete_names = list(automaton.discrete)
         # the parameter vector's symbols: parameters, inputs, discrete variables (an

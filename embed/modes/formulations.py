@@ -32,18 +32,17 @@ lies in the span of B^T.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
 
 import numpy as np
 
 from ..base.errors import InputError, ModelDefinitionError
+from ..base.record import Record
 from .modes import Layout, rk4_stepwise
 
 FORMULATIONS = ("embedding", "multipliers", "projection", "soft")
 
 
-@dataclass(frozen=True)
-class Formulation:
+class Formulation(Record):
     """A formulation and its parameters (``Simulator(formulation=..., formulation_options=...)``).
 
     Parameters
@@ -64,15 +63,22 @@ class Formulation:
         ``soft``: K_s and K_d of wang2019 eq 13-14 (one value for every constraint).
     """
 
-    name: str = "embedding"
-    configuration_projection: bool = True
-    baumgarte_alpha: float = 0.0
-    baumgarte_beta: float = 0.0
-    projection_tol: float = 1e-12
-    projection_iterations: int = 1
-    projection_rcond: float = 1e-10
-    soft_stiffness: float = 1e5
-    soft_damping: float = 600.0
+    FIELDS = ("name", "configuration_projection", "baumgarte_alpha", "baumgarte_beta",
+              "projection_tol", "projection_iterations", "projection_rcond", "soft_stiffness",
+              "soft_damping")
+    FROZEN = True
+
+    def __init__(self, name: str = "embedding", configuration_projection: bool = True,
+                 baumgarte_alpha: float = 0.0, baumgarte_beta: float = 0.0,
+                 projection_tol: float = 1e-12, projection_iterations: int = 1,
+                 projection_rcond: float = 1e-10, soft_stiffness: float = 1e5,
+                 soft_damping: float = 600.0):
+        self.__dict__.update(
+            name=name, configuration_projection=configuration_projection,
+            baumgarte_alpha=baumgarte_alpha, baumgarte_beta=baumgarte_beta,
+            projection_tol=projection_tol, projection_iterations=projection_iterations,
+            projection_rcond=projection_rcond, soft_stiffness=soft_stiffness,
+            soft_damping=soft_damping)
 
     @property
     def full_state(self):
@@ -93,7 +99,7 @@ class Formulation:
         if name not in FORMULATIONS:
             raise InputError(f"formulation {name!r} is unknown; use one of {FORMULATIONS}")
         options = dict(options or {})
-        known = {f.name: f for f in fields(cls) if f.name != "name"}
+        known = [f for f in cls.FIELDS if f != "name"]
         unknown = sorted(set(options) - set(known))
         if unknown:
             raise InputError(f"formulation options {unknown} are unknown; known: {sorted(known)}")

@@ -11,21 +11,20 @@ compiled goes to the ``ModeLibrary`` the simulators of a scenario share.  See do
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 
 from .compile import make_mode
 from ..base.errors import ConstraintRankError, SymbolicBudgetError
+from ..base.record import Record
 from .formulations import Formulation, FullStateMode
 from .numeric import NumericMode, NumericTerms
 from .prepared import PreparedPrograms
 from .terms_mode import TermsProgramMode
 
 
-@dataclass(frozen=True)
-class Path:
+class Path(Record):
     """How a mode not in the library is made, on one embedding path (``PATHS``).
 
     reuse_numeric: a numeric mode made before serves (else only the symbolic library's);
@@ -35,12 +34,16 @@ class Path:
     re-selections prepared too; submits: a mode made numeric is asked of the background
     workers."""
 
-    reuse_numeric: bool
-    program_first: bool
-    embeds: bool
-    backend: str | None = None
-    prepare_reselections: bool = False
-    submits: bool = False
+    FIELDS = ("reuse_numeric", "program_first", "embeds", "backend", "prepare_reselections",
+              "submits")
+    FROZEN = True
+
+    def __init__(self, reuse_numeric: bool, program_first: bool, embeds: bool,
+                 backend: str | None = None, prepare_reselections: bool = False,
+                 submits: bool = False):
+        self.__dict__.update(reuse_numeric=reuse_numeric, program_first=program_first,
+                             embeds=embeds, backend=backend,
+                             prepare_reselections=prepare_reselections, submits=submits)
 
 
 # (embedding, starting: the initial mode being entered) -> its path.  A re-selection of the

@@ -20,12 +20,12 @@ one compiled call), ``LinearMode`` (S z = s solved numerically at each stage), h
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from ..base.errors import CompilationError
+from ..base.record import Record
 from ..codegen.native import Buffer
 
 
@@ -53,8 +53,7 @@ def rk4_scheme(f, t, x, h):
     return x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
 
 
-@dataclass(frozen=True)
-class MonitorLayout:
+class MonitorLayout(Record):
     """Where each quantity sits in a mode's monitor vector, the same on every path.
 
     Parameters
@@ -73,11 +72,12 @@ class MonitorLayout:
     After the outputs: the largest constraint residual (|B u + C|, |Phi|), then kappa(B1).
     """
 
-    n: int
-    forces: int
-    outputs: int
-    guards: int
-    multipliers: int
+    FIELDS = ("n", "forces", "outputs", "guards", "multipliers")
+    FROZEN = True
+
+    def __init__(self, n: int, forces: int, outputs: int, guards: int, multipliers: int):
+        self.__dict__.update(n=n, forces=forces, outputs=outputs, guards=guards,
+                             multipliers=multipliers)
 
     @property
     def sl_u(self):

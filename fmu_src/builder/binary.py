@@ -45,8 +45,10 @@ def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> No
     pythonfmu's stock binaries of other platforms are dropped: the loader is Linux-only, and
     an FMU must not claim a platform it was never run on.  The resources' modules get their
     checked-hash bytecode (``bytecode.pyc_entries``; any other ``__pycache__`` is dropped), and
-    pythonfmu's ``__init__`` imports its builder lazily (``bytecode.lazy_pythonfmu_init``)."""
-    from fmu_src.builder.bytecode import PYTHONFMU_INIT, lazy_pythonfmu_init, pyc_entries
+    pythonfmu's ``__init__`` imports its builder lazily (``bytecode.lazy_pythonfmu_init``);
+    the FMU's own modules travel in one file too (``bytecode.bundle``)."""
+    from fmu_src.builder.bytecode import (PYTHONFMU_INIT, bundle, lazy_pythonfmu_init,
+                                          pyc_entries)
     replace = dict(replace or {})
     sources = {}
     ours = f"binaries/linux64/{identifier}.so"
@@ -71,5 +73,8 @@ def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> No
             sources[item.filename] = replace.get(item.filename, data)
         for name, pyc in pyc_entries(sources).items():
             dst.writestr(name, pyc)
+        one_file = bundle(sources)
+        if one_file is not None:
+            dst.writestr(*one_file)
         dst.write(loader, ours)
     tmp.replace(fmu)

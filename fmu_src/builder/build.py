@@ -116,6 +116,9 @@ if any(not _Path(getattr(_sys.modules[k], "__file__", None) or __file__).exists(
         if getattr(_m, "__spec__", None) is not None:
             _m.__spec__.origin = str(_f)
 
+from fmu_src{tag}.runtime.bundle import install as _install_bundle
+_install_bundle()       # the FMU's modules from one file of bytecode (issue 30)
+del _install_bundle
 from fmu_src{tag}.runtime.gc_pause import gc_paused as _gc_paused
 with _gc_paused():      # no collections while the engine loads (issue 30)
     from fmu_src{tag}.{module} import {base}
@@ -347,8 +350,10 @@ def build(model, out: Path, options=None, python: str = "", log=progress, fmi=(2
     with tempfile.TemporaryDirectory(prefix="embed_fmu_") as tmp:
         tmp = Path(tmp)
         module, base = OTHERS.get(name, ("runtime.slave", "ScenarioSlave"))
-        # runtime.gc_pause: the FMU's module imports the slave under it (every FMU's)
-        seeds = ["fmu_src", f"fmu_src.{module}", "fmu_src.runtime.gc_pause"] + \
+        # runtime.gc_pause: the FMU's module imports the slave under it, runtime.bundle its
+        # modules' bytecode (every FMU's)
+        seeds = ["fmu_src", f"fmu_src.{module}", "fmu_src.runtime.gc_pause",
+                 "fmu_src.runtime.bundle"] + \
             (model_modules(src) if src else [])
         if src:
             description = src.description()

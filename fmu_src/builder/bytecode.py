@@ -15,6 +15,8 @@ do not survive extraction, which is why timestamp pycs would never be used.
 from __future__ import annotations
 
 import importlib.util
+import marshal
+import re
 import sys
 from importlib import _bootstrap_external
 
@@ -74,3 +76,34 @@ def lazy_pythonfmu_init(source: bytes):
     if source.count(_EAGER_BUILDER) != 1:
         return None
     return source.replace(_EAGER_BUILDER, b"") + _LAZY_BUILDER
+
+
+_BUNDLE_MODULE = re.compile(r"^resources/fmu_src(_[0-9a-f]+)/runtime/bundle\.py$")
+
+
+def bundle(members: dict):
+    """(member name, bytes) of the one file holding the bytecode of every module of the
+    FMU's own packages (``fmu_src.runtime.bundle``, which reads it), or None when the FMU
+    ships no ``runtime/bundle.py``.  Each module: (is package, path under resources/, its
+    source's PEP 552 hash, its marshalled code: unmarshalled when imported, the symbolic
+    modules never at a start), by module name; modules that do not compile are left to the
+    path finder."""
+    tags = [m.group(1) for m in map(_BUNDLE_MODULE.match, members) if m]
+    if len(tags) != 1:
+        return None
+    tag = tags[0]
+    packages = tuple(f"resources/{p}{tag}/" for p in ("embed", "fmu_src", "scenarios"))
+    table = {}
+    for name, data in sorted(members.items()):
+        if not (name.startswith(packages) and name.endswith(".py")):
+            continue
+        rel = name[len("resources/"):]
+        parts = rel[:-3].split("/")
+        is_package = parts[-1] == "__init__"
+        try:
+            code = compile(data, rel, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            continue
+        table[".".join(parts[:-1] if is_package else parts)] = (
+            is_package, rel, importlib.util.source_hash(data), marshal.dumps(code))
+    return f"resources/modules{tag}.{sys.implementation.cache_tag}.bundle", marshal.dumps(table)

@@ -12,7 +12,6 @@ do not fit (before its start, the simulator elsewhere than the communication poi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 
@@ -20,6 +19,7 @@ import numpy as np
 from pythonfmu import Fmi2Causality
 
 from embed import EmbedError
+from embed.base.sha import sha256
 from fmu_src.runtime.fmi2 import CallError, State
 
 STATE_FORMAT = 2                 # version of the FMU state's layout
@@ -121,7 +121,7 @@ def to_bytes(state: dict) -> bytes:
     """The state serialized: ``MAGIC``, the SHA-256 of the text (hex), a newline, the text
     (JSON, arrays as lists)."""
     text = json.dumps(state, default=_jsonable, allow_nan=True).encode("utf-8")
-    return MAGIC + hashlib.sha256(text).hexdigest().encode("ascii") + b"\n" + text
+    return MAGIC + sha256(text).hexdigest().encode("ascii") + b"\n" + text
 
 
 def from_bytes(data) -> dict:
@@ -133,7 +133,7 @@ def from_bytes(data) -> dict:
         raise ValueError("it does not begin with this FMU's state header (not a state of an "
                          "embed FMU, or its beginning was changed)")
     head, sep, text = data[len(MAGIC):].partition(b"\n")
-    if not sep or hashlib.sha256(text).hexdigest().encode("ascii") != head:
+    if not sep or sha256(text).hexdigest().encode("ascii") != head:
         raise ValueError("its SHA-256 checksum does not match its content: it was changed "
                          "after it was serialized")
     state = json.loads(text.decode("utf-8"))
