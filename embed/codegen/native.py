@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import os
 import queue
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -184,7 +185,13 @@ def compile_program(prog, outs, what, opt=None):
                           2 * prog.memo.slot if prog.memo else 0)
 
 
-_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+# PYFUNCTYPE: a call keeps the GIL (CFUNCTYPE's drops and takes it again).  A compiled
+# function runs for microseconds; dropping the GIL there handed it to any other thread of the
+# process with Python to run (the loader thread placing a fence's object code or preparing
+# its terms, issue 30's tails), and the stepping thread then waited for it up to
+# sys.getswitchinterval() (5 ms) at each of the dozen calls of an event step.  The same
+# machine code at the same arguments: the same bits.
+_CFUNC = ctypes.PYFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class Buffer:
@@ -318,13 +325,26 @@ def start_loader():
     return _LOADER[0]
 
 
+# the switch interval while the loader thread has work (s): its Python (placing object code,
+# preparing a fence's terms) holds the GIL, and a stepping thread that wants it back (after a
+# pipe read or any call that dropped it) waits up to the interval, 5 ms by default; at 0.1 ms
+# the two take turns within a step instead (issue 30, tails)
+LOADER_SWITCH = 1e-4
+
+
 def _loader(q):
     while True:
         fns, done = q.get()
+        before = sys.getswitchinterval()
+        sys.setswitchinterval(min(before, LOADER_SWITCH))
+        ours = sys.getswitchinterval()
         try:
             done.set_result(fns() if callable(fns) else _load_all(fns))
         except BaseException as exc:  # noqa: BLE001 - the Future's result() raises it
             done.set_exception(exc)
+        finally:
+            if sys.getswitchinterval() == ours:     # (unless someone else set it meanwhile)
+                sys.setswitchinterval(before)
 
 
 def load_later(fns):
