@@ -46,7 +46,8 @@ def _pivoted_gram_schmidt(a, m):
     cols = a.T.tolist()
     free = list(range(len(cols)))
     diag, piv = [], []
-    for _ in range(min(m, len(cols))):
+    steps = min(m, len(cols))
+    for step in range(steps):
         norms = [_dot(cols[j], cols[j]) for j in free]
         top = max(norms) * (1.0 - TIE)
         k = next(i for i, v in enumerate(norms) if v >= top)
@@ -54,7 +55,7 @@ def _pivoted_gram_schmidt(a, m):
         j = free.pop(k)
         diag.append(d)
         piv.append(j)
-        if d == 0.0:
+        if d == 0.0 or step == steps - 1:   # the last pivot: nothing reads the columns left
             break
         e = [v / d for v in cols[j]]
         for k in free:
