@@ -46,8 +46,9 @@ def main(argv=None):
     ap.add_argument("--calls", type=int, default=12)
     ap.add_argument("--reps", type=int, default=200)
     a = ap.parse_args(argv)
-    from embed.codegen import native
     from fence_storm import curve
+
+    from embed.codegen import native
     from scenarios.disk_fence.family import worker_jet
     from scenarios.disk_fence.profile import FenceProfile
     jet = worker_jet(FenceProfile.from_text(curve(0.002, 10, 1)))
