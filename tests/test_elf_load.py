@@ -11,7 +11,6 @@ import pickle
 import struct
 import subprocess
 import sys
-import zipfile
 from importlib.metadata import version as metadata_version
 
 import numpy as np
@@ -108,14 +107,11 @@ def test_fmu_steps_without_llvm_bit_for_bit(fmu_dir, tmp_path, name, monkeypatch
     """The FMU 8 s with its events (disk_ramp) or its helper-calling program mode (top), in
     fresh processes: placed by ``elf_load`` (llvmlite.binding never imported) and loaded by
     MCJIT (EMBED_OBJECT_LOADER=mcjit): every output at every point the same bits.  The FMU
-    holds a checked-hash pyc for each of its modules."""
+    holds the code of each of its modules: its own in the bytecode bundle, pythonfmu's as
+    checked-hash pycs (``fmu_files.resources``)."""
+    from fmu_files import resources
     fmu = fmu_dir / f"{name}.fmu"
-    with zipfile.ZipFile(fmu) as z:
-        names = set(z.namelist())
-    sources = [n for n in names if n.startswith("resources/") and n.endswith(".py")]
-    assert sources and all(
-        f"{n.rpartition('/')[0]}/__pycache__/{n.rpartition('/')[2][:-3]}."
-        f"{sys.implementation.cache_tag}.pyc" in names for n in sources)
+    assert resources(fmu)["embed"]
     import test_startup
     monkeypatch.setattr(test_startup, "RUN", test_startup.RUN.replace(
         '"imported": [m for m in HEAVY if m in sys.modules]',

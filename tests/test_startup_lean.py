@@ -97,7 +97,8 @@ def test_gc_paused_restores_the_collector_as_it_was():
 
 
 def test_bundle_serves_a_module_only_for_its_own_source(tmp_path):
-    """The FMU's modules from one file (``fmu_src.runtime.bundle``, written by
+    """The FMU's modules from one file (``embed.base.bundle`` through the slave's
+    ``fmu_src.runtime.bundle``, written by
     ``bytecode.bundle``): the bundled code runs while the module's source is the one it was
     made from (a bundle whose code says X = 3 for the source X = 1 gives 3: the bundle's code
     ran), the edited source runs once it changed (X = 2), with the module's file and package
@@ -111,14 +112,20 @@ def test_bundle_serves_a_module_only_for_its_own_source(tmp_path):
                "resources/fmu_src_ab12/runtime/bundle.py":
                    (ROOT / "fmu_src" / "runtime" / "bundle.py").read_bytes(),
                "resources/embed_ab12/__init__.py": b"",
+               "resources/embed_ab12/base/__init__.py": b"",
+               "resources/embed_ab12/base/bundle.py":
+                   (ROOT / "embed" / "base" / "bundle.py").read_bytes(),
                "resources/embed_ab12/mod.py": b"X = 1\n"}
+    members["resources/fmu_src_ab12/runtime/bundle.py"] = members[
+        "resources/fmu_src_ab12/runtime/bundle.py"].replace(b"from embed.", b"from embed_ab12.")
     for name, data in members.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(data)
     name, data = bundle(members)
     table = marshal.loads(data)
     assert set(table) == {"fmu_src_ab12", "fmu_src_ab12.runtime", "fmu_src_ab12.runtime.bundle",
-                          "embed_ab12", "embed_ab12.mod"}
+                          "embed_ab12", "embed_ab12.base", "embed_ab12.base.bundle",
+                          "embed_ab12.mod"}
     is_package, rel, digest, _ = table["embed_ab12.mod"]
     table["embed_ab12.mod"] = (is_package, rel, digest,
                                marshal.dumps(compile("X = 3\n", rel, "exec")))

@@ -333,6 +333,10 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # inside an FMU (``python -m embed_ab12.background.worker``): its modules from the FMU's
+    # bytecode bundle, as in the stepping process (they ship without ``__pycache__`` files)
+    from embed.base.bundle import install
+    install(__spec__.name.split(".")[0][len("embed"):] if __spec__ else "")
     try:
         sys.exit(main())
     except (BrokenPipeError, KeyboardInterrupt):   # the stepping process has gone: so do we

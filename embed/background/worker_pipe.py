@@ -17,7 +17,6 @@ import struct
 import subprocess
 import sys
 import time
-from concurrent import futures
 from pathlib import Path
 
 from ..codegen.native import deferred_loads, load_later, start_loader
@@ -290,5 +289,6 @@ class Loads:
         """Wait at most ``timeout`` s for the first answer's loads; False if none is loading."""
         if not self.queue:
             return False
+        from concurrent import futures    # imported already: the Future is native.load_later's
         futures.wait([self.queue[0][0]], timeout)
         return True

@@ -43,12 +43,14 @@ def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> No
     """Put the loader in as binaries/linux64/<identifier>.so and pythonfmu's binary beside it
     as <identifier>_pythonfmu.so (the loader dlopens it); `replace` maps names to new bytes.
     pythonfmu's stock binaries of other platforms are dropped: the loader is Linux-only, and
-    an FMU must not claim a platform it was never run on.  The resources' modules get their
-    checked-hash bytecode (``bytecode.pyc_entries``; any other ``__pycache__`` is dropped), and
-    pythonfmu's ``__init__`` imports its builder lazily (``bytecode.lazy_pythonfmu_init``);
-    the FMU's own modules travel in one file too (``bytecode.bundle``)."""
+    an FMU must not claim a platform it was never run on.  The FMU's own modules travel in
+    one file of bytecode (``bytecode.bundle``) and without ``__pycache__`` files (those
+    doubled the files a C master unzips at every start), but for the few imported before the
+    bundle (``bytecode.BEFORE_BUNDLE``); pythonfmu's modules with their checked-hash ones
+    (``bytecode.pyc_entries``; any other ``__pycache__`` is dropped), and pythonfmu's
+    ``__init__`` imports its builder lazily (``bytecode.lazy_pythonfmu_init``)."""
     from fmu_src.builder.bytecode import (PYTHONFMU_INIT, bundle, lazy_pythonfmu_init,
-                                          pyc_entries)
+                                          pyc_entries, without_pyc)
     replace = dict(replace or {})
     sources = {}
     ours = f"binaries/linux64/{identifier}.so"
@@ -71,10 +73,13 @@ def install_loader(fmu: Path, identifier: str, loader: Path, replace=None) -> No
             else:
                 dst.writestr(item, data)
             sources[item.filename] = replace.get(item.filename, data)
-        for name, pyc in pyc_entries(sources).items():
-            dst.writestr(name, pyc)
         one_file = bundle(sources)
+        bundled = set()
         if one_file is not None:
             dst.writestr(*one_file)
+            bundled = {f"resources/{rel}" for rel in without_pyc(one_file[1])}
+        for name, pyc in pyc_entries({k: v for k, v in sources.items()
+                                      if k not in bundled}).items():
+            dst.writestr(name, pyc)
         dst.write(loader, ours)
     tmp.replace(fmu)

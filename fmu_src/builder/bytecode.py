@@ -107,3 +107,25 @@ def bundle(members: dict):
         table[".".join(parts[:-1] if is_package else parts)] = (
             is_package, rel, importlib.util.source_hash(data), marshal.dumps(code))
     return f"resources/modules{tag}.{sys.implementation.cache_tag}.bundle", marshal.dumps(table)
+
+
+# imported before the bundle's finder is in place (the slave's entry module: fmu_src's
+# runtime.bundle; a worker's: ``python -m embed.background.worker``): these keep their
+# ``__pycache__`` files too (paths under the package folder, whatever its tag)
+BEFORE_BUNDLE = ("fmu_src/__init__.py", "fmu_src/runtime/__init__.py",
+                 "fmu_src/runtime/bundle.py", "embed/__init__.py", "embed/base/__init__.py",
+                 "embed/base/bundle.py", "embed/background/__init__.py",
+                 "embed/background/worker.py")
+
+
+def without_pyc(data: bytes) -> set:
+    """The module files (paths under resources/) of the bundle ``data`` that travel without a
+    ``__pycache__`` file: the bundle serves them (one without an entry, or edited after the
+    build, is compiled from its source as an unbundled module is); those of ``BEFORE_BUNDLE``
+    keep theirs."""
+    out = set()
+    for entry in marshal.loads(data).values():
+        top, _, rest = entry[1].partition("/")
+        if f"{top.rsplit('_', 1)[0]}/{rest}" not in BEFORE_BUNDLE:
+            out.add(entry[1])
+    return out

@@ -1,97 +1,12 @@
-"""The FMU's modules imported from one file of bytecode (issue 30, start-up).
-
-An FMU imports about 75 modules of its own at fmi2Instantiate.  Through the path finder each
-costs a search of its package folder, a read of its source and of its checked-hash bytecode
-(``fmu_src.builder.bytecode``): 10-15 ms of a 0.09 s start (measured: the same instantiate
-with the modules served from one file).  ``embed-fmu build`` writes every module of the
-FMU's own packages into ``resources/modules<tag>.<cache tag>.bundle`` (``bytecode.bundle``):
-a marshalled {module name: (is package, path under resources, source hash, marshalled
-code)}, each module's code unmarshalled when it is imported.
-``install`` puts a finder for those names first on ``sys.meta_path``; it finds a module
-only where its source file is in this extraction and serves it through the ordinary source
-loader, whose ``get_code`` returns the bundled code when the source's hash (PEP 552's, as the
-checked-hash bytecode) is the bundled one and otherwise compiles the source as without the
-bundle: a module edited in the extracted FMU never runs from stale code.  The file is named
-by the interpreter's cache tag, so another Python finds none and imports as before.
-"""
+"""The FMU's modules from its one file of bytecode (``embed.base.bundle``), installed first
+thing by the FMU's entry module (fmu_src/builder/build.py) at fmi2Instantiate."""
 
 from __future__ import annotations
 
-import _imp
-import marshal
-import os
-import sys
-from importlib.machinery import SourceFileLoader
-from importlib.util import source_hash, spec_from_file_location
-
-SUFFIX = ".bundle"
-
-
-def file_name(tag: str) -> str:
-    """The bundle's name in resources/ for the packages of build ``tag`` (``_ab12``)."""
-    return f"modules{tag}.{sys.implementation.cache_tag}{SUFFIX}"
-
-
-class _Loader(SourceFileLoader):
-    """The source loader, with the bundled code of a source whose hash is the bundled one."""
-
-    def __init__(self, name, path, digest, code):
-        super().__init__(name, path)
-        self._bundled = (digest, code)
-
-    def get_code(self, fullname):
-        digest, code = self._bundled
-        try:
-            source = self.get_data(self.path)
-        except OSError:
-            source = None
-        if source is not None and source_hash(source) == digest:
-            code = marshal.loads(code)
-            _imp._fix_co_filename(code, self.path)
-            return code
-        return super().get_code(fullname)
-
-
-class BundleFinder:
-    """Finds the modules of one bundle in the extraction ``root`` (resources/)."""
-
-    def __init__(self, name: str, root: str, table: dict):
-        self.name, self.root, self.table = name, root, table
-
-    def find_spec(self, fullname, path=None, target=None):
-        entry = self.table.get(fullname)
-        if entry is None:
-            return None
-        is_package, rel, digest, code = entry
-        where = os.path.join(self.root, rel)
-        if not os.path.isfile(where):        # another extraction's layout: the path finder
-            return None
-        return spec_from_file_location(
-            fullname, where, loader=_Loader(fullname, where, digest, code),
-            submodule_search_locations=[os.path.dirname(where)] if is_package else None)
-
-    def invalidate_caches(self):
-        pass
+from embed.base.bundle import install as _install
 
 
 def install() -> bool:
-    """The finder of this build's bundle first on ``sys.meta_path`` (pointed at this
-    extraction if it was installed by an earlier one); False where there is no bundle for
-    this interpreter or it does not load."""
-    package = __name__.split(".")[0]                  # fmu_src<tag>
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    name = file_name(package[len("fmu_src"):])
-    for finder in sys.meta_path:
-        if isinstance(getattr(finder, "name", None), str) and finder.name == name and \
-                hasattr(finder, "table"):
-            finder.root = root
-            return True
-    try:
-        with open(os.path.join(root, name), "rb") as f:
-            table = marshal.loads(f.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return False
-    if not isinstance(table, dict):
-        return False
-    sys.meta_path.insert(0, BundleFinder(name, root, table))
-    return True
+    """This build's bundle installed (``embed.base.bundle.install``; the build's tag is the
+    suffix of this package's name, ``fmu_src_ab12``)."""
+    return _install(__name__.split(".")[0][len("fmu_src"):])
