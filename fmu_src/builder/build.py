@@ -293,18 +293,15 @@ def _pythonfmu_builder():
     """pythonfmu's FmuBuilder from its installation.  A process that has stepped one of these
     FMUs in process (fmpy) imported pythonfmu from that FMU's resources, which lack its
     binaries (and may be deleted since): that copy is dropped and the installed one imported."""
-    mod = sys.modules.get("pythonfmu")
+    mod, saved = sys.modules.get("pythonfmu"), sys.path[:]
     if mod is not None and not (Path(mod.__file__).parent / "resources" / "binaries").is_dir():
         for k in [k for k in sys.modules if k == "pythonfmu" or k.startswith("pythonfmu.")]:
             del sys.modules[k]
-        saved = sys.path[:]
         sys.path[:] = [p for p in sys.path if not (Path(p or ".") / "slavemodule.txt").is_file()]
-        try:
-            from pythonfmu.builder import FmuBuilder
-        finally:
-            sys.path[:] = saved
-        return FmuBuilder
-    from pythonfmu.builder import FmuBuilder
+    try:
+        from pythonfmu.builder import FmuBuilder
+    finally:
+        sys.path[:] = saved
     return FmuBuilder
 
 
@@ -350,11 +347,9 @@ def build(model, out: Path, options=None, python: str = "", log=progress, fmi=(2
     with tempfile.TemporaryDirectory(prefix="embed_fmu_") as tmp:
         tmp = Path(tmp)
         module, base = OTHERS.get(name, ("runtime.slave", "ScenarioSlave"))
-        # runtime.gc_pause: the FMU's module imports the slave under it, runtime.bundle its
-        # modules' bytecode (every FMU's)
-        seeds = ["fmu_src", f"fmu_src.{module}", "fmu_src.runtime.gc_pause",
-                 "fmu_src.runtime.bundle"] + \
-            (model_modules(src) if src else [])
+        # every FMU's module imports the slave under runtime.gc_pause, from runtime.bundle
+        seeds = [f"fmu_src{m}" for m in ("", f".{module}", ".runtime.gc_pause",
+                                          ".runtime.bundle")] + (model_modules(src) if src else [])
         if src:
             description = src.description()
         else:
