@@ -38,6 +38,8 @@ class Record:
         super().__init_subclass__(**kwargs)
         if not cls.FROZEN and "__hash__" not in cls.__dict__:
             cls.__hash__ = None
+        if cls.FROZEN:      # (a mutable record keeps object's C-level setattr: no cost)
+            cls.__setattr__, cls.__delattr__ = Record._frozen_setattr, Record._frozen_delattr
 
     def _values(self) -> tuple:
         return tuple(getattr(self, name) for name in self.FIELDS)
@@ -54,15 +56,11 @@ class Record:
     def __hash__(self):
         return hash(self._values())
 
-    def __setattr__(self, name, value):
-        if self.FROZEN:
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
-        object.__setattr__(self, name, value)
+    def _frozen_setattr(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
-    def __delattr__(self, name):
-        if self.FROZEN:
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
-        object.__delattr__(self, name)
+    def _frozen_delattr(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def replace(self, **changes):
         """A copy with ``changes`` (field name -> value), made through ``__init__``."""
