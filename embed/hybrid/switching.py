@@ -84,7 +84,11 @@ def consistent_start(sim, jump: Jump, correct=True):
         return jump
     t, p = sim.state.t, sim.pvec
     qc = nearest_on_manifold(projection, t, np.array(q, dtype=float), p)
-    uc, _ = activation(sim, active, qc, np.array(u, dtype=float))
+    # on the assembled entry terms: a library's compiled ones are installed by the FMU's
+    # warm-up after its first instance started, so a start on them would give a later
+    # instance of the process other last bits than the first (ModeLibrary.entry_warm)
+    uc, _ = activation(sim, active, qc, np.array(u, dtype=float), entry=sim.mode_compiler.
+                       assembled_entry(rows, t, qc, np.array(u, dtype=float), p))
     sim.start_change = (qc - q, uc - u)
     sim.start_correction = float(np.sqrt(np.sum((qc - q) ** 2) + np.sum((uc - u) ** 2)))
     return Jump(jump.mode, jump.discrete, q=qc, u=np.array(uc, dtype=float),

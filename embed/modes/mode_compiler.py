@@ -133,6 +133,11 @@ class ModeCompiler(PreparedPrograms):
         entry = self.library.entry_terms(tuple(row.name for row in rows))
         if entry is not None:
             return entry(t, q, u, pvec)
+        return self.assembled_entry(rows, t, q, u, pvec)
+
+    def assembled_entry(self, rows, t, q, u, pvec):
+        """``entry`` assembled from each constraint's own terms and the unconstrained mass
+        matrix, whatever was compiled (the consistent start's: ``switching.consistent_start``)."""
         n, m = self.forms.model.n, len(rows)
         B, C = self.forms.constraint_rows(rows, t, q, pvec)
         K = np.zeros((n + m, n + m))
