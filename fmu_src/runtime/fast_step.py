@@ -5,7 +5,8 @@ entering Python, and takes the state those steps made back before anything else 
 After every FMI call that may change the slave's state (``fmi2_call``: all but the getters) the
 slave decides, per mode and per call, whether the next steps may run in C (``ineligible``;
 armed at the next doStep, ``arm``): a mode whose RK4 step is compiled code (``CompiledMode``:
-its step, and its monitors if apart; no memo), the fixed-step RK4 integrator, no formulation's
+its step, and its monitors if apart; ``ProgramMode``: one call, its memo
+included), the fixed-step RK4 integrator, no formulation's
 step hook but the engine's projection and watch (``switching.after_step``: the loader gives
 Python a step whose residual or kappa(B1) monitor would make them act, ``after_step_tests``),
 an idle extension and background compiler (below), no input changed, the monitors fresh.  Then
@@ -50,7 +51,7 @@ from embed.hybrid.after_step import nothing, watch_only
 from embed.hybrid.integrators import RK4
 from embed.hybrid.simulator import MAX_STEPS, Simulator
 from embed.hybrid.switching import RESELECT
-from embed.modes.modes import CompiledMode
+from embed.modes.modes import CompiledMode, ProgramMode
 from fmu_src.runtime.fmi2 import State
 from fmu_src.runtime.simulation import extension_inputs
 
@@ -105,22 +106,32 @@ def _array(ctype, values):
 def step_function(mode):
     """The addresses (f, fm) of ``mode``'s compiled RK4 step f([t, h, x, p, tail]) -> [x,
     monitors, sum |x|] (fm 0), or, a mode with its monitors apart, f -> [x, sum |x|] and its
-    monitors fm([t + h, 0, x, p, tail]), when they are the whole of ``CompiledMode.rk4``; else
-    None."""
-    # ProgramMode's step is one call too, but those of the bundled scenarios keep a memo
-    # and project: not covered (nor tested) yet
-    if type(mode) is not CompiledMode:
+    monitors fm([t + h, 0, x, p, tail]), when they are the whole of its ``rk4``
+    (``CompiledMode``'s, ``ProgramMode``'s: one call, the monitors in it) and its arguments
+    are ``_load``'s (``step_arguments``); else None.  A program's memo (``programs.Memo``:
+    the last step's final stage, global to the compiled code) is read and written by the C
+    steps as by Python's: a remembered evaluation is used only where the arguments it read are
+    the same to the bit, so whoever made it, the result is the same."""
+    kind = type(mode)
+    if not isinstance(mode, CompiledMode) or \
+            (kind.rk4, kind._load) not in ((CompiledMode.rk4, CompiledMode._load),
+                                           (ProgramMode.rk4, ProgramMode._load)):
         return None
-    f, fm = _address(mode._step), _address(mode._mon) if mode._mon is not None else 0
+    apart = kind.rk4 is CompiledMode.rk4 and mode._mon is not None
+    f, fm = _address(mode._step), _address(mode._mon) if apart else 0
     return None if f is None or fm is None else (f, fm)
 
 
+def step_arguments(mode, x, p):
+    """The arguments [t, h, x..., p..., tail...] of ``mode``'s step as its ``rk4`` loads them
+    (the tail: a program's correction flag, a partition), t and h left for the loader."""
+    return mode._load(0.0, 1.0, x, p).copy()
+
+
 def _address(fn):
-    """The address of a compiled function's code, or None (a memo is global to the code)."""
+    """The address of a compiled function's code, or None."""
     f = getattr(fn, "_f", None)
-    if f is None or getattr(fn, "memo", None) is not None:
-        return None
-    return ctypes.cast(f, ctypes.c_void_p).value
+    return None if f is None else ctypes.cast(f, ctypes.c_void_p).value
 
 
 def extension_outputs(slave):
@@ -262,7 +273,7 @@ class FastStep:
         m = st.compiled_mode
         nx, sl = m.nx, m.sl_guards
         y = np.concatenate((st.x, st.mon, [0.0]))     # [x, monitors, (sum |x|: unread)]
-        args = np.concatenate(([0.0, 0.0], st.x, st.pvec, np.asarray(m._tail, dtype=float)))
+        args = step_arguments(m, st.x, st.pvec)
         served, ints = self.served(slave), self.constant_integers(slave)
         vals = [0.0 if k == "mon" else float(w()) for _, k, w in served]     # get_real's
         ivals = [int(bool(g())) if b else int(g()) for _, g, b in ints]      # get_values'
