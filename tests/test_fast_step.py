@@ -228,9 +228,11 @@ def _csv_rows(path):
 
 @pytest.mark.skipif(not masters.MASTERS.is_dir(),
                     reason=f"the C/C++ masters are not at {masters.MASTERS}")
-def test_fmusim_bit_for_bit(fmus, tmp_path):
-    """fmusim (17 digits) at 1 ms for 8 s writes the same file with the fast path on and off."""
-    fmu = fmus / "disk_ramp.fmu"
+@pytest.mark.parametrize("name", ["disk_ramp", "top"])
+def test_fmusim_bit_for_bit(fmus, tmp_path, name):
+    """fmusim (17 digits) at 1 ms for 8 s writes the same file with the fast path on and off
+    (top: a program mode, whose C steps take the GIL from the master's thread)."""
+    fmu = fmus / f"{name}.fmu"
     got = {}
     for fast in ("1", "0"):
         proc, out = masters.simulate("fmusim", fmu, tmp_path / fast, step=H, EMBED_FAST_STEP=fast)
@@ -262,28 +264,31 @@ def test_c_master_runs_the_steps_in_c(fmus, tmp_path):
     assert counts["1"] >= 0.9 * STEPS and counts["0"] == 0
 
 
-def test_two_instances_from_two_threads(fmus):
+@pytest.mark.parametrize("name, force, values", [("disk_ramp", "F_ext", (0.5, -0.7)),
+                                                  ("metamorphic_palm", "tau1", (0.02, -0.03))])
+def test_two_instances_from_two_threads(fmus, name, force, values):
     """Two instances of one FMU stepped from two threads at once (the C steps run without the
-    GIL, on one compiled function, each on buffers of its own): each gives its run alone."""
+    GIL, on one compiled function, each on buffers of its own; a program mode's, whose memo
+    the instances share, under the GIL): each gives its run alone."""
     import sys
-    fmu = fmus / "disk_ramp.fmu"
+    fmu = fmus / f"{name}.fmu"
 
-    def run(force, out, key):
+    def run(value, out, key):
         r = Run(fmu, True)
         try:
-            r.f.setReal([r.vr["F_ext"]], [force])
+            r.f.setReal([r.vr[force]], [value])
             out[key] = r.step(3000)
         finally:
             r.close()
 
     alone, both = {}, {}
-    for key, force in (("a", 0.5), ("b", -0.7)):
-        run(force, alone, key)
+    for key, value in zip("ab", values):
+        run(value, alone, key)
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
-        threads = [threading.Thread(target=run, args=(force, both, key))
-                   for key, force in (("a", 0.5), ("b", -0.7))]
+        threads = [threading.Thread(target=run, args=(value, both, key))
+                   for key, value in zip("ab", values)]
         for t in threads:
             t.start()
         for t in threads:

@@ -80,7 +80,7 @@ class Record(ctypes.Structure):
                 ("int_vr", _P), ("int_value", _P), ("int_boolean", _P), ("nint", _I),
                 ("armable", _I), ("arm", _P),
                 ("i_res", _I), ("i_kappa", _I), ("phi_tol", _D), ("kappa_max", _D),
-                ("fm", _P)]
+                ("fm", _P), ("memo", _I)]
 
 
 def enabled():
@@ -110,8 +110,9 @@ def step_function(mode):
     (``CompiledMode``'s, ``ProgramMode``'s: one call, the monitors in it) and its arguments
     are ``_load``'s (``step_arguments``); else None.  A program's memo (``programs.Memo``:
     the last step's final stage, global to the compiled code) is read and written by the C
-    steps as by Python's: a remembered evaluation is used only where the arguments it read are
-    the same to the bit, so whoever made it, the result is the same."""
+    steps as by Python's (holding the GIL, as Python's calls do: ``Record.memo``): a remembered
+    evaluation is used only where the arguments it read are the same to the bit, so whoever
+    made it, the result is the same."""
     kind = type(mode)
     if not isinstance(mode, CompiledMode) or \
             (kind.rk4, kind._load) not in ((CompiledMode.rk4, CompiledMode._load),
@@ -326,6 +327,7 @@ class FastStep:
         self._args, self._y = np.frombuffer(a, count=args.size), np.frombuffer(ybuf, count=ny)
         self._armed, self._on, self._val, self._ival = armed, on, val, ival
         rec.f, rec.fm = step_function(m)
+        rec.memo = getattr(m._step, "memo", None) is not None
         rec.args, rec.y, rec.s1, rec.s2 = a_args, a_y, a_s1, a_s2
         rec.armed, rec.enabled = a_armed, a_on
         rec.served_vr, rec.served_at, rec.served_value = a_vrs, a_at, a_val

@@ -12,6 +12,8 @@
  * Python from its start, with nothing here changed: results are those of the Python path.
  * The slave arms the record (fmu_src/runtime/fast_step.py) after every call that may change its
  * state, and is synced (its sync callback) before any call reaches it. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,8 @@
 
 enum { UNARMED, ARMED, HELD };      /* embed/hybrid/events.py */
 
+static int steps(Inst *I, FastStep *F, double t, double h);
+
 int fast_do_step(Inst *I, double t, double h)
 {
     FastStep *F = I->fast;
@@ -27,6 +31,23 @@ int fast_do_step(Inst *I, double t, double h)
     /* armed only when a doStep comes (a master that sets inputs at every step never is) */
     if (!F->on && F->armable && F->arm) F->arm();
     if (!F->on) return 0;           /* EMBED_FAST_STEP=0: the slave never arms it */
+    if (!F->memo) return steps(I, F, t, h);
+    /* a memo shared with other instances and Python's calls: under the GIL (loader.h) */
+    static int (*ensure)(void);
+    static void (*release)(int);
+    if (!ensure) {
+        release = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
+        ensure = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    }
+    if (!ensure || !release) return 0;
+    int gil = ensure();
+    int done = steps(I, F, t, h);
+    release(gil);
+    return done;
+}
+
+static int steps(Inst *I, FastStep *F, double t, double h)
+{
     /* fmu_src/runtime/fmi2.py check_step: otherwise Python refuses it */
     double tc = F->t_comm, hm = F->h_max;
     if (!(isfinite(h) && h > 0)) return 0;

@@ -105,6 +105,10 @@ typedef struct {
     /* a mode with its monitors apart (CompiledMode._mon): f gives [x', sum |x'|], then
      * fm([t + h, 0, x', p, tail]) the monitors; NULL: f gives them */
     void (*fm)(double *args, double *out);
+    /* f keeps a memo (a program mode's: embed/codegen/registers.py Memo), global to its code
+     * and so shared by the process's instances: its steps run holding the GIL, as Python's
+     * calls of f do (ctypes PYFUNCTYPE), so that no two calls read and write it at once */
+    int memo;
 } FastStep;
 
 typedef struct {
