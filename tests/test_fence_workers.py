@@ -203,8 +203,12 @@ def test_workers_stop_with_their_last_instance(fmu_dir):
     fmu = str(fmu_dir / "disk_fence.fmu")
     a = FmuRunner(fmu, strings={"embedding": "background"}, instance="wa")
     b = FmuRunner(fmu, strings={"embedding": "background"}, instance="wb")
-    a.step(1e-3)
-    b.step(1e-3)
+    for _ in range(2):         # offline: the workers start at the second doStep
+        a.step(1e-3)
+        b.step(1e-3)
+    deadline = time.monotonic() + 5.0           # (in a thread)
+    while len(workers()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(workers()) >= 2
     a.close()
     b.step(1e-3)
