@@ -25,7 +25,6 @@ loaded: nothing unwinds through these functions.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import mmap
 import struct
 import threading
@@ -53,7 +52,8 @@ def _library(name: str, soname: str):
     try:
         return ctypes.CDLL(soname)
     except OSError:
-        return ctypes.CDLL(ctypes.util.find_library(name))
+        import ctypes.util as util   # (with subprocess, tempfile: 10 ms of a C master's start)
+        return ctypes.CDLL(util.find_library(name))
 
 
 def _libs():
