@@ -210,6 +210,10 @@ def test_workers_stop_with_their_last_instance(fmu_dir):
     while len(workers()) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(workers()) >= 2
+    time.sleep(1.0)          # their main has run: lowered once, through nice(1) or by itself
+    for pid in workers():
+        niceness = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+        assert niceness == min(19, os.nice(0) + 10), (pid, niceness)
     a.close()
     b.step(1e-3)
     assert len(workers()) >= 2                  # b still uses them
