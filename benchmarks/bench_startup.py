@@ -20,7 +20,10 @@ cumulative import time (``python -X importtime``) of what the FMU's slave module
 would (this venv's python3 first on PATH), from process start to its end after 10 steps of
 ``--h``: unzipping the FMU, starting Python, instantiating, stepping, writing its CSV.  The
 floor's stock pythonfmu binary does not link libpython: it gets LD_PRELOAD of this
-interpreter's libpython (README there); ours load Python themselves.
+interpreter's libpython (README there); ours load Python themselves, asking the interpreter
+for its paths once and keeping the answer in the cache folder ($EMBED_CACHE, else
+~/.cache/embed-fmu: fmu_src/runtime/loader/python_query.c); the first sample of a fresh cache
+asks it (60-90 ms more), the later ones read the kept answer.
 
 FMUs missing from ``--fmus`` (default build/startup) are built there first (``embed-fmu
 build``); the floor is benchmarks/floor_fmu.py, built with ``pythonfmu build``.

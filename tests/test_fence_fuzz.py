@@ -20,7 +20,7 @@ from scenarios.disk_fence import checks
 from scenarios.disk_fence.checks import time_limit, validate
 from scenarios.disk_fence.profile import FenceProfile, GeometryError
 from fmu_src.host.master import FmuRunner
-from test_fence_workers import workers
+from test_fence_workers import started_workers, workers
 
 LIMIT = 2.0                                   # s: the workers' CHECK_TIME_LIMIT
 CANARY = Path(f"/tmp/fence_canary_{os.getpid()}")
@@ -224,7 +224,7 @@ def test_the_fmu_keeps_stepping_and_its_workers_neither_die_nor_leak(fmu_dir):
     try:
         for _ in range(20):
             r.step(1e-3)
-        pids = workers(r)
+        pids = started_workers(r)
         assert len(pids) == 2
         texts = [t for t in HOSTILE if "\x00" not in t and "\udcff" not in t]
         texts += grammar_samples(40) + ["0.01*s**2*(1+0.01*sin(3*s))"]   # a valid one last

@@ -96,6 +96,15 @@ def workers(r=None):
     return sorted(p for p, _ in out)
 
 
+def started_workers(r, wall=20.0):
+    """The pids of ``r``'s two workers once both are there: an offline run starts them in a
+    thread at its second doStep (``simulation.start_workers_later``)."""
+    t0 = time.monotonic()
+    while len(workers(r)) < 2 and time.monotonic() - t0 < wall:
+        time.sleep(0.05)
+    return workers(r)
+
+
 def test_one_instance_announcing_while_another_only_steps(fmu_dir):
     """A announces a free-form fence, B only steps: A's announcement completes and A's disk
     meets its fence; B, with no fence, runs off the ramp.  (B's polls used to take A's
@@ -203,9 +212,14 @@ def test_workers_stop_with_their_last_instance(fmu_dir):
     fmu = str(fmu_dir / "disk_fence.fmu")
     a = FmuRunner(fmu, strings={"embedding": "background"}, instance="wa")
     b = FmuRunner(fmu, strings={"embedding": "background"}, instance="wb")
-    a.step(1e-3)
-    b.step(1e-3)
-    assert len(workers()) >= 2
+    for _ in range(2):         # offline: the workers start at the second doStep
+        a.step(1e-3)
+        b.step(1e-3)
+    assert len(started_workers(None)) >= 2      # (in a thread)
+    time.sleep(1.0)          # their main has run: lowered once, through nice(1) or by itself
+    for pid in workers():
+        niceness = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+        assert niceness == min(19, os.nice(0) + 10), (pid, niceness)
     a.close()
     b.step(1e-3)
     assert len(workers()) >= 2                  # b still uses them

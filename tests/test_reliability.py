@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fmu_src.host.master import FmuRunner
-from test_fence_workers import workers
+from test_fence_workers import started_workers, workers
 
 CURVE = "0.05*s**2*(1+0.01*sin(3*s))"
 NEAR = {"q4_start": 24.0}     # the disk reaches the ramp's end (q4 = L) at t = 1.7438 s
@@ -114,7 +114,8 @@ def test_a_worker_killed_while_idle_serves_the_next_announcement(fmu_dir, real_t
     try:
         for _ in range(5):
             r.step(1e-3)
-        before = workers(r)
+        before = started_workers(r)
+        assert len(before) == 2
         for pid in before:
             os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)

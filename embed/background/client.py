@@ -169,6 +169,11 @@ class BackgroundCompiler:
         """Usable: not closed (a worker that died is started again at the next poll)."""
         return not self._w.closed
 
+    def start(self):
+        """Lazy workers not started yet started now, in a thread (``Workers._wake``)."""
+        with self._w.lock:
+            self._w._wake()
+
     def wait_ready(self, timeout):
         """Block until both workers have built their model (at most ``timeout`` s): called at
         set-up, so that their start-up (imports, model: 1-3 s of CPU) is over before the

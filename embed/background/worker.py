@@ -206,8 +206,11 @@ def _build(module, options):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if hasattr(os, "nice"):
-        os.nice(10)           # if the cores are contended, the stepping process goes first
+    from embed.background.worker_pipe import NICED, NICENESS
+    if NICED in argv:         # started through ``nice`` (``worker_command``)
+        argv = [a for a in argv if a != NICED]
+    elif hasattr(os, "nice"):
+        os.nice(NICENESS)     # if the cores are contended, the stepping process goes first
     module, options, job_names, set_up, peer_in, peer_out = parse_command_line(argv)
     from embed.background.worker_pipe import Relay, frame
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer

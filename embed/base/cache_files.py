@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,6 +45,7 @@ def write(path: Path, file_key: dict, payload: bytes) -> None:
     header = {"key": file_key, "sha256": sha256(payload).hexdigest(),
               "size": len(payload)}
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile      # (with shutil, random: imported where a file is written)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

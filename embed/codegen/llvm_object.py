@@ -14,7 +14,6 @@ then pickles as symengine's.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import struct
 
 ENTRY = "symengine_func"        # symengine's llvm_double.cpp names its function so
@@ -24,7 +23,8 @@ _LIBS = []
 def _resolvable(name: str) -> bool:
     """Whether the C math or C library exports ``name`` (how MCJIT resolves it)."""
     if not _LIBS:
-        _LIBS.extend(ctypes.CDLL(ctypes.util.find_library(n)) for n in ("m", "c"))
+        import ctypes.util as util
+        _LIBS.extend(ctypes.CDLL(util.find_library(n)) for n in ("m", "c"))
     return any(hasattr(lib, name) for lib in _LIBS)
 
 

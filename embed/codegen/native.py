@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
 import queue
 import sys
@@ -54,8 +53,9 @@ def _llvm():
             # selector does as well on it (level 1 compiles faster, runs as fast: design.md)
             llvm.set_option("", "-fast-isel")
             llvm.set_option("", "-enable-misched=false")
-            libm = ctypes.CDLL(ctypes.util.find_library("m"))
-            libc = ctypes.CDLL(ctypes.util.find_library("c"))
+            import ctypes.util as util   # (with subprocess, tempfile: 10 ms of a C master's start)
+            libm = ctypes.CDLL(util.find_library("m"))
+            libc = ctypes.CDLL(util.find_library("c"))
             for lib, names in ((libm, _LIBM), (libc, ("memcpy", "memcmp"))):
                 for name in names:
                     llvm.add_symbol(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)

@@ -164,6 +164,8 @@ def ineligible(slave):
         return "not in step mode"
     if slave.status or slave.broken is not None:
         return "a failed or refused call to report"
+    if getattr(slave, "workers_later", None) is not None:
+        return "the background workers start at a doStep (simulation.start_workers_later)"
     if slave.variables.inputs_changed or sim.flags.dirty or sim.flags.rearm:
         return "inputs changed"
     if type(sim.integrator) is not RK4 or type(sim).accept is not Simulator.accept:

@@ -64,13 +64,17 @@ def start_sim(slave, worker=True):
         if embedding == "background" and not worker:
             embedding = "numeric"     # (on the background path's shipped library: formed.load)
         # a scenario without an extension (whose jobs run in the workers) starts them at
-        # its first request: never, where every mode it enters was shipped compiled
+        # its first request: never, where every mode it enters was shipped compiled; one
+        # with an extension offline at its second doStep (``start_workers_later``)
+        real_time = bool(getattr(slave, "real_time", False))
+        ext = slave.sc.extension is not None
         bc = (compiler(slave.scenario_name, slave.scenario_options, resource_dir(slave.resources),
-                       lazy=slave.sc.extension is None)
+                       lazy=not (ext and real_time))
               if embedding == "background" else None)
+        slave.workers_later = [bc, 1] if bc is not None and ext and worker else None
         if bc is not None:     # an instance freed without fmi2Terminate leaves too
             weakref.finalize(slave, bc.close)
-            bc.real_time = bool(getattr(slave, "real_time", False))
+            bc.real_time = real_time
             bc.deadline = float(getattr(slave, "worker_deadline", 20.0))
         params = {v.name: float(getattr(slave, v.name)) for v in slave.sc.parameters}
         formulation, options = formulation_of(slave)
@@ -94,6 +98,23 @@ def start_sim(slave, worker=True):
     except Exception as exc:   # noqa: BLE001 - never let an exception reach pythonfmu
         return exc
     return None
+
+
+def start_workers_later(slave):
+    """Called at each doStep while ``slave.workers_later`` is set: the background workers of
+    an offline run of a scenario with an extension (disk_fence) started at its second doStep
+    (in a thread, ``Workers._wake``), not at initialization.  Each request waits for its
+    answer offline (the same bits at any pace), and a request made earlier starts them
+    itself; their two spawns (``fork_exec``) and their interpreters' start, which shared the
+    cores with the initialization, no longer delay the first step (issue 30, start-up).  A
+    real-time run starts them at initialization and waits for them there
+    (``workers_ready``)."""
+    bc, first = slave.workers_later
+    if first:
+        slave.workers_later[1] = 0
+    else:
+        slave.workers_later = None
+        bc.start()
 
 
 def workers_ready(sim, timeout) -> bool:

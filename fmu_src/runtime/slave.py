@@ -62,6 +62,7 @@ class ScenarioSlave(Fmi2Slave):
             self.log(note, Fmi2Status.warning)
         self.lock = ModeLibrary.lock_of(self.sc.automaton)   # FMI calls take turns (fmi2_call)
         self.sim = None
+        self.workers_later = None   # [client, first]: ``simulation.start_workers_later``
         self.status = 0
         self.broken = None        # (status code, message) of a failure no step can get past
         self.variables = Variables()   # every variable by value reference, the inputs' book
@@ -177,6 +178,8 @@ class ScenarioSlave(Fmi2Slave):
     @fmi2_call("do_step", default=lambda self, *a: True)
     def do_step(self, current_time, step_size):
         check_step(self, current_time, step_size, MAX_STEPS)
+        if self.workers_later is not None:
+            simulation.start_workers_later(self)
         self.status = 0
         t0 = self.sim.t
         try:

@@ -3,6 +3,7 @@
  *   fmi2_calls.c    the fmi2 functions on FMU states, derivatives, status inquiries;
  *   fmi3_loader.c   the fmi3 co-simulation functions, on top of the fmi2 ones (FMI 3.0 FMUs);
  *   python_env.c    the Python interpreter and pythonfmu's binary, loaded on first use;
+ *   python_query.c  the interpreter query's answer kept between processes;
  *   resource_uri.c  fmuResourceLocation (a file: URI) decoded to a folder;
  *   fast_step.c     communication steps with no event run in C (fmu_src/runtime/fast_step.py). */
 #ifndef EMBED_LOADER_H
@@ -41,6 +42,14 @@ int python_and_backend(const char *requirements, char *err, size_t n);
 
 /* The interpreter started by python_and_backend, for messages ("of this process" if none). */
 const char *started_python(void);
+
+/* The interpreter query's answer (python_env.c's QUERY: QUERY_LINES lines) kept between
+ * processes (python_query.c): query_cached fills lines and returns 1 where a kept answer is
+ * still valid; query_store keeps one. */
+#define QUERY_LINES 7
+#define QUERY_LINE 8192
+int query_cached(const char *python, const char *requirements, char lines[][QUERY_LINE]);
+void query_store(const char *python, const char *requirements, char lines[][QUERY_LINE]);
 
 /* ---- instances (fmi2_loader.c) ------------------------------------------------------------ */
 

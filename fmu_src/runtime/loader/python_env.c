@@ -67,7 +67,8 @@ static int load_backend(char *err, size_t n)
 
 /* ---- the interpreter ------------------------------------------------------------------------ */
 
-/* Run `python -c QUERY`: libpython, executable, prefix, base prefix, sys.path, missing packages. */
+/* Run `python -c QUERY`: libpython, executable, prefix, base prefix, sys.path, missing packages,
+ * and the folders and files besides sys.path's that the answer depends on (python_query.c). */
 static const char *QUERY =
     "import sys, os, sysconfig, importlib.util as u\n"
     "v = sysconfig.get_config_var\n"
@@ -79,12 +80,16 @@ static const char *QUERY =
     "req = [r.split('>')[0].split('=')[0].split('<')[0].split('[')[0].strip() for r in req]\n"
     "miss = [r for r in req if r and u.find_spec(r) is None]\n"
     "print(lib); print(sys.executable); print(sys.prefix); print(sys.base_prefix)\n"
-    "print(os.pathsep.join(p for p in sys.path if p)); print(' '.join(miss))\n";
+    "print(os.pathsep.join(p for p in sys.path if p)); print(' '.join(miss))\n"
+    "import site\n"
+    "more = [os.path.join(sys.prefix, 'pyvenv.cfg')] + site.getsitepackages()\n"
+    "more += [site.getusersitepackages()] if site.ENABLE_USER_SITE else []\n"
+    "print(os.pathsep.join(more))\n";
 
 static struct {
     int done;
     char python[PATH_MAX];          /* what was run */
-    char lines[6][8192];            /* the answers, in QUERY's order */
+    char lines[QUERY_LINES][QUERY_LINE];   /* the answers, in QUERY's order */
 } Q;
 
 static int run_query(const char *python, const char *requirements, char *err, size_t n)
@@ -105,7 +110,7 @@ static int run_query(const char *python, const char *requirements, char *err, si
         snprintf(err, n, "cannot run the Python interpreter '%s': %s", python, strerror(rc));
         return 0;
     }
-    static char buf[6 * 8192];
+    static char buf[QUERY_LINES * QUERY_LINE];
     size_t len = 0;
     ssize_t r;
     while (len < sizeof buf - 1 && (r = read(fd[0], buf + len, sizeof buf - 1 - len)) != 0) {
@@ -122,7 +127,7 @@ static int run_query(const char *python, const char *requirements, char *err, si
         return 0;
     }
     char *p = buf;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < QUERY_LINES; i++) {
         char *e = strchr(p, '\n');
         if (!e) { snprintf(err, n, "unexpected answer from '%s'", python); return 0; }
         *e = 0;
@@ -161,7 +166,10 @@ static int ensure_python(const char *requirements, char *err, size_t n)
     if (is_init && is_init()) return 1;          /* a Python master, or an earlier FMU */
     if (!Q.done) {
         snprintf(Q.python, sizeof Q.python, "%s", choose_python());
-        if (!run_query(Q.python, requirements, err, n)) return 0;
+        if (!query_cached(Q.python, requirements, Q.lines)) {   /* else ran before (kept) */
+            if (!run_query(Q.python, requirements, err, n)) return 0;
+            query_store(Q.python, requirements, Q.lines);
+        }
         Q.done = 1;
     }
     if (Q.lines[5][0]) {
