@@ -60,6 +60,11 @@ def test_the_answer_is_kept_and_used_while_it_holds(fmu_dir, tmp_path):
     assert run(fmu_dir, tmp_path / "e", cache, PYTHONNOUSERSITE="1") == first
     assert len(kept(cache)) == 2
 
+    # ``embed-fmu cache --clear`` removes them, and a write a process left half done
+    from embed.base import cache_files
+    (cache / (files[0].name + ".999999.tmp")).write_bytes(data[:10])
+    assert cache_files.clear(cache) == 3 and not list(cache.iterdir())
+
 
 def test_nothing_kept_when_off_or_a_package_is_missing(fmu_dir, bare_python, tmp_path):
     off = tmp_path / "off"

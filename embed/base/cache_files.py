@@ -116,11 +116,18 @@ def info(where=None) -> dict:
             "bytes": sum(x[3] for x in files)}
 
 
+# the C loader's kept interpreter queries (fmu_src/runtime/loader/python_query.c), written
+# through "<name>.<pid>.tmp" files as this module's
+QUERIES = "python-*.query"
+
+
 def clear(where=None) -> int:
-    """Remove every cache file (and temporary file) of the folder; returns how many."""
+    """Remove every cache file, kept interpreter query and temporary file of the folder;
+    returns how many."""
     where = folder() if where is None else Path(where)
     n = 0
-    for f in (_files(where) + list(where.glob("*.tmp"))) if where and where.is_dir() else []:
+    for f in (_files(where) + list(where.glob(QUERIES)) + list(where.glob("*.tmp"))) \
+            if where and where.is_dir() else []:
         try:
             f.unlink()
             n += 1

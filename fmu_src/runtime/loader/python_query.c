@@ -218,7 +218,7 @@ void query_store(const char *python, const char *requirements, char lines[][QUER
         puts_(&body, "\n");
     }
     if (body.bad || s.bad || !s.p) goto out;
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());   /* (cache_files) */
     FILE *f = fopen(tmp, "wb");
     if (!f) goto out;
     int written = fwrite(body.p, 1, body.len, f) == body.len;
