@@ -103,7 +103,7 @@ class FenceGeometry:
         self.texts = {}           # version -> fence_curve of announcements under way
         self.fences = []          # [uid, text, L_f] of the free-form fences installed
         self.parts = collections.deque()  # real time: answers not installed yet, in order
-        self.preparing = None     # (part, Future of prepare_profile) of the next "terms"
+        self.preparing = None     # (part, Done of prepare_profile) of the next "terms"
         # compiled now (LLVM, tens of ms each), not in a step, and each called once: the
         # first call of an LLVM function costs more than later ones (warm_up does the same
         # for the automaton's modes)
