@@ -23,7 +23,7 @@ from embed.base.errors import ModelDefinitionError
 from embed.model.model import TIME
 from embed.modes.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
 
-from .jet_mode import JET, LF_JET, JetMode, raw_call
+from .jet_mode import JET, LF_JET, JetMode, bindable, raw_call
 from .modes import FENCE, FENCE_BASE, PROFILE_H, fence_mode
 from .profile import SIGMA
 
@@ -106,6 +106,11 @@ class ProfileTerms:
         for k, v in state.items():
             setattr(self, k, v)
         self._jet = self._last = None
+
+    def bind(self):
+        """The jet's call bound now if it has loaded (as ``JetMode.bind``)."""
+        if self._jet is None and bindable(self.jet):
+            self._jet = raw_call(self.jet, self.s, (self.buf, self.n_in))
 
     def __call__(self, args):
         # the roles of one evaluation (Phi of each constraint in a projection, haug_pavesic2023
@@ -291,11 +296,12 @@ def prepare_profile(sim, uid, L_f, jet):
     mine = copy.copy(entry)        # the event step's one call, for this profile
     mine.key = tuple(sorted(mode.constraints))
     mine.fn = ProfileTerms(entry.fn, jet, L_f, 1 + 2 * n + i_L)
-    modes = [((mode.id, mine.key, dep), meta, f, mon)
-             for dep, (meta, f, mon) in profile_family_modes(sim).items()]
-    return mode, stubs, (cterms, monitors, mine,
-                         [(key, JetMode(key, meta, f, mon, jet, L_f, i_L))
-                          for key, meta, f, mon in modes])
+    modes = [(key, JetMode(key, meta, f, mon, jet, L_f, i_L)) for key, meta, f, mon in
+             (((mode.id, mine.key, dep), meta, f, mon)
+              for dep, (meta, f, mon) in profile_family_modes(sim).items())]
+    for made in [terms, mine.fn] + [jm for _, jm in modes]:
+        made.bind()        # the C calls bound here, not in the disk's first step on the fence
+    return mode, stubs, (cterms, monitors, mine, modes)
 
 
 def install_prepared(sim, prepared):
