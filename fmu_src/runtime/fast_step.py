@@ -283,9 +283,10 @@ class FastStep:
         if self._keep and self._mode is m and self._args.size == args.size:
             # the same mode as at the last arming (an input set every step re-arms after
             # every doStep): its buffers take the new values, nothing is allocated
+            # (a mode with no guards has arrays of one unused element: ``_array``)
             self._args[:], self._y[:] = args, y
-            self._armed[:] = [int(a) for a in st.armed]
-            self._on[:] = [int(bool(e)) for e in st.enabled]
+            armed, on = [int(a) for a in st.armed], [int(bool(e)) for e in st.enabled]
+            self._armed[:len(armed)], self._on[:len(on)] = armed, on
             self._val[:len(vals)], self._ival[:len(ivals)] = vals, ivals
         else:
             self._buffers(m, args, y, st, served, ints, vals, ivals)

@@ -193,7 +193,7 @@ class FenceGeometry:
             uid = fence_uid(text, spec[2])
             if self.compiler is not None:
                 # a later announcement waiting in the worker replaces this one there
-                self.compiler.call(jobs.PREPARE_FENCE, v, spec, np.array(self.sim.pvec),
+                self.compiler.call(jobs.PREPARE_FENCE, v, spec, self.sim.pvec.tolist(),
                                    self.sim.integrator.uses_rhs, uid, supersede="fence")
                 if not self.compiler.real_time:     # offline: its answers now, at any pace
                     self.compiler.wait()
