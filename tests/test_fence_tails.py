@@ -183,3 +183,30 @@ def test_a_jet_mode_bound_ahead_steps_to_the_same_bits_as_one_bound_at_its_first
     assert waiting._calls is None
     native.load_later(pending).result(timeout=60)
     assert np.array_equal(bits(waiting.rk4(t, h, x, p)), bits(made[0].rk4(t, h, x, p)))
+
+
+def test_profile_terms_bound_to_their_buffers_give_the_ordinary_calls_bits():
+    """``ProfileTerms`` calls the family's function bound to buffers of its own (``bind``:
+    its C function or ``unsafe_real``, without the ordinary call's checks): at 50 random
+    arguments on and beyond the fence, the family's terms and its entry terms give the bits
+    of the ordinary call at the same full argument vector, the function as built (symengine)
+    and as shipped (object code, unpickled)."""
+    from scenarios import disk_fence
+    from scenarios.disk_fence.family import ProfileTerms, profile_family
+    sim = disk_fence.build().simulator(params={"q4_start": 20.0})
+    fn, _, _, entry = profile_family(sim)
+    jet = worker_jet(FenceProfile.from_text(curve(0.002, 10, 1)))
+    n, i_L = sim.model.n, sim.pnames.index("L")
+    rng = np.random.default_rng(7)
+    for f, at in [(fn, fn.n_in - 5 - len(sim.psyms) + i_L), (entry.fn, 1 + 2 * n + i_L),
+                  (pickle.loads(pickle.dumps(fn)), fn.n_in - 5 - len(sim.psyms) + i_L)]:
+        terms = ProfileTerms(f, jet, L_F, at)
+        for _ in range(50):
+            x = rng.normal(size=terms.n_in)
+            x[I_Q4] = x[at] + rng.uniform(-0.5, L_F + 0.5)
+            got = terms(x)
+            assert terms._fn is not None
+            assert np.array_equal(bits(got), bits(f(terms.buf.copy())))
+
+
+I_Q4 = 4       # q4 among (t, q1, ..., q4, ...)
