@@ -122,3 +122,91 @@ def test_the_jet_mode_calls_its_functions_at_its_buffers_and_survives_a_copy():
             assert np.array_equal(bits(other.rk4(t, h, x + dx, p)), bits(mode.rk4(t, h, x + dx, p)))
             assert np.array_equal(bits(other.monitors(t, x + dx, p)),
                                   bits(mode.monitors(t, x + dx, p)))
+
+
+def test_the_loader_thread_hands_back_a_done_without_importing_concurrent_futures():
+    """``load_later``/``run_later`` answer with ``done.Done`` (importing concurrent.futures
+    with logging inside a step was a measured bottleneck): its result, the exception a job
+    raised, a wait that times out, and, in a fresh process, concurrent.futures and logging
+    not imported by the loader's use."""
+    import subprocess
+    import sys
+    from embed.codegen.done import Done
+    assert native.run_later(lambda: 6 * 7).result(timeout=60) == 42
+
+    def fails():
+        raise ValueError("this job fails")
+    bad = native.run_later(fails)
+    assert bad.wait(60) and bad.done()
+    assert isinstance(bad.exception(), ValueError)
+    with pytest.raises(ValueError, match="this job fails"):
+        bad.result()
+    never = Done()
+    assert not never.wait(0.01) and not never.done()
+    with pytest.raises(TimeoutError):
+        never.result(timeout=0.01)
+    code = ("import sys\nfrom embed.codegen import native\n"
+            "assert native.run_later(lambda: 1).result(timeout=60) == 1\n"
+            "native.load_later([]).result(timeout=60)\n"
+            "print(sorted(m for m in ('concurrent.futures', 'logging') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_jet_mode_bound_ahead_steps_to_the_same_bits_as_one_bound_at_its_first_step():
+    """``prepare_profile`` binds the JetModes' and terms' C calls in the loader thread
+    (``bind``): a mode bound ahead steps and monitors to the same bits as one bound lazily;
+    a jet still loading is not bound (it would be bound to the slow path)."""
+    from scenarios import disk_fence
+    from scenarios.disk_fence.family import profile_family_modes
+    from scenarios.disk_fence.jet_mode import JetMode
+    sim = disk_fence.build().simulator(params={"q4_start": 20.0})
+    jet = worker_jet(FenceProfile.from_text(curve(0.002, 10, 1)))
+    meta, f, mon = profile_family_modes(sim)[(0, 1)]
+    made = [JetMode((107, ("a", "b"), (0, 1)), meta, f, mon, jet, L_F, sim.pnames.index("L"))
+            for _ in range(2)]
+    made[0].bind()
+    assert made[0]._calls is not None and made[1]._calls is None
+    p, t, h = sim.pvec, 3.5, 1e-3
+    x = np.array([25.25, -1.70, 0.3, 25.31, 1.0, -0.5])[:made[0].nx]
+    x[3] = sim.param("L") + 0.4
+    for dx in (0.0, 0.01):
+        ahead, lazy = (m.rk4(t, h, x + dx, p) for m in made)
+        assert np.array_equal(bits(ahead), bits(lazy))
+    with native.deferred_loads() as pending:
+        unloaded = pickle.loads(pickle.dumps(jet))
+    assert pending == [unloaded]
+    waiting = JetMode((108, ("a", "b"), (0, 1)), meta, f, mon, unloaded, L_F,
+                      sim.pnames.index("L"))
+    waiting.bind()
+    assert waiting._calls is None
+    native.load_later(pending).result(timeout=60)
+    assert np.array_equal(bits(waiting.rk4(t, h, x, p)), bits(made[0].rk4(t, h, x, p)))
+
+
+def test_profile_terms_bound_to_their_buffers_give_the_ordinary_calls_bits():
+    """``ProfileTerms`` calls the family's function bound to buffers of its own (``bind``:
+    its C function or ``unsafe_real``, without the ordinary call's checks): at 50 random
+    arguments on and beyond the fence, the family's terms and its entry terms give the bits
+    of the ordinary call at the same full argument vector, the function as built (symengine)
+    and as shipped (object code, unpickled)."""
+    from scenarios import disk_fence
+    from scenarios.disk_fence.family import ProfileTerms, profile_family
+    sim = disk_fence.build().simulator(params={"q4_start": 20.0})
+    fn, _, _, entry = profile_family(sim)
+    jet = worker_jet(FenceProfile.from_text(curve(0.002, 10, 1)))
+    n, i_L = sim.model.n, sim.pnames.index("L")
+    rng = np.random.default_rng(7)
+    for f, at in [(fn, fn.n_in - 5 - len(sim.psyms) + i_L), (entry.fn, 1 + 2 * n + i_L),
+                  (pickle.loads(pickle.dumps(fn)), fn.n_in - 5 - len(sim.psyms) + i_L)]:
+        terms = ProfileTerms(f, jet, L_F, at)
+        for _ in range(50):
+            x = rng.normal(size=terms.n_in)
+            x[I_Q4] = x[at] + rng.uniform(-0.5, L_F + 0.5)
+            got = terms(x)
+            assert terms._fn is not None
+            assert np.array_equal(bits(got), bits(f(terms.buf.copy())))
+
+
+I_Q4 = 4       # q4 among (t, q1, ..., q4, ...)

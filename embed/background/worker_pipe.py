@@ -264,8 +264,8 @@ class Loads:
     thread, loads in order: the newest frame's done means all are)."""
 
     def __init__(self):
-        self.queue = collections.deque()   # (Future, client, kind, item)
-        self.last = None          # the Future of the newest frame's loads
+        self.queue = collections.deque()   # (Done, client, kind, item)
+        self.last = None          # the Done of the newest frame's loads
         start_loader()            # now, not in a step: starting a thread costs milliseconds
 
     def frame(self, unloaded):
@@ -301,6 +301,5 @@ class Loads:
         """Wait at most ``timeout`` s for the first answer's loads; False if none is loading."""
         if not self.queue:
             return False
-        from concurrent import futures    # imported already: the Future is native.load_later's
-        futures.wait([self.queue[0][0]], timeout)
+        self.queue[0][0].wait(timeout)
         return True

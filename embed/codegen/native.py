@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import elf_load, ldlt, pivoting, reduction
+from .done import Done
 from ..base.errors import CompilationError
 from .ir import ir_text, largest_function
 
@@ -340,7 +341,7 @@ def _loader(q):
         ours = sys.getswitchinterval()
         try:
             done.set_result(fns() if callable(fns) else _load_all(fns))
-        except BaseException as exc:  # noqa: BLE001 - the Future's result() raises it
+        except BaseException as exc:  # noqa: BLE001 - done.result() raises it
             done.set_exception(exc)
         finally:
             if sys.getswitchinterval() == ours:     # (unless someone else set it meanwhile)
@@ -349,20 +350,18 @@ def _loader(q):
 
 def load_later(fns):
     """Load ``fns`` (NativeFunctions made with ``load=False``) in the loader thread, one per
-    process, in the order asked: a Future, done when they are (its ``result()`` raises what
+    process, in the order asked: a ``Done``, done when they are (its ``result()`` raises what
     a load raised).  The loads run in llvmlite's ctypes calls, which release the GIL: the
     stepping thread goes on meanwhile."""
-    from concurrent.futures import Future   # (with logging: 7 ms of an FMU's start)
-    done = Future()
+    done = Done()
     start_loader().put((list(fns), done))
     return done
 
 
 def run_later(fn):
-    """fn() in the loader thread, after the loads asked before it: a Future of its result
+    """fn() in the loader thread, after the loads asked before it: a ``Done`` of its result
     (work that needs what they load, done off the stepping path)."""
-    from concurrent.futures import Future
-    done = Future()
+    done = Done()
     start_loader().put((fn, done))
     return done
 

@@ -203,6 +203,8 @@ class FastStep:
         self.rec.arm = ctypes.cast(self._arm_callback, ctypes.c_void_p).value
         self.reason = "not armed yet"
         self._keep = ()
+        self._prepared = False
+        self._rehearsed = None    # the event rehearsed at the last ``update``
         self._mode = None
         self._served = None
         self._ints = None
@@ -258,6 +260,27 @@ class FastStep:
         except Exception as exc:  # noqa: BLE001 - the Python path serves all the same
             self.reason = f"internal error: {type(exc).__name__}: {exc}"
         rec.armable = self.reason is None
+        rehearsed = slave.sim.flags.rehearsed if slave.sim is not None else None
+        if rec.armable and rehearsed is not None and rehearsed != self._rehearsed:
+            # an event rehearsed in the call just made (``switching.rehearse``): the next
+            # step is as a rule the event's, which C gives to Python; arming for it cost
+            # 0.05-0.13 ms of a 1 ms contact step (issue 30, tails).  One step, not more
+            self.reason = "an event was rehearsed: the next step is likely the event's"
+            rec.armable = 0
+        self._rehearsed = rehearsed
+        if rec.armable and not self._prepared:
+            self.prepare(slave)
+
+    def prepare(self, slave):
+        """The record's buffers made now, in the call that first finds the slave armable
+        (fmi2ExitInitializationMode's, as a rule), and left disarmed: the first arming
+        allocates a dozen ctypes arrays and their types and reads the served outputs' sources
+        (0.77 ms measured, against 0.06-0.09 ms for a re-arming), which made the first doStep
+        cost 0.9-1.2 ms (issue 30, tails).  The doStep arms it again (``arm``: values only)."""
+        self._prepared = True
+        self.arm(slave)
+        self.rec.on = 0
+        self.rec.armable = self.reason is None
 
     def arm(self, slave):
         """Arm the record for the slave's state (the loader's callback at a doStep)."""
@@ -283,9 +306,10 @@ class FastStep:
         if self._keep and self._mode is m and self._args.size == args.size:
             # the same mode as at the last arming (an input set every step re-arms after
             # every doStep): its buffers take the new values, nothing is allocated
+            # (a mode with no guards has arrays of one unused element: ``_array``)
             self._args[:], self._y[:] = args, y
-            self._armed[:] = [int(a) for a in st.armed]
-            self._on[:] = [int(bool(e)) for e in st.enabled]
+            armed, on = [int(a) for a in st.armed], [int(bool(e)) for e in st.enabled]
+            self._armed[:len(armed)], self._on[:len(on)] = armed, on
             self._val[:len(vals)], self._ival[:len(ivals)] = vals, ivals
         else:
             self._buffers(m, args, y, st, served, ints, vals, ivals)

@@ -103,7 +103,7 @@ class FenceGeometry:
         self.texts = {}           # version -> fence_curve of announcements under way
         self.fences = []          # [uid, text, L_f] of the free-form fences installed
         self.parts = collections.deque()  # real time: answers not installed yet, in order
-        self.preparing = None     # (part, Future of prepare_profile) of the next "terms"
+        self.preparing = None     # (part, Done of prepare_profile) of the next "terms"
         # compiled now (LLVM, tens of ms each), not in a step, and each called once: the
         # first call of an LLVM function costs more than later ones (warm_up does the same
         # for the automaton's modes)
@@ -193,7 +193,7 @@ class FenceGeometry:
             uid = fence_uid(text, spec[2])
             if self.compiler is not None:
                 # a later announcement waiting in the worker replaces this one there
-                self.compiler.call(jobs.PREPARE_FENCE, v, spec, np.array(self.sim.pvec),
+                self.compiler.call(jobs.PREPARE_FENCE, v, spec, self.sim.pvec.tolist(),
                                    self.sim.integrator.uses_rhs, uid, supersede="fence")
                 if not self.compiler.real_time:     # offline: its answers now, at any pace
                     self.compiler.wait()

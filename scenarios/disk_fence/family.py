@@ -23,7 +23,7 @@ from embed.base.errors import ModelDefinitionError
 from embed.model.model import TIME
 from embed.modes.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
 
-from .jet_mode import JET, LF_JET, JetMode, raw_call
+from .jet_mode import JET, LF_JET, JetMode, bindable, raw_call
 from .modes import FENCE, FENCE_BASE, PROFILE_H, fence_mode
 from .profile import SIGMA
 
@@ -87,7 +87,8 @@ class ProfileTerms:
     at s = q4 - L and its length appended; the jet called with its buffers' addresses bound
     (``jet_mode.raw_call``, made at the first call: the jet may still be loading before)."""
 
-    __slots__ = ("fn", "jet", "n_in", "i_L", "buf", "s", "fresh", "_jet", "_last")
+    __slots__ = ("fn", "jet", "n_in", "i_L", "buf", "s", "fresh", "out", "_jet", "_fn",
+                 "_last")
 
     def __init__(self, fn, jet, L_f, i_L):
         self.fn, self.jet, self.i_L = fn, jet, i_L
@@ -96,8 +97,7 @@ class ProfileTerms:
         self.buf[-1] = L_f
         self.s = np.zeros(1)
         self.fresh = True
-        self._jet = None
-        self._last = None
+        self._jet = self._fn = self._last = None
 
     def __getstate__(self):          # a copy has buffers of its own, and binds them anew
         return {k: getattr(self, k) for k in ("fn", "jet", "n_in", "i_L", "buf", "s", "fresh")}
@@ -105,7 +105,19 @@ class ProfileTerms:
     def __setstate__(self, state):
         for k, v in state.items():
             setattr(self, k, v)
-        self._jet = self._last = None
+        self._jet = self._fn = self._last = None
+
+    def bind(self):
+        """The jet's call bound now if it has loaded (as ``JetMode.bind``), and the family's
+        function's into a buffer of our own (``raw_call``: its C function itself where it is
+        object code, else its ``unsafe_real``; what its ordinary call runs after checking the
+        argument: 2-7 us of each of the 2-3 calls of a projection on the fence warm, more in
+        an event step; issue 30, tails)."""
+        if self._jet is None and bindable(self.jet):
+            self._jet = raw_call(self.jet, self.s, (self.buf, self.n_in))
+        if self._fn is None and bindable(self.fn):
+            self.out = np.zeros(self.fn.n_out)
+            self._fn = raw_call(self.fn, self.buf, self.out)
 
     def __call__(self, args):
         # the roles of one evaluation (Phi of each constraint in a projection, haug_pavesic2023
@@ -126,7 +138,13 @@ class ProfileTerms:
             if self._jet is None:
                 self._jet = raw_call(self.jet, self.s, (self.buf, n))
             self._jet()
-        out = self.fn(b)
+        if self._fn is None:
+            self.bind()
+        if self._fn is None:
+            out = self.fn(b)
+        else:
+            self._fn()
+            out = self.out.copy()
         self._last = (key, out.copy())
         return out
 
@@ -291,11 +309,12 @@ def prepare_profile(sim, uid, L_f, jet):
     mine = copy.copy(entry)        # the event step's one call, for this profile
     mine.key = tuple(sorted(mode.constraints))
     mine.fn = ProfileTerms(entry.fn, jet, L_f, 1 + 2 * n + i_L)
-    modes = [((mode.id, mine.key, dep), meta, f, mon)
-             for dep, (meta, f, mon) in profile_family_modes(sim).items()]
-    return mode, stubs, (cterms, monitors, mine,
-                         [(key, JetMode(key, meta, f, mon, jet, L_f, i_L))
-                          for key, meta, f, mon in modes])
+    modes = [(key, JetMode(key, meta, f, mon, jet, L_f, i_L)) for key, meta, f, mon in
+             (((mode.id, mine.key, dep), meta, f, mon)
+              for dep, (meta, f, mon) in profile_family_modes(sim).items())]
+    for made in [terms, mine.fn] + [jm for _, jm in modes]:
+        made.bind()        # the C calls bound here, not in the disk's first step on the fence
+    return mode, stubs, (cterms, monitors, mine, modes)
 
 
 def install_prepared(sim, prepared):
