@@ -194,9 +194,11 @@ def freeze(sc, extra=None) -> bytes:
     img = copy.copy(sc)
     img.visuals, img.check_entries = None, {}
     home = _scenario_package(sc)
-    registered = home is not None and not cloudpickle.list_registry_pickle_by_value() & {home}
-    if registered:
-        cloudpickle.register_pickle_by_value(sys.modules[home])
+    registered = []
+    if home is not None and not cloudpickle.list_registry_pickle_by_value() & {home}:
+        registered = [sys.modules[m] for m in by_value_modules(home)]
+    for mod in registered:
+        cloudpickle.register_pickle_by_value(mod)
 
     class Freezer(cloudpickle.Pickler):
         def reducer_override(self, obj):
@@ -218,9 +220,46 @@ def freeze(sc, extra=None) -> bytes:
     try:
         Freezer(buf, protocol=pickle.HIGHEST_PROTOCOL).dump({"scenario": img, **(extra or {})})
     finally:
-        if registered:
-            cloudpickle.unregister_pickle_by_value(sys.modules[home])
+        for mod in registered:
+            cloudpickle.unregister_pickle_by_value(mod)
     return buf.getvalue()
+
+
+_CHECK = r"""
+import importlib, json, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        print(json.dumps([name, "error"]))
+        break
+    symbolic = [m for m in sys.modules if m.split(".")[0] in SYMBOLIC]
+    print(json.dumps([name, "symbolic" if symbolic else "free"]))
+    if symbolic:
+        break
+"""
+
+
+def by_value_modules(home) -> list:
+    """The modules of the scenario's package ``home`` (those loaded) that an image carries by
+    value: each whose import imports sympy, symengine or mpmath, or fails, in a process of
+    its own (this one has them).  The others (disk_fence's ``extension``, ``profile``, ...:
+    their symbols made at first use) are named by reference, as the engine's own modules:
+    the stepping process imports them, and unpickles the image without cloudpickle
+    (``embed.base.pickled_functions``: by-value classes need it; issue 30)."""
+    import json
+    import os
+    import subprocess
+    names = sorted(m for m in sys.modules if m == home or m.startswith(home + "."))
+    free, left = set(), names
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if isinstance(p, str))}
+    while left:          # a module found symbolic ends a run; the next starts after it
+        out = subprocess.run([sys.executable, "-c", f"SYMBOLIC = {SYMBOLIC_PACKAGES!r}" + _CHECK,
+                              *left], capture_output=True, text=True, env=env).stdout
+        judged = [json.loads(line) for line in out.splitlines() if line.startswith("[")]
+        free |= {n for n, verdict in judged if verdict == "free"}
+        left = left[max(len(judged), 1):]
+    return [m for m in names if m not in free]
 
 
 def _importable(obj):
