@@ -41,13 +41,13 @@ Every rejection is a ``GeometryError`` with a ``code`` for the FMU's geometry_st
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 from embed.base import errors
 from embed.base.errors import ExpressionError
 from embed.base.lazy import LazyModule
 from embed.base.lazy import symengine as se
+from embed.base.record import Record
 
 # sympy, and the package's symbols (SIGMA), imported at their first use: a scenario image's
 # stepping process imports this module without them (issue 30)
@@ -304,21 +304,22 @@ def exact(x: float) -> sp.Rational:
     return sp.Rational(f.numerator, f.denominator)
 
 
-@dataclass(frozen=True)
-class FenceProfile:
+class FenceProfile(Record):
     """A fence as a height profile h(sigma) over the ramp line beyond P (module docstring).
 
     ``h`` is a sympy expression in SIGMA = Symbol("s", real=True); ``kind`` is "arc" or "curve";
     ``radius`` the arc's R (None for a curve); ``text`` the source text of a curve.
     Build with ``FenceProfile.arc(R)`` or ``FenceProfile.from_text(text)``; check with ``validate``.
-    Pickles as (h, kind, radius, text); compiled numerics are rebuilt on demand.
+    Pickles as (h, kind, radius, text); compiled numerics are rebuilt on demand.  A frozen
+    ``embed.base.record.Record`` (equal, hashed and shown by its four fields; ``_cache`` is
+    not one): no ``dataclasses`` in the FMU's start (issue 30).
     """
 
-    h: sp.Expr
-    kind: str
-    radius: float | None = None
-    text: str | None = None
-    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+    FIELDS = ("h", "kind", "radius", "text")
+    FROZEN = True
+
+    def __init__(self, h, kind: str, radius: float | None = None, text: str | None = None):
+        self.__dict__.update(h=h, kind=kind, radius=radius, text=text, _cache={})
 
     def __reduce__(self):
         return (FenceProfile, (self.h, self.kind, self.radius, self.text))
