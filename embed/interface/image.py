@@ -2,14 +2,16 @@
 (issue 30, docs/design.md "Start-up").
 
 ``freeze`` pickles a built ``Scenario`` (cloudpickle: its reset maps, ``enabled`` predicates,
-initial map and feasibility checks by value, their scenario module included) with every
+initial map and feasibility checks by value, with the modules of their package that import
+sympy or symengine; the others, imported without them, by reference) with every
 sympy and symengine object replaced by a ``Placeholder`` (its text and kind), their modules,
 classes and functions, and the functions of the engine's modules that import them, by lazy
 references (imported at first use: ``Deferred``, ``embed.base.lazy.LazyModule``), and the
 ``Model`` by a ``ModelImage`` (its numeric attributes, the symbols as placeholders): loading
-it (``thaw``) imports neither sympy nor the scenario's module.  The stepping path reads names and sizes only
-(``tests/test_frozen_scenario.py``): where an image's simulator meets symbolic work (a mode
-or a constraint's terms nobody compiled, a symbolic Jacobian), its forms build the real
+it (``thaw``) imports neither sympy nor the scenario's modules that import it.  The stepping
+path reads names and sizes only (``tests/test_frozen_scenario.py``): where an image's
+simulator meets symbolic work (a mode or a constraint's terms nobody compiled, a symbolic
+Jacobian), its forms build the real
 scenario then and go on with its symbols (``embed.modes.forming.register_image``).  A
 placeholder used for anything but its name raises ``SymbolsNeeded``, naming it.
 """
@@ -187,7 +189,8 @@ def _ours(module) -> bool:
 def freeze(sc, extra=None) -> bytes:
     """The image of the scenario ``sc`` (pickled; ``extra``: what else travels with it, a
     dict, pickled in the same pass): symbols as placeholders, the model as a ``ModelImage``,
-    the scenario's own modules by value; without ``visuals`` and ``check_entries`` (the
+    the modules of the scenario's package that import sympy or symengine by value, the others
+    by reference (``by_value_modules``); without ``visuals`` and ``check_entries`` (the
     host's drawing and ``embed-fmu check``'s entries, not the stepping process's)."""
     import cloudpickle
     from ..model.model import Model
@@ -301,7 +304,7 @@ def _text(obj) -> str:
 
 def _scenario_package(sc):
     """The top-level package of the module that built ``sc`` (``scenarios`` or the build's
-    renamed one): its functions and classes travel by value."""
+    renamed one): ``by_value_modules`` says which of its modules travel by value."""
     aut = sc.automaton
     fns = [sc.initial_state, aut.initial, aut.zeno, getattr(aut.transition, "fallback", None)]
     fns += [g.reset for m in aut.modes.values() for g in m.guards]
