@@ -11,9 +11,9 @@ references (imported at first use: ``Deferred``, ``embed.base.lazy.LazyModule``)
 it (``thaw``) imports neither sympy nor the scenario's modules that import it.  The stepping
 path reads names and sizes only (``tests/test_frozen_scenario.py``): where an image's
 simulator meets symbolic work (a mode or a constraint's terms nobody compiled, a symbolic
-Jacobian), its forms build the real
-scenario then and go on with its symbols (``embed.modes.forming.register_image``).  A
-placeholder used for anything but its name raises ``SymbolsNeeded``, naming it.
+Jacobian), its forms build the real scenario then and go on with its symbols
+(``embed.modes.forming.register_image``).  A placeholder used for anything but its name raises
+``SymbolsNeeded``, naming it.
 """
 
 from __future__ import annotations
