@@ -2,7 +2,6 @@
 whose top level defines ``build()`` returning an ``embed.Scenario`` (``disk_fence`` is a package:
 the scenario and its run-time fence)."""
 
-import ast
 import importlib
 from pathlib import Path
 
@@ -12,6 +11,7 @@ _HERE = Path(__file__).parent
 def _defines_build(path):
     """Whether the module at ``path`` defines or imports ``build`` at its top level (read with
     ast: listing the scenarios imports none of them)."""
+    import ast
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.FunctionDef) and node.name == "build":
             return True
@@ -28,7 +28,18 @@ def _scenario_names():
     return sorted(n for n in modules + packages if not n.startswith("_"))
 
 
-NAMES = _scenario_names()
+def _names():
+    if "NAMES" not in globals():
+        globals()["NAMES"] = _scenario_names()
+    return globals()["NAMES"]
+
+
+def __getattr__(name):
+    """NAMES, the scenarios' names, listed at the first read (1-2 ms of globbing and parsing
+    that an FMU's process, importing a scenario's modules by reference, never needs)."""
+    if name == "NAMES":
+        return _names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load(name):
@@ -42,6 +53,7 @@ def load(name):
     -------
     the module (or package), whose ``build()`` returns an ``embed.Scenario``.
     """
-    if name not in NAMES:
-        raise KeyError(f"unknown scenario {name!r}; known: {NAMES}")
+    names = _names()
+    if name not in names:
+        raise KeyError(f"unknown scenario {name!r}; known: {names}")
     return importlib.import_module(f"{__name__}.{name}")

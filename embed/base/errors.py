@@ -57,6 +57,14 @@ class StateError(InputError):
     nothing of it is applied."""
 
 
+# the codes of an ExpressionError (``embed.base.whitelist`` names them too; a user may map them
+# to its own status output); here so that a module reads them without sympy
+SYNTAX = 1          # empty, bad characters, too long/deep/large, does not parse
+NOT_ALLOWED = 2     # a name, function, operator, construct, literal or exponent outside the
+#                     whitelist
+NOT_FINITE = 3      # a constant (sub)expression that is not a finite real number
+
+
 class ExpressionError(InputError):
     """A text from outside is rejected (``embed.base.whitelist``, here so that a class derived
     from it loads without sympy: disk_fence's ``GeometryError`` in a scenario image): ``code``

@@ -14,12 +14,8 @@ from fractions import Fraction
 import sympy as sp
 
 from .errors import ExpressionError, InputError  # noqa: F401 - ExpressionError: named here too
-
-# codes of the rejections (a user may map them to its own status output)
-SYNTAX = 1          # empty, bad characters, too long/deep/large, does not parse
-NOT_ALLOWED = 2     # a name, function, operator, construct, literal or exponent outside the
-#                     whitelist
-NOT_FINITE = 3      # a constant (sub)expression that is not a finite real number
+# codes of the rejections (defined in errors: read without sympy)
+from .errors import NOT_ALLOWED, NOT_FINITE, SYNTAX
 
 MAX_LENGTH = 400            # characters of text
 MAX_DEPTH = 32              # nesting (parentheses; AST depth with +- and */ chains flattened)

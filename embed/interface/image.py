@@ -2,16 +2,18 @@
 (issue 30, docs/design.md "Start-up").
 
 ``freeze`` pickles a built ``Scenario`` (cloudpickle: its reset maps, ``enabled`` predicates,
-initial map and feasibility checks by value, their scenario module included) with every
+initial map and feasibility checks by value, with the modules of their package that import
+sympy or symengine; the others, imported without them, by reference) with every
 sympy and symengine object replaced by a ``Placeholder`` (its text and kind), their modules,
 classes and functions, and the functions of the engine's modules that import them, by lazy
 references (imported at first use: ``Deferred``, ``embed.base.lazy.LazyModule``), and the
 ``Model`` by a ``ModelImage`` (its numeric attributes, the symbols as placeholders): loading
-it (``thaw``) imports neither sympy nor the scenario's module.  The stepping path reads names and sizes only
-(``tests/test_frozen_scenario.py``): where an image's simulator meets symbolic work (a mode
-or a constraint's terms nobody compiled, a symbolic Jacobian), its forms build the real
-scenario then and go on with its symbols (``embed.modes.forming.register_image``).  A
-placeholder used for anything but its name raises ``SymbolsNeeded``, naming it.
+it (``thaw``) imports neither sympy nor the scenario's modules that import it.  The stepping
+path reads names and sizes only (``tests/test_frozen_scenario.py``): where an image's
+simulator meets symbolic work (a mode or a constraint's terms nobody compiled, a symbolic
+Jacobian), its forms build the real scenario then and go on with its symbols
+(``embed.modes.forming.register_image``).  A placeholder used for anything but its name raises
+``SymbolsNeeded``, naming it.
 """
 
 from __future__ import annotations
@@ -187,16 +189,19 @@ def _ours(module) -> bool:
 def freeze(sc, extra=None) -> bytes:
     """The image of the scenario ``sc`` (pickled; ``extra``: what else travels with it, a
     dict, pickled in the same pass): symbols as placeholders, the model as a ``ModelImage``,
-    the scenario's own modules by value; without ``visuals`` and ``check_entries`` (the
+    the modules of the scenario's package that import sympy or symengine by value, the others
+    by reference (``by_value_modules``); without ``visuals`` and ``check_entries`` (the
     host's drawing and ``embed-fmu check``'s entries, not the stepping process's)."""
     import cloudpickle
     from ..model.model import Model
     img = copy.copy(sc)
     img.visuals, img.check_entries = None, {}
     home = _scenario_package(sc)
-    registered = home is not None and not cloudpickle.list_registry_pickle_by_value() & {home}
-    if registered:
-        cloudpickle.register_pickle_by_value(sys.modules[home])
+    registered = []
+    if home is not None and not cloudpickle.list_registry_pickle_by_value() & {home}:
+        registered = [sys.modules[m] for m in by_value_modules(home)]
+    for mod in registered:
+        cloudpickle.register_pickle_by_value(mod)
 
     class Freezer(cloudpickle.Pickler):
         def reducer_override(self, obj):
@@ -218,9 +223,46 @@ def freeze(sc, extra=None) -> bytes:
     try:
         Freezer(buf, protocol=pickle.HIGHEST_PROTOCOL).dump({"scenario": img, **(extra or {})})
     finally:
-        if registered:
-            cloudpickle.unregister_pickle_by_value(sys.modules[home])
+        for mod in registered:
+            cloudpickle.unregister_pickle_by_value(mod)
     return buf.getvalue()
+
+
+_CHECK = r"""
+import importlib, json, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        print(json.dumps([name, "error"]))
+        break
+    symbolic = [m for m in sys.modules if m.split(".")[0] in SYMBOLIC]
+    print(json.dumps([name, "symbolic" if symbolic else "free"]))
+    if symbolic:
+        break
+"""
+
+
+def by_value_modules(home) -> list:
+    """The modules of the scenario's package ``home`` (those loaded) that an image carries by
+    value: each whose import imports sympy, symengine or mpmath, or fails, in a process of
+    its own (this one has them).  The others (disk_fence's ``extension``, ``profile``, ...:
+    their symbols made at first use) are named by reference, as the engine's own modules:
+    the stepping process imports them, and unpickles the image without cloudpickle
+    (``embed.base.pickled_functions``: by-value classes need it; issue 30)."""
+    import json
+    import os
+    import subprocess
+    names = sorted(m for m in sys.modules if m == home or m.startswith(home + "."))
+    free, left = set(), names
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if isinstance(p, str))}
+    while left:          # a module found symbolic ends a run; the next starts after it
+        out = subprocess.run([sys.executable, "-c", f"SYMBOLIC = {SYMBOLIC_PACKAGES!r}" + _CHECK,
+                              *left], capture_output=True, text=True, env=env).stdout
+        judged = [json.loads(line) for line in out.splitlines() if line.startswith("[")]
+        free |= {n for n, verdict in judged if verdict == "free"}
+        left = left[max(len(judged), 1):]
+    return [m for m in names if m not in free]
 
 
 def _importable(obj):
@@ -262,7 +304,7 @@ def _text(obj) -> str:
 
 def _scenario_package(sc):
     """The top-level package of the module that built ``sc`` (``scenarios`` or the build's
-    renamed one): its functions and classes travel by value."""
+    renamed one): ``by_value_modules`` says which of its modules travel by value."""
     aut = sc.automaton
     fns = [sc.initial_state, aut.initial, aut.zeno, getattr(aut.transition, "fallback", None)]
     fns += [g.reset for m in aut.modes.values() for g in m.guards]

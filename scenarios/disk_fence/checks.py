@@ -9,9 +9,10 @@ import contextlib
 import math
 import signal
 import threading
-from dataclasses import dataclass
 
 import numpy as np
+
+from embed.base.record import Record
 
 from .profile import (GEOMETRY_BAD_PARAMETER, GEOMETRY_CURVATURE, GEOMETRY_NOT_FINITE,
                       GEOMETRY_NOT_SMOOTH, GEOMETRY_NOT_TANGENT, GEOMETRY_TIMEOUT,
@@ -48,16 +49,18 @@ def time_limit():
         signal.signal(signal.SIGALRM, previous)
 
 
-@dataclass(frozen=True)
-class FenceReport:
+class FenceReport(Record):
     """What ``validate`` measured on the grid: sigma extent, arc length of the fence,
-    largest |kappa|, largest kappa (towards the disk), largest |h|."""
+    largest |kappa|, largest kappa (towards the disk), largest |h| (floats; a frozen
+    ``embed.base.record.Record``: no ``dataclasses`` in the FMU's start, issue 30)."""
 
-    length: float
-    path_length: float
-    max_abs_curvature: float
-    max_curvature: float
-    max_abs_height: float
+    FIELDS = ("length", "path_length", "max_abs_curvature", "max_curvature", "max_abs_height")
+    FROZEN = True
+
+    def __init__(self, length, path_length, max_abs_curvature, max_curvature, max_abs_height):
+        self.__dict__.update(length=length, path_length=path_length,
+                             max_abs_curvature=max_abs_curvature, max_curvature=max_curvature,
+                             max_abs_height=max_abs_height)
 
 
 def validate(profile: FenceProfile, L_f, *, disk_radius=None, max_curvature=MAX_CURVATURE,

@@ -11,21 +11,23 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-import symengine as se
 
 from embed import Constraint, ConstraintSet, Guard, Mode, holonomic
 from embed.background.worker import superseded
 from embed.codegen.native import OPT_FAST, compile_program
 from embed.codegen.program import Program
 from embed.modes.functions import Tape, lambdify
-from embed.embedding.equations import EXPLICIT_OPS_OFFLINE
 from embed.base.errors import ModelDefinitionError
-from embed.model.model import TIME
+from embed.base.lazy import LazyModule
+from embed.base.lazy import symengine as se
 from embed.modes.numeric import ConstraintTerms, EntryTerms, Role, constraint_exprs, lam_symbol
 
-from .jet_mode import JET, LF_JET, JetMode, bindable, raw_call
-from .modes import FENCE, FENCE_BASE, PROFILE_H, fence_mode
-from .profile import SIGMA
+from .jet_mode import N_JET, JetMode, bindable, raw_call
+from .modes import FENCE, FENCE_BASE, fence_mode
+
+# the package's symbols (SIGMA, PROFILE_H, JET, LF_JET: ``symbolic``) imported at their first
+# use: a scenario image's stepping process imports this module without symengine (issue 30)
+SYM = LazyModule(__package__ + ".symbolic")
 
 def profile_family(sim, backend="llvm"):
     """Every term of the numeric path (gillespie2005 Sec 5.5) of a fence of any profile h: its
@@ -54,10 +56,11 @@ def profile_family(sim, backend="llvm"):
 
 def _form_profile_family(sim, backend):
     m = sim.model
-    cons, mode = fence_mode("_any", None, LF_JET, mode_id=0)
+    cons, mode = fence_mode("_any", None, SYM.LF_JET, mode_id=0)
     q4 = se.Symbol("q4")
-    F = PROFILE_H(q4)
-    to_jet = {F.diff(q4, 3): JET[3], F.diff(q4, 2): JET[2], F.diff(q4): JET[1], F: JET[0]}
+    F = SYM.PROFILE_H(q4)
+    J = SYM.JET
+    to_jet = {F.diff(q4, 3): J[3], F.diff(q4, 2): J[2], F.diff(q4): J[1], F: J[0]}
     exprs, layout = [], {}
 
     def add(name, role, es):
@@ -73,8 +76,8 @@ def _form_profile_family(sim, backend):
                                  c.phi.subs(to_jet)))
     outs, guards = sim.forms.mode_exprs(mode.id, mode)
     add("monitors", "monitors", list(outs) + list(guards))
-    extra = list(JET) + [LF_JET]
-    args = ([TIME] + list(m.q) + list(m.u) + list(m.forces)
+    extra = list(SYM.JET) + [SYM.LF_JET]
+    args = ([SYM.TIME] + list(m.q) + list(m.u) + list(m.forces)
             + [lam_symbol(c) for c in mode.constraints] + list(sim.psyms) + extra)
     fn = lambdify(args, exprs, "the terms of the fence of any profile", backend)
     entry = EntryTerms(m, ConstraintSet(family), list(sim.psyms) + extra, backend)
@@ -92,7 +95,7 @@ class ProfileTerms:
 
     def __init__(self, fn, jet, L_f, i_L):
         self.fn, self.jet, self.i_L = fn, jet, i_L
-        self.n_in = fn.n_in - len(JET) - 1
+        self.n_in = fn.n_in - N_JET - 1
         self.buf = np.zeros(fn.n_in)
         self.buf[-1] = L_f
         self.s = np.zeros(1)
@@ -165,7 +168,7 @@ def jet_function(profile):
     -------
     embed.modes.functions.Tape of one input (s) and four outputs.
     """
-    return Tape([se.Symbol(SIGMA.name)], profile.jet())
+    return Tape([se.Symbol(SYM.SIGMA.name)], profile.jet())
 
 
 def worker_jet(profile):
@@ -187,7 +190,7 @@ def worker_jet(profile):
     Tape or embed.codegen.native.NativeFunction, of one input (s) and four outputs.
     """
     prog = Program(1)
-    outs = prog.emit(list(profile.jet()), {se.Symbol(SIGMA.name): 0})
+    outs = prog.emit(list(profile.jet()), {se.Symbol(SYM.SIGMA.name): 0})
     if len(prog.ops) <= TAPE_MAX_OPS or superseded():
         # a later announcement of this instance waits: its fence will replace this one,
         # whose tape is the answer at once (a storm of announcements compiles only the last)
@@ -226,16 +229,17 @@ def profile_family_modes(sim):
 
 def _form_profile_family_modes(sim):
     m = sim.model
-    cons, mode = fence_mode("_any", None, LF_JET, mode_id=0)
+    cons, mode = fence_mode("_any", None, SYM.LF_JET, mode_id=0)
     cset = ConstraintSet([holonomic(m, n, phi) for n, phi in cons.items()])
     args = None
     out = {}
     for dep in FAMILY_DEPS:
+        from embed.embedding.equations import EXPLICIT_OPS_OFFLINE
         parts = sim.forms.mode_parts((0, cset.key, dep), EXPLICIT_OPS_OFFLINE, mode=mode, cset=cset)
         if parts["kind"] != "explicit":
             raise ModelDefinitionError(f"the fence of any profile is not explicit at {dep}")
         f, mon = ([_jet_of(e) for e in parts[k]] for k in ("f", "mon"))
-        args = [TIME] + parts["x"] + parts["params"] + list(JET) + [LF_JET]
+        args = [SYM.TIME] + parts["x"] + parts["params"] + list(SYM.JET) + [SYM.LF_JET]
         meta = {k: parts[k] for k in ("ind", "dep", "sizes")}
         meta["nx"] = len(parts["x"])
         out[dep] = (meta, lambdify(args, f, f"the fence of any profile at {dep}", "llvm"),
@@ -246,8 +250,9 @@ def _form_profile_family_modes(sim):
 def _jet_of(e):
     """e with the derivatives of PROFILE_H(q4) replaced by JET (none beyond the third)."""
     q4 = se.Symbol("q4")
-    F = PROFILE_H(q4)
-    e = e.subs({F.diff(q4, 3): JET[3], F.diff(q4, 2): JET[2], F.diff(q4): JET[1], F: JET[0]})
+    F = SYM.PROFILE_H(q4)
+    J = SYM.JET
+    e = e.subs({F.diff(q4, 3): J[3], F.diff(q4, 2): J[2], F.diff(q4): J[1], F: J[0]})
     if e.atoms(se.Derivative) or e.has(F):
         raise ModelDefinitionError(f"the fence of any profile needs more than JET: {e}")
     return e
@@ -295,7 +300,7 @@ def prepare_profile(sim, uid, L_f, jet):
     if sim.library.has_constraint_terms(mode.constraints[0]):   # the shared caches have it
         return mode, stubs, None
     n, n_p, i_L = m.n, len(sim.psyms), sim.pnames.index("L")
-    terms = ProfileTerms(fam, jet, L_f, fam.n_in - len(JET) - 1 - n_p + i_L)
+    terms = ProfileTerms(fam, jet, L_f, fam.n_in - N_JET - 1 - n_p + i_L)
     p_at = list(range(terms.n_in - n_p, terms.n_in))
     tq = [0] + list(range(1, 1 + n)) + p_at
     tqu = [0] + list(range(1, 1 + 2 * n)) + p_at

@@ -8,14 +8,21 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import symengine as se
 
 from embed.codegen.lambda_order import LambdaNative
 from embed.codegen.native import NativeFunction
 from embed.modes.modes import Layout
 
-JET = tuple(se.Symbol(f"fence_h{k}") for k in range(4))    # d^k h / ds^k at s = q4 - L
-LF_JET = se.Symbol("fence_Lf")
+N_JET = 4       # the jet's length: h and three derivatives at s = q4 - L (``symbolic.JET``)
+
+
+def __getattr__(name):
+    """JET and LF_JET, the symbols ``symbolic`` makes (imported at their first use: this
+    module is imported without symengine, issue 30)."""
+    if name in ("JET", "LF_JET"):
+        import importlib
+        return getattr(importlib.import_module(__package__ + ".symbolic"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def raw_call(fn, args, out):
@@ -88,7 +95,7 @@ class JetMode(Layout):
         """(jet, rhs into each RK4 stage's row, monitors), each a call of no arguments."""
         if self._calls is None:
             f, mon, jet = self.fns
-            j0 = self.n_in - 1 - len(JET)
+            j0 = self.n_in - 1 - N_JET
             self._calls = (raw_call(jet, self.s, (self.buf, j0)),
                            tuple(raw_call(f, self.buf, self.k[i]) for i in range(4)),
                            raw_call(mon, self.buf, self.m))

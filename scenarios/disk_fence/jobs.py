@@ -10,18 +10,21 @@ import os
 import threading
 
 import numpy as np
-import sympy as sp
 
 from embed import holonomic
 from embed.background.worker_pipe import Relay
+from embed.base.lazy import LazyModule
 from embed.codegen import native
 
 from . import checks
 from .announce import check_length, profile_of
 from .checks import time_limit, validate
 from .family import worker_jet
-from .modes import FENCE_BASE, POLY, POLY_C, fence_mode, next_uid, poly_coefficients
+from .modes import FENCE_BASE, POLY, fence_mode, next_uid, poly_coefficients
 from .profile import GeometryError
+
+sp = LazyModule("sympy")                      # imported at the first use (issue 30)
+SYM = LazyModule(__package__ + ".symbolic")   # the package's symbols (POLY_C)
 
 # the worker's names of the jobs (module:function; ``__name__`` is the package's name in an FMU)
 PREPARE_FENCE = f"{__name__}:prepare_fence"
@@ -72,7 +75,7 @@ def prepare_fence(forms, version, spec, pvec, rhs=False, uid=None):
         return
     coeffs = poly_coefficients(profile)
     if coeffs is not None:               # a member of the compiled polynomial family
-        yield ("ready", version, POLY, {**{str(c): v for c, v in zip(POLY_C, coeffs)},
+        yield ("ready", version, POLY, {**{str(c): v for c, v in zip(SYM.POLY_C, coeffs)},
                                         "Lf_poly": float(spec[2])})
         return
     uid = next_uid() if uid is None else uid

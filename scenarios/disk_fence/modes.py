@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import math
 
-import symengine as se
-import sympy as sp
-
 try:        # hashlib's own BLAKE2b, without hashlib's import (OpenSSL: ~6 ms of the FMU's start)
     from _blake2 import blake2b
 except ImportError:
@@ -19,13 +16,19 @@ except ImportError:
 
 from embed import Guard, Mode
 from embed.base.errors import ModelDefinitionError
-from embed.model.model import to_symengine
+from embed.base.lazy import LazyModule
+from embed.base.lazy import symengine as se
 
-from .profile import SIGMA, FenceProfile
+from .profile import FenceProfile, to_symengine
+
+# sympy and the package's symbols (SIGMA, PROFILE_H, R_ARC, LF_ARC, POLY_C, LF_POLY: ``symbolic``)
+# imported at their first use: a scenario image's stepping process imports this module
+# without them (issue 30)
+sp = LazyModule("sympy")
+SYM = LazyModule(__package__ + ".symbolic")
 
 FREE, RAMP, FENCE = 1, 2, 3
 FENCE_BASE = 100      # mode id of a fence: FENCE_BASE + its unique number
-PROFILE_H = se.Function("fence_h")    # h of the fence of any profile, a function of q4
 _UIDS = iter(range(1, 1 << 30))   # numbers of fences made by next_uid() in this process
 
 
@@ -109,10 +112,10 @@ def _centre_and_normal_se(profile):
     r, phi, L = se.symbols("r phi L")
     if profile is None:
         S, sub = q[3] - L, {}
-        h = PROFILE_H(q[3])
+        h = SYM.PROFILE_H(q[3])
         h1 = h.diff(q[3])
     else:
-        S = se.Symbol(SIGMA.name)
+        S = se.Symbol(SYM.SIGMA.name)
         sub = {S: q[3] - L}
         h = to_symengine(profile.h)      # SIGMA becomes the plain symengine symbol of its name
         h1 = h.diff(S)
@@ -125,18 +128,16 @@ def _centre_and_normal_se(profile):
 
 
 ARC = FENCE            # the arc family's mode: its radius and length are discrete variables
-R_ARC, LF_ARC = sp.symbols("R_arc Lf_arc")
 POLY = 4               # the polynomial family's mode: h = c2 s^2 + c3 s^3
-POLY_C = sp.symbols("c2_poly c3_poly")
-LF_POLY = sp.Symbol("Lf_poly")
 
 
 def arc_family():
     """The parameterized fence of issue 4, an arc of radius R_arc tangent to the ramp at P with
     its centre on the normal at P, compiled with the automaton: announcing one only sets
     R_arc and Lf_arc.  (A free-form fence is embedded when it arrives.)"""
-    return fence_mode("_arc", FenceProfile(R_ARC - sp.sqrt(R_ARC ** 2 - SIGMA ** 2), "arc"),
-                      LF_ARC, mode_id=ARC)
+    R = SYM.R_ARC
+    return fence_mode("_arc", FenceProfile(R - sp.sqrt(R ** 2 - SYM.SIGMA ** 2), "arc"),
+                      SYM.LF_ARC, mode_id=ARC)
 
 
 def poly_family():
@@ -145,8 +146,8 @@ def poly_family():
     checks) is used by setting the coefficients, with no embedding of its own.  (With a quartic
     term too the embedded equations exceed what is solved symbolically, and a step costs ten
     times as much.)"""
-    h = sum((c * SIGMA ** k for k, c in enumerate(POLY_C, start=2)), sp.Integer(0))
-    return fence_mode("_poly", FenceProfile(h, "poly"), LF_POLY, mode_id=POLY)
+    h = sum((c * SYM.SIGMA ** k for k, c in enumerate(SYM.POLY_C, start=2)), sp.Integer(0))
+    return fence_mode("_poly", FenceProfile(h, "poly"), SYM.LF_POLY, mode_id=POLY)
 
 
 def poly_coefficients(profile):
@@ -162,11 +163,18 @@ def poly_coefficients(profile):
     (c2, c3) as floats, or None.
     """
     h = profile.h
-    if not h.is_polynomial(SIGMA):
+    if not h.is_polynomial(SYM.SIGMA):
         return None
-    c = sp.Poly(h, SIGMA).all_coeffs()[::-1]
-    n = 2 + len(POLY_C)
+    c = sp.Poly(h, SYM.SIGMA).all_coeffs()[::-1]
+    n = 2 + len(SYM.POLY_C)
     if len(c) > n or any(v != 0 for v in c[:2]):
         return None
     c = [float(v) for v in c[2:]] + [0.0] * (n - len(c))
     return tuple(c) if all(math.isfinite(v) for v in c) else None
+
+
+def __getattr__(name):
+    """The symbols ``symbolic`` makes, under the names this module gave them."""
+    if name in ("PROFILE_H", "R_ARC", "LF_ARC", "POLY_C", "LF_POLY"):
+        return getattr(SYM, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import math
 
-import sympy as sp
+from embed.base.lazy import LazyModule
 
-from .profile import GEOMETRY_BAD_PARAMETER, SIGMA, FenceProfile, exact, fail
+from .profile import GEOMETRY_BAD_PARAMETER, FenceProfile, exact, fail
+
+sp = LazyModule("sympy")                      # imported at the first use (issue 30)
+SYM = LazyModule(__package__ + ".symbolic")   # the package's symbols (SIGMA)
 
 N_MAX = 32                  # rows of the fence_points array (its first Dimension)
 PREFIX = "points:"          # the description of a points fence (FMU state, messages, uid)
@@ -102,7 +105,7 @@ def profile(points) -> FenceProfile:
     size limits; its text is ``description(points)``."""
     h = sp.Integer(0)
     for k, knot, p in _terms(points):
-        base = SIGMA if knot is None else SIGMA - exact(knot) + sp.Abs(SIGMA - exact(knot))
+        base = SYM.SIGMA if knot is None else SYM.SIGMA - exact(knot) + sp.Abs(SYM.SIGMA - exact(knot))
         h = sp.Add(h, sp.Mul(exact(k), sp.Pow(base, p)))
     return FenceProfile(h, "curve", None, description(points))
 

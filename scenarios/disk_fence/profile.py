@@ -41,23 +41,26 @@ Every rejection is a ``GeometryError`` with a ``code`` for the FMU's geometry_st
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
-import symengine as se
-import sympy as sp
+from embed.base import errors
+from embed.base.errors import ExpressionError
+from embed.base.lazy import LazyModule
+from embed.base.lazy import symengine as se
+from embed.base.record import Record
 
-from embed.base import expression
-from embed.base.expression import ExpressionError, parse_expression, symbol
-from embed.model.model import to_symengine
+# sympy, and the package's symbols (SIGMA), imported at their first use: a scenario image's
+# stepping process imports this module without them (issue 30)
+sp = LazyModule("sympy")
+SYM = LazyModule(__package__ + ".symbolic")
 
 # geometry_status codes (the FMU output); 0 = the geometry in use is good
 GEOMETRY_OK = 0
-GEOMETRY_SYNTAX = expression.SYNTAX            # 1: empty, bad characters, too long/deep/large,
+GEOMETRY_SYNTAX = errors.SYNTAX            # 1: empty, bad characters, too long/deep/large,
 #                                                 does not parse
-GEOMETRY_NOT_ALLOWED = expression.NOT_ALLOWED  # 2: a name, function, operator, construct,
+GEOMETRY_NOT_ALLOWED = errors.NOT_ALLOWED      # 2: a name, function, operator, construct,
 #                                                 literal or exponent outside the whitelist
-GEOMETRY_NOT_FINITE = expression.NOT_FINITE    # 3: h, h' or h'' not finite or not real
+GEOMETRY_NOT_FINITE = errors.NOT_FINITE        # 3: h, h' or h'' not finite or not real
 #                                                 somewhere on [0, L_f]
 GEOMETRY_NOT_TANGENT = 4    # h(0) != 0 or h'(0) != 0: not continuous/tangent with the ramp at P
 GEOMETRY_NOT_SMOOTH = 5     # a kink: h' jumps where the argument of an abs changes sign
@@ -77,7 +80,17 @@ class GeometryError(ExpressionError):
     """
 
 
-SIGMA = symbol("s")         # the profile's variable: the distance from P along the ramp line
+def __getattr__(name):
+    """SIGMA (the profile's variable: the distance from P along the ramp line), ``symbolic``'s."""
+    if name == "SIGMA":
+        return SYM.SIGMA
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def to_symengine(expr):
+    """``embed.model.model.to_symengine`` (imported at the first call: it imports sympy)."""
+    from embed.model.model import to_symengine as convert
+    return convert(expr)
 
 
 def fail(code, check, value, message):
@@ -98,6 +111,7 @@ def parse_profile(text) -> sp.Expr:
     sympy.Expr in SIGMA.  Raises GeometryError (codes 1-3) with the parser's check and value.
     """
     try:
+        from embed.base.expression import parse_expression
         return parse_expression(text, ("s",))
     except GeometryError:
         raise
@@ -128,7 +142,7 @@ def _critical(expr):
     out, seen = [], set()
 
     def add(u, need, why):
-        if u.has(SIGMA) and (u, need) not in seen:
+        if u.has(SYM.SIGMA) and (u, need) not in seen:
             seen.add((u, need))
             out.append((u, need, why))
 
@@ -234,7 +248,7 @@ class _Numeric:
         crit = [_abs_as_symbols(u, memo)[0] for u, _, _ in self.critical]
         back = _abs_as_symbols(sp.Integer(0), memo)[1]
         self.abs_args = [plain for _, _, plain in back]
-        S = se.Symbol(SIGMA.name)        # symengine converts symbols by name (assumptions dropped)
+        S = se.Symbol(SYM.SIGMA.name)        # symengine converts symbols by name (assumptions dropped)
         args = [S] + [se.Symbol(k.name) for k, _, _ in back]
         try:
             G = to_symengine(g)
@@ -290,21 +304,22 @@ def exact(x: float) -> sp.Rational:
     return sp.Rational(f.numerator, f.denominator)
 
 
-@dataclass(frozen=True)
-class FenceProfile:
+class FenceProfile(Record):
     """A fence as a height profile h(sigma) over the ramp line beyond P (module docstring).
 
     ``h`` is a sympy expression in SIGMA = Symbol("s", real=True); ``kind`` is "arc" or "curve";
     ``radius`` the arc's R (None for a curve); ``text`` the source text of a curve.
     Build with ``FenceProfile.arc(R)`` or ``FenceProfile.from_text(text)``; check with ``validate``.
-    Pickles as (h, kind, radius, text); compiled numerics are rebuilt on demand.
+    Pickles as (h, kind, radius, text); compiled numerics are rebuilt on demand.  A frozen
+    ``embed.base.record.Record`` (equal, hashed and shown by its four fields; ``_cache`` is
+    not one): no ``dataclasses`` in the FMU's start (issue 30).
     """
 
-    h: sp.Expr
-    kind: str
-    radius: float | None = None
-    text: str | None = None
-    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+    FIELDS = ("h", "kind", "radius", "text")
+    FROZEN = True
+
+    def __init__(self, h, kind: str, radius: float | None = None, text: str | None = None):
+        self.__dict__.update(h=h, kind=kind, radius=radius, text=text, _cache={})
 
     def __reduce__(self):
         return (FenceProfile, (self.h, self.kind, self.radius, self.text))
@@ -316,7 +331,7 @@ class FenceProfile:
         no digits cancel for large R (sigma < R)."""
         R = positive_finite(R, "fence radius R", "radius")
         Rs = exact(R)
-        return cls(SIGMA ** 2 / (Rs + sp.sqrt(Rs ** 2 - SIGMA ** 2)), "arc", R, None)
+        return cls(SYM.SIGMA ** 2 / (Rs + sp.sqrt(Rs ** 2 - SYM.SIGMA ** 2)), "arc", R, None)
 
     @classmethod
     def from_text(cls, text) -> "FenceProfile":
@@ -329,12 +344,12 @@ class FenceProfile:
         For the arc in closed form: h' = sigma/sqrt(R^2 - sigma^2), h'' = R^2/(R^2 - sigma^2)^(3/2)."""
         if "d" not in self._cache and self.kind == "arc" and self.radius is not None:
             R = exact(self.radius)
-            root = sp.sqrt(R ** 2 - SIGMA ** 2)
-            self._cache["d"] = (self.h, SIGMA / root, R ** 2 / root ** 3)
+            root = sp.sqrt(R ** 2 - SYM.SIGMA ** 2)
+            self._cache["d"] = (self.h, SYM.SIGMA / root, R ** 2 / root ** 3)
         if "d" not in self._cache:
             g, back = _abs_as_symbols(self.h)
-            d1 = sp.diff(g, SIGMA)
-            d = [d1, sp.diff(d1, SIGMA)]
+            d1 = sp.diff(g, SYM.SIGMA)
+            d = [d1, sp.diff(d1, SYM.SIGMA)]
             for k, u, _ in reversed(back):
                 d = [e.subs(k, _branch_sign(u)) for e in d]
             self._cache["d"] = (self.h, d[0], d[1])
@@ -347,7 +362,7 @@ class FenceProfile:
         milliseconds), every abs(u) as u A_k with A_k constant, then A_k = sign(u)
         (``derivatives``)."""
         g, back = _abs_as_symbols(self.h)
-        S = se.Symbol(SIGMA.name)
+        S = se.Symbol(SYM.SIGMA.name)
         try:
             d = [to_symengine(g)]
             for _ in range(3):
