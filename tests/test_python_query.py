@@ -66,7 +66,8 @@ def test_the_answer_is_kept_and_used_while_it_holds(fmu_dir, tmp_path):
     assert cache_files.clear(cache) == 3 and not list(cache.iterdir())
 
 
-def test_nothing_kept_when_off_or_a_package_is_missing(fmu_dir, bare_python, tmp_path):
+def test_nothing_kept_when_off_or_a_package_is_missing(fmu_dir, tmp_path,
+                                                       bare_python):  # noqa: F811
     off = tmp_path / "off"
     run(fmu_dir, tmp_path / "a", "off", HOME=str(off), XDG_CACHE_HOME=str(off))
     assert not off.exists()

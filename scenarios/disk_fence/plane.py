@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .profile import SIGMA, FenceProfile, exact
+from .profile import FenceProfile, exact
+from .symbolic import SIGMA
 
 
 def ramp_frame(phi):

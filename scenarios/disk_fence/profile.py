@@ -9,8 +9,6 @@ checks (``scenarios/disk_fence/checks.py``).  The text goes through the engine's
 
 Conventions (all of them used by the tests):
 
-Conventions (all of them used by the tests):
-
 * Ramp frame: unit tangent t = (cos phi, sin phi) (the direction of increasing q4 on the
   ramp: the paper's ramp constraints u1 = u4 cos phi, u2 = u4 sin phi) and unit normal
   n = (-sin phi, cos phi), pointing to the side of the ramp the disk is on.
@@ -32,7 +30,6 @@ Conventions (all of them used by the tests):
   d/dt of the disk centre on this arc after q4 - L -> -(q4 - L), u4 -> -u4 (checked in
   tests/test_geometry.py).  Read literally, they start at P opposite to the ramp's own
   u1 = u4 cos phi, u2 = u4 sin phi; we keep the ramp's direction so that the path is C1 at P.
-
 
 Every rejection is a ``GeometryError`` with a ``code`` for the FMU's geometry_status output
 (``GEOMETRY_*`` below), the name of the ``check`` and the offending ``value``.
@@ -78,13 +75,6 @@ class GeometryError(ExpressionError):
     ``code`` is the geometry_status code (GEOMETRY_*), ``check`` names the failed check,
     ``value`` the offending token, name or number.
     """
-
-
-def __getattr__(name):
-    """SIGMA (the profile's variable: the distance from P along the ramp line), ``symbolic``'s."""
-    if name == "SIGMA":
-        return SYM.SIGMA
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def to_symengine(expr):
