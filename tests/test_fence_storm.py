@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.disk_fence.profile import GEOMETRY_ON_FENCE, SIGMA, FenceProfile
+from scenarios.disk_fence.profile import GEOMETRY_ON_FENCE, FenceProfile
+from scenarios.disk_fence.symbolic import SIGMA
 
 HERE = Path(__file__).resolve().parent
 STEP_BUDGET = float(os.environ.get("FENCE_STEP_BUDGET", "0.05"))       # s, one doStep
