@@ -77,6 +77,13 @@ class GeometryError(ExpressionError):
     """
 
 
+def __getattr__(name):
+    """SIGMA (the profile's variable: the distance from P along the ramp line), ``symbolic``'s."""
+    if name == "SIGMA":
+        return SYM.SIGMA
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def to_symengine(expr):
     """``embed.model.model.to_symengine`` (imported at the first call: it imports sympy)."""
     from embed.model.model import to_symengine as convert
