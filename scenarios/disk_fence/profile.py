@@ -42,8 +42,7 @@ import math
 import numpy as np
 from embed.base import errors
 from embed.base.errors import ExpressionError
-from embed.base.lazy import LazyModule
-from embed.base.lazy import symengine as se
+from embed.base.lazy import LazyModule, symengine as se
 from embed.base.record import Record
 
 # sympy, and the package's symbols (SIGMA), imported at their first use: a scenario image's
@@ -53,12 +52,9 @@ SYM = LazyModule(__package__ + ".symbolic")
 
 # geometry_status codes (the FMU output); 0 = the geometry in use is good
 GEOMETRY_OK = 0
-GEOMETRY_SYNTAX = errors.SYNTAX            # 1: empty, bad characters, too long/deep/large,
-#                                                 does not parse
-GEOMETRY_NOT_ALLOWED = errors.NOT_ALLOWED      # 2: a name, function, operator, construct,
-#                                                 literal or exponent outside the whitelist
-GEOMETRY_NOT_FINITE = errors.NOT_FINITE        # 3: h, h' or h'' not finite or not real
-#                                                 somewhere on [0, L_f]
+GEOMETRY_SYNTAX = errors.SYNTAX          # 1: empty, bad characters, too long/deep/large, unparsed
+GEOMETRY_NOT_ALLOWED = errors.NOT_ALLOWED  # 2: a name, function, operator, ... not whitelisted
+GEOMETRY_NOT_FINITE = errors.NOT_FINITE    # 3: h, h' or h'' not finite or not real on [0, L_f]
 GEOMETRY_NOT_TANGENT = 4    # h(0) != 0 or h'(0) != 0: not continuous/tangent with the ramp at P
 GEOMETRY_NOT_SMOOTH = 5     # a kink: h' jumps where the argument of an abs changes sign
 GEOMETRY_CURVATURE = 6      # curvature above the limit
@@ -70,15 +66,12 @@ GEOMETRY_NO_ANSWER = 10     # the background workers never answered (hung or dea
 
 
 class GeometryError(ExpressionError):
-    """A fence geometry from outside is rejected; the FMU keeps its last good geometry.
-
-    ``code`` is the geometry_status code (GEOMETRY_*), ``check`` names the failed check,
-    ``value`` the offending token, name or number.
-    """
+    """A fence geometry from outside is rejected (the FMU keeps its last good one): ``code``
+    the geometry_status code (GEOMETRY_*), ``check`` the failed check, ``value`` the offending
+    token, name or number."""
 
 
-def __getattr__(name):
-    """SIGMA (the profile's variable: the distance from P along the ramp line), ``symbolic``'s."""
+def __getattr__(name):      # SIGMA, the profile's variable (the distance from P): symbolic's
     if name == "SIGMA":
         return SYM.SIGMA
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
