@@ -106,6 +106,16 @@ def close_loop(th1, th2, alpha, guess=(1.0, 1.0)):
     return x
 
 
+class _Kept(dict):
+    """Initial states by parameters, in this process: an instance's start and its
+    initialization build a simulator each with the same parameters, and the Newton closure
+    (``close_loop``, a pure function of them) ran twice, 4-5 ms of the FMU's start (issue
+    30).  Pickled (the FMU's scenario image) empty: another process computes its own."""
+
+    def __reduce__(self):
+        return (_Kept, ())
+
+
 def theta5_of(th, alpha):
     """theta5 closing the loop (numpy): Rz(theta5) = (R_4 Rx(alpha4))^T Rx(-alpha5)."""
     R = np.eye(3)
@@ -241,7 +251,16 @@ def build() -> Scenario:
               Var("tau1", 0.0, "torque of drive 1 on link 1 about z_1", "N.m"),
               Var("tau2", 0.0, "torque of drive 2 at joint 5 (power tau2 omega5)", "N.m")]
 
+    kept = _Kept()
+
     def initial_state(p):
+        key = tuple(sorted(p.items()))
+        if key not in kept:
+            kept[key] = _initial_state(p)
+        q0, u0 = kept[key]
+        return q0.copy(), u0.copy()
+
+    def _initial_state(p):
         alpha = np.array([p[nm] for nm in NAMES], dtype=float)
         th1, th2 = p["theta1_start"], p["theta2_start"]
         th34 = close_loop(th1, th2, alpha)

@@ -25,7 +25,7 @@ from .done import Done
 from ..base.errors import CompilationError
 from .ir import ir_text, largest_function
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()     # (reentered: a placement places what it names, ``_resolve``)
 _STATE = {}
 _LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "pow")
 # codegen optimization level: 0 compiles fast, 1 runs faster (docs/design.md's facts); 0 where a
@@ -98,13 +98,17 @@ def _shipped_helper(name):
 
 
 def _resolve(name):
-    """An undefined symbol of object code ``elf_load`` places: a helper (shipped), or a
-    function MCJIT loaded."""
+    """An undefined symbol of object code ``elf_load`` places: a helper (shipped), a function
+    MCJIT loaded, or one unpickled and not placed yet (``_PENDING``: placed now)."""
     addr = _shipped_helper(name) if name in _HELPERS else None
     if addr:
         return addr
     if _STATE and name.startswith("embed_"):
         return _STATE["engine"].get_function_address(name) or None
+    pending = _PENDING.get(name)
+    if pending is not None:
+        pending.load()
+        return elf_load.published().get(name)
     return None
 
 
@@ -230,7 +234,28 @@ class NativeFunction:
         if load:
             self.load()
 
+    def __getattr__(self, name):
+        """``_f``, ``entries`` and ``memo`` of a function unpickled without being placed
+        (``_unpickled``): placed at their first read, then read as set (issue 30, start-up:
+        an FMU places the shipped functions its start calls, the rest when first called;
+        a real-time run all at its initialization, ``place_pending``)."""
+        if name in ("_f", "entries", "memo"):
+            self.load()
+            return object.__getattribute__(self, name)
+        raise AttributeError(name)
+
     def load(self):
+        """Place the object code (``_place``) unless it is placed already (once: two
+        threads asking at once get the same placement)."""
+        with _LOCK:
+            try:
+                object.__getattribute__(self, "_f")
+            except AttributeError:
+                self._place()
+                for n in [self.name] + list(self.exports.values()):
+                    _PENDING.pop(n, None)
+
+    def _place(self):
         """Place the object code (``elf_load``; else add it to MCJIT's engine) and resolve
         its functions (``load=False`` at construction leaves this to ``load_later``'s
         thread)."""
@@ -240,8 +265,7 @@ class NativeFunction:
         # import; once LLVM is up (something was compiled), MCJIT as before, whose loads
         # release the GIL (the loader thread's, issue 30's tails)
         if not _STATE and os.environ.get(LOADER_ENV, "").lower() != "mcjit":
-            with _LOCK:
-                placed = elf_load.load(self.obj, _resolve)
+            placed = elf_load.load(self.obj, _resolve)
         if placed is not None:
             addr = {k: placed.get(v) for k, v in [("", name)] + list(self.exports.items())}
             at = placed.get(f"{name}_memo", 0) if memo_size else None
@@ -287,13 +311,34 @@ class NativeFunction:
 _DEFER = threading.local()
 
 
+_PENDING = {}      # symbol name -> a NativeFunction unpickled, not placed yet, defining it
+
+
 def _unpickled(*args):
-    """A NativeFunction unpickled: loaded now, or, inside ``deferred_loads``, listed there."""
+    """A NativeFunction unpickled: inside ``deferred_loads``, listed there (for the loader
+    thread); else placed when it is first called (``NativeFunction.__getattr__``; a function
+    another one names, when that one is placed: ``_resolve``)."""
     pending = getattr(_DEFER, "pending", None)
-    f = NativeFunction(*args, load=pending is None)
+    f = NativeFunction(*args, load=False)
     if pending is not None:
         pending.append(f)
+    else:
+        with _LOCK:
+            for n in [f.name] + list(f.exports.values()):
+                _PENDING.setdefault(n, f)
     return f
+
+
+def place_pending():
+    """Place now every function unpickled and not placed yet (``_PENDING``): a real-time
+    run's initialization, so that no step pays a placement (an offline run's first calls
+    do: 0.1 ms a function)."""
+    while True:
+        with _LOCK:
+            f = next(iter(_PENDING.values()), None)
+        if f is None:
+            return
+        f.load()
 
 
 @contextlib.contextmanager
