@@ -62,6 +62,8 @@ from sympy.physics.mechanics import (PinJoint, Point, ReferenceFrame, RigidBody,
 from embed import Automaton, Guard, Jump, Mode, Model, Output, Scenario, Var, holonomic
 from embed.base.errors import InputError
 
+from ._once import once
+
 FREE, LOCKED = 1, 2
 NAMES = ("alpha1", "alpha2", "alpha3", "alpha4", "alpha5")
 ALPHA_DEG = (50.0, 45.0, 45.0, 50.0, 60.0)
@@ -104,16 +106,6 @@ def close_loop(th1, th2, alpha, guess=(1.0, 1.0)):
         raise InputError(f"metamorphic_palm: the loop does not close for theta1 = {th1}, "
                          f"theta2 = {th2} (link angles {np.degrees(alpha).round(3).tolist()} deg)")
     return x
-
-
-class _Kept(dict):
-    """Initial states by parameters, in this process: an instance's start and its
-    initialization build a simulator each with the same parameters, and the Newton closure
-    (``close_loop``, a pure function of them) ran twice, 4-5 ms of the FMU's start (issue
-    30).  Pickled (the FMU's scenario image) empty: another process computes its own."""
-
-    def __reduce__(self):
-        return (_Kept, ())
 
 
 def theta5_of(th, alpha):
@@ -251,13 +243,11 @@ def build() -> Scenario:
               Var("tau1", 0.0, "torque of drive 1 on link 1 about z_1", "N.m"),
               Var("tau2", 0.0, "torque of drive 2 at joint 5 (power tau2 omega5)", "N.m")]
 
-    kept = _Kept()
-
     def initial_state(p):
-        key = tuple(sorted(p.items()))
-        if key not in kept:
-            kept[key] = _initial_state(p)
-        q0, u0 = kept[key]
+        # once per parameters: an FMU instance's start and its initialization build a
+        # simulator each, and the Newton closure ran twice (4-5 ms of its start, issue 30)
+        q0, u0 = once(("metamorphic_palm", tuple(sorted(p.items()))),
+                      lambda: _initial_state(p))
         return q0.copy(), u0.copy()
 
     def _initial_state(p):
