@@ -38,7 +38,7 @@ def _pair():
 def test_unpickled_function_placed_at_its_first_call():
     """Unpickled, a function is not placed (no entry point) until its first call, then
     computes its original's bits; placing it again (``load``) changes nothing."""
-    g, f, xs = _pair()
+    _, f, xs = _pair()
     again = pickle.loads(pickle.dumps(f))
     with pytest.raises(AttributeError):
         object.__getattribute__(again, "_f")
@@ -100,8 +100,8 @@ def test_shipped_pivots_only_for_the_same_bytes(monkeypatch):
     assert calls == [] and list(p2) == list(piv) and d2.tobytes() == diag.tobytes()
     b = a.copy()
     b.view(np.int64)[2, 4] ^= 1
-    d3, p3 = partition._pivoted_qr(b)
-    qr3, jpvt3, _, _, _ = real("dgeqp3")(b)
+    _, p3 = partition._pivoted_qr(b)
+    jpvt3 = real("dgeqp3")(b)[1]
     assert calls == ["dgeqp3"] and list(p3) == list(jpvt3 - 1)
     partition._pivoted_qr(a.reshape(9, 5))
     assert calls == ["dgeqp3", "dgeqp3"]
@@ -134,7 +134,7 @@ def _start(fmu, tmp_path, real_time):
     with zipfile.ZipFile(fmu) as z:
         z.extractall(unzip)
     res = subprocess.run([sys.executable, "-c", START, str(unzip), str(int(real_time))],
-                         capture_output=True, text=True, cwd=tmp_path)
+                         capture_output=True, text=True, cwd=tmp_path, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import queue
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -21,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from . import elf_load, ldlt, pivoting, reduction
-from .done import Done
+from .loader_thread import LOADER_SWITCH, load_later, run_later, start_loader  # noqa: F401
 from ..base.errors import CompilationError
 from .ir import ir_text, largest_function
 
@@ -223,7 +221,7 @@ class NativeFunction:
     of ``n_in`` arguments into ``out`` (the interface of ``embed.modes.functions.Compiled``)."""
 
     __slots__ = ("obj", "name", "n_in", "n_out", "exports", "opt", "entries", "memo",
-                 "memo_size", "_f")
+                 "memo_size", "_f", "lazy")
 
     def __init__(self, obj, name, n_in, n_out, exports=None, opt=None, memo_size=0,
                  load=True):
@@ -231,6 +229,7 @@ class NativeFunction:
         self.opt = opt              # the codegen level it was compiled at
         self.exports = dict(exports or {})
         self.memo_size = memo_size
+        self.lazy = False           # placed at the first read of its entry points (``_unpickled``)
         if load:
             self.load()
 
@@ -239,10 +238,10 @@ class NativeFunction:
         (``_unpickled``): placed at their first read, then read as set (issue 30, start-up:
         an FMU places the shipped functions its start calls, the rest when first called;
         a real-time run all at its initialization, ``place_pending``)."""
-        if name in ("_f", "entries", "memo"):
+        if name in ("_f", "entries", "memo") and self.lazy:
             self.load()
             return object.__getattribute__(self, name)
-        raise AttributeError(name)
+        raise AttributeError(name)      # (one ``load_later`` has not loaded yet: not here)
 
     def load(self):
         """Place the object code (``_place``) unless it is placed already (once: two
@@ -323,6 +322,7 @@ def _unpickled(*args):
     if pending is not None:
         pending.append(f)
     else:
+        f.lazy = True
         with _LOCK:
             for n in [f.name] + list(f.exports.values()):
                 _PENDING.setdefault(n, f)
@@ -353,64 +353,3 @@ def deferred_loads():
         yield pending
     finally:
         _DEFER.pending = outer
-
-
-_LOADER = []
-_LOADER_LOCK = threading.Lock()      # not _LOCK: a load holds that while it runs
-
-
-def start_loader():
-    """The loader thread (``load_later``), started now: starting a thread in a step costs
-    milliseconds.  Returns its queue."""
-    with _LOADER_LOCK:
-        if not _LOADER:
-            q = queue.SimpleQueue()
-            threading.Thread(target=_loader, args=(q,), name="embed-loader",
-                             daemon=True).start()
-            _LOADER.append(q)
-    return _LOADER[0]
-
-
-# the switch interval while the loader thread has work (s): its Python (placing object code,
-# preparing a fence's terms) holds the GIL, and a stepping thread that wants it back (after a
-# pipe read or any call that dropped it) waits up to the interval, 5 ms by default; at 0.1 ms
-# the two take turns within a step instead (issue 30, tails)
-LOADER_SWITCH = 1e-4
-
-
-def _loader(q):
-    while True:
-        fns, done = q.get()
-        before = sys.getswitchinterval()
-        sys.setswitchinterval(min(before, LOADER_SWITCH))
-        ours = sys.getswitchinterval()
-        try:
-            done.set_result(fns() if callable(fns) else _load_all(fns))
-        except BaseException as exc:  # noqa: BLE001 - done.result() raises it
-            done.set_exception(exc)
-        finally:
-            if sys.getswitchinterval() == ours:     # (unless someone else set it meanwhile)
-                sys.setswitchinterval(before)
-
-
-def load_later(fns):
-    """Load ``fns`` (NativeFunctions made with ``load=False``) in the loader thread, one per
-    process, in the order asked: a ``Done``, done when they are (its ``result()`` raises what
-    a load raised).  The loads run in llvmlite's ctypes calls, which release the GIL: the
-    stepping thread goes on meanwhile."""
-    done = Done()
-    start_loader().put((list(fns), done))
-    return done
-
-
-def run_later(fn):
-    """fn() in the loader thread, after the loads asked before it: a ``Done`` of its result
-    (work that needs what they load, done off the stepping path)."""
-    done = Done()
-    start_loader().put((fn, done))
-    return done
-
-
-def _load_all(fns):
-    for f in fns:
-        f.load()
