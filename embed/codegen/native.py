@@ -102,7 +102,9 @@ def _resolve(name):
     if addr:
         return addr
     if _STATE and name.startswith("embed_"):
-        return _STATE["engine"].get_function_address(name) or None
+        addr = _STATE["engine"].get_function_address(name)
+        if addr:
+            return addr
     pending = _PENDING.get(name)
     if pending is not None:
         pending.load()
@@ -272,6 +274,9 @@ class NativeFunction:
                 return self._resolved(addr, at)
         st = _llvm()
         with _LOCK:
+            for other in {id(f): f for n, f in _PENDING.items()    # what it names, first
+                          if f is not self and n.encode() in self.obj}.values():
+                other.load()
             _helpers(st, self.obj)
             st["engine"].add_object_file(st["llvm"].ObjectFileRef.from_data(self.obj))
             st["engine"].finalize_object()
