@@ -1,10 +1,10 @@
 """What an FMU's resources hold, for the tests that check it carries its own model only."""
 
-import marshal
 import sys
 import zipfile
 from importlib.util import source_hash
 
+from embed.base.bundle import unpack
 from fmu_src.builder.bytecode import BEFORE_BUNDLE
 
 OWN_PACKAGES = ("embed", "fmu_src", "scenarios")   # bundled (fmu_src/builder/bytecode.py)
@@ -33,7 +33,7 @@ def resources(fmu):
                 continue
             if len(parts) == 2:
                 if parts[1].endswith(f".{sys.implementation.cache_tag}.bundle"):
-                    bundles.append(marshal.loads(z.read(name)))
+                    bundles.append(unpack(z.read(name)))
                 continue
             top, rest = parts[1].rsplit("_", 1)[0], "/".join(parts[2:])
             if "__pycache__/" in rest:

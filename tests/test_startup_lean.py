@@ -105,6 +105,7 @@ def test_bundle_serves_a_module_only_for_its_own_source(tmp_path):
     as from the path finder."""
     import marshal
 
+    from embed.base.bundle import pack, unpack
     from fmu_src.builder.bytecode import bundle
     res = tmp_path / "resources"
     members = {"resources/fmu_src_ab12/__init__.py": b"",
@@ -122,14 +123,14 @@ def test_bundle_serves_a_module_only_for_its_own_source(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(data)
     name, data = bundle(members)
-    table = marshal.loads(data)
+    table = unpack(data)
     assert set(table) == {"fmu_src_ab12", "fmu_src_ab12.runtime", "fmu_src_ab12.runtime.bundle",
                           "embed_ab12", "embed_ab12.base", "embed_ab12.base.bundle",
                           "embed_ab12.mod"}
     is_package, rel, digest, _ = table["embed_ab12.mod"]
     table["embed_ab12.mod"] = (is_package, rel, digest,
                                marshal.dumps(compile("X = 3\n", rel, "exec")))
-    (tmp_path / name).write_bytes(marshal.dumps(table))
+    (tmp_path / name).write_bytes(pack(table))
     code = ("import sys; sys.path.insert(0, sys.argv[1]); "
             "from fmu_src_ab12.runtime.bundle import install; assert install(); "
             "import embed_ab12.mod as m; print(m.X, m.__file__, m.__package__)")

@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import queue
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -21,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from . import elf_load, ldlt, pivoting, reduction
-from .done import Done
+from .loader_thread import LOADER_SWITCH, load_later, run_later, start_loader  # noqa: F401
 from ..base.errors import CompilationError
 from .ir import ir_text, largest_function
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()     # (reentered: a placement places what it names, ``_resolve``)
 _STATE = {}
 _LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "pow")
 # codegen optimization level: 0 compiles fast, 1 runs faster (docs/design.md's facts); 0 where a
@@ -98,13 +96,19 @@ def _shipped_helper(name):
 
 
 def _resolve(name):
-    """An undefined symbol of object code ``elf_load`` places: a helper (shipped), or a
-    function MCJIT loaded."""
+    """An undefined symbol of object code ``elf_load`` places: a helper (shipped), a function
+    MCJIT loaded, or one unpickled and not placed yet (``_PENDING``: placed now)."""
     addr = _shipped_helper(name) if name in _HELPERS else None
     if addr:
         return addr
     if _STATE and name.startswith("embed_"):
-        return _STATE["engine"].get_function_address(name) or None
+        addr = _STATE["engine"].get_function_address(name)
+        if addr:
+            return addr
+    pending = _PENDING.get(name)
+    if pending is not None:
+        pending.load()
+        return elf_load.published().get(name)
     return None
 
 
@@ -219,7 +223,7 @@ class NativeFunction:
     of ``n_in`` arguments into ``out`` (the interface of ``embed.modes.functions.Compiled``)."""
 
     __slots__ = ("obj", "name", "n_in", "n_out", "exports", "opt", "entries", "memo",
-                 "memo_size", "_f")
+                 "memo_size", "_f", "lazy")
 
     def __init__(self, obj, name, n_in, n_out, exports=None, opt=None, memo_size=0,
                  load=True):
@@ -227,10 +231,32 @@ class NativeFunction:
         self.opt = opt              # the codegen level it was compiled at
         self.exports = dict(exports or {})
         self.memo_size = memo_size
+        self.lazy = False           # placed at the first read of its entry points (``_unpickled``)
         if load:
             self.load()
 
+    def __getattr__(self, name):
+        """``_f``, ``entries`` and ``memo`` of a function unpickled without being placed
+        (``_unpickled``): placed at their first read, then read as set (issue 30, start-up:
+        an FMU places the shipped functions its start calls, the rest when first called;
+        a real-time run all at its initialization, ``place_pending``)."""
+        if name in ("_f", "entries", "memo") and self.lazy:
+            self.load()
+            return object.__getattribute__(self, name)
+        raise AttributeError(name)      # (one ``load_later`` has not loaded yet: not here)
+
     def load(self):
+        """Place the object code (``_place``) unless it is placed already (once: two
+        threads asking at once get the same placement)."""
+        with _LOCK:
+            try:
+                object.__getattribute__(self, "_f")
+            except AttributeError:
+                self._place()
+                for n in [self.name] + list(self.exports.values()):
+                    _PENDING.pop(n, None)
+
+    def _place(self):
         """Place the object code (``elf_load``; else add it to MCJIT's engine) and resolve
         its functions (``load=False`` at construction leaves this to ``load_later``'s
         thread)."""
@@ -240,8 +266,7 @@ class NativeFunction:
         # import; once LLVM is up (something was compiled), MCJIT as before, whose loads
         # release the GIL (the loader thread's, issue 30's tails)
         if not _STATE and os.environ.get(LOADER_ENV, "").lower() != "mcjit":
-            with _LOCK:
-                placed = elf_load.load(self.obj, _resolve)
+            placed = elf_load.load(self.obj, _resolve)
         if placed is not None:
             addr = {k: placed.get(v) for k, v in [("", name)] + list(self.exports.items())}
             at = placed.get(f"{name}_memo", 0) if memo_size else None
@@ -249,6 +274,9 @@ class NativeFunction:
                 return self._resolved(addr, at)
         st = _llvm()
         with _LOCK:
+            for other in {id(f): f for n, f in _PENDING.items()    # what it names, first
+                          if f is not self and n.encode() in self.obj}.values():
+                other.load()
             _helpers(st, self.obj)
             st["engine"].add_object_file(st["llvm"].ObjectFileRef.from_data(self.obj))
             st["engine"].finalize_object()
@@ -287,13 +315,35 @@ class NativeFunction:
 _DEFER = threading.local()
 
 
+_PENDING = {}      # symbol name -> a NativeFunction unpickled, not placed yet, defining it
+
+
 def _unpickled(*args):
-    """A NativeFunction unpickled: loaded now, or, inside ``deferred_loads``, listed there."""
+    """A NativeFunction unpickled: inside ``deferred_loads``, listed there (for the loader
+    thread); else placed when it is first called (``NativeFunction.__getattr__``; a function
+    another one names, when that one is placed: ``_resolve``)."""
     pending = getattr(_DEFER, "pending", None)
-    f = NativeFunction(*args, load=pending is None)
+    f = NativeFunction(*args, load=False)
     if pending is not None:
         pending.append(f)
+    else:
+        f.lazy = True
+        with _LOCK:
+            for n in [f.name] + list(f.exports.values()):
+                _PENDING.setdefault(n, f)
     return f
+
+
+def place_pending():
+    """Place now every function unpickled and not placed yet (``_PENDING``): a real-time
+    run's initialization, so that no step pays a placement (an offline run's first calls
+    do: 0.1 ms a function)."""
+    while True:
+        with _LOCK:
+            f = next(iter(_PENDING.values()), None)
+        if f is None:
+            return
+        f.load()
 
 
 @contextlib.contextmanager
@@ -308,64 +358,3 @@ def deferred_loads():
         yield pending
     finally:
         _DEFER.pending = outer
-
-
-_LOADER = []
-_LOADER_LOCK = threading.Lock()      # not _LOCK: a load holds that while it runs
-
-
-def start_loader():
-    """The loader thread (``load_later``), started now: starting a thread in a step costs
-    milliseconds.  Returns its queue."""
-    with _LOADER_LOCK:
-        if not _LOADER:
-            q = queue.SimpleQueue()
-            threading.Thread(target=_loader, args=(q,), name="embed-loader",
-                             daemon=True).start()
-            _LOADER.append(q)
-    return _LOADER[0]
-
-
-# the switch interval while the loader thread has work (s): its Python (placing object code,
-# preparing a fence's terms) holds the GIL, and a stepping thread that wants it back (after a
-# pipe read or any call that dropped it) waits up to the interval, 5 ms by default; at 0.1 ms
-# the two take turns within a step instead (issue 30, tails)
-LOADER_SWITCH = 1e-4
-
-
-def _loader(q):
-    while True:
-        fns, done = q.get()
-        before = sys.getswitchinterval()
-        sys.setswitchinterval(min(before, LOADER_SWITCH))
-        ours = sys.getswitchinterval()
-        try:
-            done.set_result(fns() if callable(fns) else _load_all(fns))
-        except BaseException as exc:  # noqa: BLE001 - done.result() raises it
-            done.set_exception(exc)
-        finally:
-            if sys.getswitchinterval() == ours:     # (unless someone else set it meanwhile)
-                sys.setswitchinterval(before)
-
-
-def load_later(fns):
-    """Load ``fns`` (NativeFunctions made with ``load=False``) in the loader thread, one per
-    process, in the order asked: a ``Done``, done when they are (its ``result()`` raises what
-    a load raised).  The loads run in llvmlite's ctypes calls, which release the GIL: the
-    stepping thread goes on meanwhile."""
-    done = Done()
-    start_loader().put((list(fns), done))
-    return done
-
-
-def run_later(fn):
-    """fn() in the loader thread, after the loads asked before it: a ``Done`` of its result
-    (work that needs what they load, done off the stepping path)."""
-    done = Done()
-    start_loader().put((fn, done))
-    return done
-
-
-def _load_all(fns):
-    for f in fns:
-        f.load()

@@ -4,6 +4,7 @@ numeric pivoting on B at the current state, and the condition of the dependent b
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -18,11 +19,50 @@ def _pivoted_qr(a):
     (an event step calls this; scipy.linalg.qr's checks and workspace query cost many times
     the factorization: docs/design.md, facts).  scipy's LAPACK extension is loaded here, when
     first needed (more than ``SMALL_M`` constraints, or a rank check), alone: not the scipy
-    package (``embed.base.flapack``: the same routine, issue 30)."""
+    package (``embed.base.flapack``: the same routine, issue 30).  A matrix whose bytes are
+    one dgeqp3 factorized at build time (``shipped``) takes that answer: the routine is a
+    pure function of its input's bits on one CPU and library, so it is the same one."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    key = (a.shape, a.tobytes())
+    got = _SHIPPED.get(key)
+    if got is not None:
+        return np.array(got[0]), np.array(got[1])
     qr, jpvt, _, _, info = routine("dgeqp3")(a)
     if info != 0:
         raise ConstraintRankError(f"pivoted QR failed (LAPACK info {info})")
-    return np.abs(qr.diagonal()), jpvt - 1
+    diag, piv = np.abs(qr.diagonal()), jpvt - 1
+    for table in _RECORDING:
+        if len(table) < RECORD_MAX:
+            table[key] = (diag.tolist(), piv.tolist())
+    return diag, piv
+
+
+# dgeqp3's answers formed at build time for the matrices an FMU's default run factorized
+# (its start: the consistent start and warm-up; its events), shipped with its object code,
+# whose key (package versions, CPU name and features) is theirs: (shape, bytes) -> (|diag R|,
+# pivots).  Loading scipy's LAPACK costs 10 ms of a start (issue 30); a matrix not among
+# them (other parameters, other inputs) loads it as before.
+_SHIPPED = {}
+_RECORDING = []
+RECORD_MAX = 512      # matrices kept by one ``recording`` (a long default run: the first)
+
+
+@contextlib.contextmanager
+def recording():
+    """Yields the table {(shape, bytes): (|diag R|, pivots)} of every dgeqp3 factorization
+    made inside (by any thread), at most ``RECORD_MAX``: ``fmu_src.runtime.formed.form``."""
+    table = {}
+    _RECORDING.append(table)
+    try:
+        yield table
+    finally:
+        _RECORDING.remove(table)
+
+
+def shipped(table: dict) -> None:
+    """Take dgeqp3's answers formed at build time (``recording``) for the same CPU and
+    libraries (their file's key said so)."""
+    _SHIPPED.update(table)
 
 
 SMALL_M = 3           # up to this many constraints the pivoting runs in plain floats

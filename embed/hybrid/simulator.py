@@ -214,9 +214,9 @@ class Simulator(FormsViews):
         switching.entered(self, active)
         switching.rehearse_entry(self, active)
 
-    def warm_up(self):
+    def warm_up(self, calls=True):
         """Pay first-call costs now (``embed.hybrid.warmup.warm_up``)."""
-        warm_up(self)
+        warm_up(self, calls)
 
     @property
     def mode_number(self):

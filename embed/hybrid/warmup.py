@@ -14,13 +14,14 @@ import numpy as np
 from ..base.lazy import symengine as se
 
 from ..modes.functions import lambdify
-from ..embedding.partition import kappa, partition
+from ..base.flapack import routine
+from ..embedding.partition import SMALL_M, kappa, partition
 from ..modes.numeric import EntryTerms
 
 _WARMED = []          # the process-wide part is done
 
 
-def warm_up(sim):
+def warm_up(sim, calls=True):
     """Call, once, what event handling uses: every constraint's compiled terms, the
     unconstrained terms, the linear algebra of an event at this model's sizes, every
     compiled mode's functions; and, compiled with LLVM, the entry terms of every mode's
@@ -30,6 +31,13 @@ def warm_up(sim):
     ----------
     sim : Simulator
         Started (its state is where the functions are called; nothing of it changes).
+    calls : bool
+        Make the calls (a real-time run, whose first event must not pay them), and load
+        scipy's LAPACK if a mode has more than ``partition.SMALL_M`` constraints (10 ms),
+        though every pivoted QR so far was shipped (``partition.shipped``).  False (an
+        offline run): only the library's hand-over of the entry terms (which decides what
+        later events compute); each first call is paid when the run makes it, if ever, and
+        shipped object code no call needs is never placed (``native._unpickled``).
     """
     n = sim.model.n
     library = sim.library
@@ -38,6 +46,8 @@ def warm_up(sim):
     with np.errstate(all="ignore"):
         for name in list(sim.aut.constraints):
             terms = sim.forms.constraint_terms(name)
+            if not calls:
+                continue
             terms.BC(tq)
             terms.gamma(tqu)
             if terms.phi is not None:
@@ -51,9 +61,12 @@ def warm_up(sim):
                     shipped = EntryTerms(sim.model, sim.forms.constraint_set(active),
                                          sim.psyms, "llvm")
                 library.entry[active] = shipped
-            if active:
+            if active and calls:
                 sim.mode_compiler.entry([sim.forms.constraint_terms(c) for c in active], sim.t, sim.q, sim.u, sim.pvec)
-        sim.mode_compiler.numeric_terms().evaluate(sim.t, sim.q, sim.u, sim.pvec)
+        terms = sim.mode_compiler.numeric_terms()
+        if not calls:
+            return
+        terms.evaluate(sim.t, sim.q, sim.u, sim.pvec)
         most = max([len(md.constraints) for md in sim.aut.modes.values()] + [1])
         k = n + most + 2
         for size in range(1, k + 1):
@@ -66,6 +79,8 @@ def warm_up(sim):
             B = np.ones((m, size)) + np.eye(m, size)
             partition(B)
             kappa(B, tuple(range(m)))
+        if most > SMALL_M:
+            routine("dgeqp3")
         # once a process (each LLVM compile keeps its memory), and only where symengine is
         # in use: a process stepping on shipped object code never imports it (issue 30)
         if not _WARMED and "symengine" in sys.modules:

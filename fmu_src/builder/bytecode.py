@@ -20,6 +20,8 @@ import re
 import sys
 from importlib import _bootstrap_external
 
+from embed.base.bundle import pack, unpack
+
 
 def pyc_name(path: str) -> str:
     """The ``__pycache__`` path of the module file ``path`` (a zip member's name) for this
@@ -106,7 +108,7 @@ def bundle(members: dict):
             continue
         table[".".join(parts[:-1] if is_package else parts)] = (
             is_package, rel, importlib.util.source_hash(data), marshal.dumps(code))
-    return f"resources/modules{tag}.{sys.implementation.cache_tag}.bundle", marshal.dumps(table)
+    return f"resources/modules{tag}.{sys.implementation.cache_tag}.bundle", pack(table)
 
 
 # imported before the bundle's finder is in place (the slave's entry module: fmu_src's
@@ -124,7 +126,7 @@ def without_pyc(data: bytes) -> set:
     build, is compiled from its source as an unbundled module is); those of ``BEFORE_BUNDLE``
     keep theirs."""
     out = set()
-    for entry in marshal.loads(data).values():
+    for entry in unpack(data).values():
         top, _, rest = entry[1].partition("/")
         if f"{top.rsplit('_', 1)[0]}/{rest}" not in BEFORE_BUNDLE:
             out.add(entry[1])

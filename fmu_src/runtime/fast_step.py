@@ -130,8 +130,12 @@ def step_arguments(mode, x, p):
 
 
 def _address(fn):
-    """The address of a compiled function's code, or None."""
+    """The address of a compiled function's code, or None.  A lambda function's translation
+    not called yet (``LambdaNative``, its ``_f`` read at its first call): its function's,
+    placed now if it was left for its first call (``native._unpickled``)."""
     f = getattr(fn, "_f", None)
+    if f is None and getattr(fn, "native", None) is not None:
+        f = getattr(fn.native, "_f", None)
     return None if f is None else ctypes.cast(f, ctypes.c_void_p).value
 
 

@@ -23,6 +23,7 @@ from embed.base import shipped
 
 ROOT = Path(__file__).resolve().parents[2]       # the FMU's resources (or the source tree)
 TAG = shipped.tag_of(__name__)
+PIVOTS_KEY = "dgeqp3"     # objects.pkl's entry of the default run's pivoted QRs (``partition``)
 _LOCK = threading.RLock()
 
 
@@ -32,6 +33,7 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     runs to ``until`` s first.  Returns the folder written."""
     import scenarios
     from embed.model import kane_terms
+    from embed.embedding.partition import recording
     from embed.modes.library import ModeLibrary
     started = time.perf_counter()
     module = scenarios.load(name)
@@ -46,22 +48,23 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
     # answers: that is what its library holds at start
     library = ModeLibrary.of(sc.automaton, embedding)
     warmed, own = [], {}
-    try:
-        sim = sc.simulator(embedding="numeric" if embedding == "background" else embedding,
-                           library=library)
-        if sc.precompile and embedding == "background":   # as the FMU's start there
-            sim.mode_compiler.precompile()
-        if sc.extension is not None:     # as the FMU's start: what it forms and shares
-            mine = set(library._own)     # (disk_fence's fence families) ships in the image
-            sc.extension(sim, None, log)
-            own = {k: v for k, v in library._own.items() if k not in mine}
-        before = set(library.entry)
-        sim.warm_up()        # as the FMU's initialization: every mode's entry terms
-        warmed = [k for k in library.entry if k not in before]
-        sim.advance(until)
-    except Exception as exc:  # noqa: BLE001 - ship what was compiled before it stopped
-        log(f"{name}: the default run stopped at build time ({type(exc).__name__}: {exc}); "
-            "shipping the modes compiled until then")
+    with recording() as pivots:       # dgeqp3's answers of the run, shipped (``partition``)
+        try:
+            sim = sc.simulator(embedding="numeric" if embedding == "background" else embedding,
+                               library=library)
+            if sc.precompile and embedding == "background":   # as the FMU's start there
+                sim.mode_compiler.precompile()
+            if sc.extension is not None:     # as the FMU's start: what it forms and shares
+                mine = set(library._own)     # (disk_fence's fence families) ships in the image
+                sc.extension(sim, None, log)
+                own = {k: v for k, v in library._own.items() if k not in mine}
+            before = set(library.entry)
+            sim.warm_up()        # as the FMU's initialization: every mode's entry terms
+            warmed = [k for k in library.entry if k not in before]
+            sim.advance(until)
+        except Exception as exc:  # noqa: BLE001 - ship what was compiled before it stopped
+            log(f"{name}: the default run stopped at build time ({type(exc).__name__}: {exc}); "
+                "shipping the modes compiled until then")
     objects = library.picklable()
     dropped = _dropped(library, objects)
     for k in own:        # their symbols as the image's placeholders, not symengine's
@@ -78,7 +81,7 @@ def form(name: str, options: dict, root, until: float, log=print) -> Path:
             None, _image(sc, own, module))
     sizes[shipped.OBJECTS_FILE] = shipped.write(
         folder / shipped.OBJECTS_FILE, shipped.model_key(root, name, options, TAG, cpu=True),
-        None, shipped.persistent_pickle(_with_helpers({embedding: objects}),
+        None, shipped.persistent_pickle(_with_helpers({embedding: objects, PIVOTS_KEY: pivots}),
                                         {"model": sc.automaton.model}))
     log(f"{name}: formed and compiled for shipping in {time.perf_counter() - started:.1f} s "
         f"({', '.join(f'{k} {v / 1e3:.0f} kB' for k, v in sizes.items())})")
@@ -152,6 +155,10 @@ def load(name: str, options: dict):
     from embed.modes.library import ModeLibrary
     from embed.codegen.native import HELPERS_KEY
     libraries = {k: v for k, v in (libraries or {}).items() if k != HELPERS_KEY}
+    pivots = libraries.pop(PIVOTS_KEY, None)
+    if pivots:                 # keyed as the object code: this CPU's and libraries' answers
+        from embed.embedding.partition import shipped as shipped_pivots
+        shipped_pivots(pivots)
     for embedding, library in libraries.items():
         ModeLibrary.adopt(sc.automaton, embedding, library)
     if "background" in libraries and "numeric" not in libraries:

@@ -39,7 +39,14 @@ def initialize(slave):
         raise CallError(f"initialization failed: {describe(failed)}; {fix}",
                         code=status_of(failed))
     try:
-        slave.sim.warm_up()
+        # first calls made now, scipy's LAPACK loaded, and every shipped function placed
+        # only for a real-time run (an offline run pays each at its first use, if any:
+        # issue 30, start-up)
+        real_time = bool(getattr(slave, "real_time", False))
+        slave.sim.warm_up(calls=real_time)
+        if real_time:
+            from embed.codegen.native import place_pending
+            place_pending()
     except Exception as exc:  # noqa: BLE001 - warming is an optimization only
         slave.log(f"warm-up skipped: {exc}", Fmi2Status.warning)
     if not workers_ready(slave.sim, WORKER_START_TIMEOUT):

@@ -106,11 +106,15 @@ class FenceGeometry:
         self.preparing = None     # (part, Done of prepare_profile) of the next "terms"
         # compiled now (LLVM, tens of ms each), not in a step, and each called once: the
         # first call of an LLVM function costs more than later ones (warm_up does the same
-        # for the automaton's modes)
+        # for the automaton's modes, in a real-time run: an offline one, which has no
+        # deadline, pays each first call, and the placement of shipped code, at its first
+        # fence, issue 30; a real-time run places all shipped code at its initialization,
+        # ``simulation.initialize``, where an instance without a client has it called)
         fn, _, _, entry = profile_family(sim)
-        for f in [fn, entry.fn] + [g for _, *fs in profile_family_modes(sim).values()
-                                   for g in fs]:
-            f(np.full(f.n_in, 0.5))
+        family = profile_family_modes(sim)
+        if getattr(compiler, "real_time", False):
+            for f in [fn, entry.fn] + [g for _, *fs in family.values() for g in fs]:
+                f(np.full(f.n_in, 0.5))
 
     def get(self, name):
         """The value of output ``name`` (one of FENCE_OUTPUTS)."""
