@@ -120,8 +120,9 @@ def impact_speeds(sim, jump: Jump, q, u):
     names = tuple(sorted(jump.impact_constraints))
     return activation(sim, names, q, u)
 
-def apply(sim, jump: Jump):
-    """Enter jump.mode with the reset state, re-embedding (from the library) if needed."""
+def apply(sim, jump: Jump, lazy=False):
+    """Enter jump.mode with the reset state, re-embedding (from the library) if needed.
+    ``lazy``: a condition left at zero is armed when the next step needs it (``arm_later``)."""
     st = sim.state
     before = st.active
     if jump.discrete:
@@ -173,8 +174,39 @@ def apply(sim, jump: Jump):
             "mode's constraints")
     st.kappa0 = float(st.mon[compiled.i_kappa])
     st.enabled = tuple(g.enabled is None or bool(g.enabled(st.discrete)) for g in mode.guards)
-    st.armed = events.arm(st.mon[compiled.sl_guards].tolist(), lambda: guards_later(sim))
+    g = st.mon[compiled.sl_guards].tolist()
     sim.flags.entered_mode()
+    if lazy and any(-events.PROBE_G < v <= 0.0 for v in g):
+        st.armed = tuple(events.HELD if -events.PROBE_G < v <= 0.0 else
+                         events.ARMED if v > 0 else events.UNARMED for v in g)
+        sim.flags.pending = (g, compiled, st.t, st.x, st.pvec)
+    else:
+        st.armed = events.arm(g, lambda: guards_later(sim))
+
+def arm_later(sim, g=None):
+    """Arm the conditions that ``apply(lazy=True)`` left at zero (``sim.flags.pending``) as
+    ``events.arm`` at the entry would have, from the entry state: an instant later
+    (``guards_later``) positive, armed, else held.  ``g``: the conditions after the first
+    step from the entry, where none was due and ``left_zero`` said no; each of those left at
+    zero is positive in ``g``: armed by the stepping loop whether it was armed or held (and
+    neither fired nor was approaching in that step), so the probe step, a whole RK4 step of
+    the entered mode and a fifth of an event step (issue 30), is not taken."""
+    pending, sim.flags.pending = sim.flags.pending, None
+    if pending is None:
+        return
+    g0, compiled, t, x, p = pending
+    if g is not None and all(b > 0.0 for v, b in zip(g0, g) if -events.PROBE_G < v <= 0.0):
+        return
+    tau = min(events.PROBE, sim.integrator.h_max / 100)
+    later = sim.integrator.partial(compiled, t, x, p, tau)
+    o = compiled.nx + compiled.sl_guards.start
+    sim.state.armed = events.arm(g0, lambda: later[o:o + len(g0)].tolist())
+
+def left_zero(sim, g_end):
+    """Whether a condition ``apply(lazy=True)`` left at zero is at or below zero at the end
+    of the step (``g_end``): its arming decides whether it fires (``arm_later`` first)."""
+    return any(b <= 0.0 for v, b in zip(sim.flags.pending[0], g_end)
+               if -events.PROBE_G < v <= 0.0)
 
 def guards_later(sim):
     """The switching conditions an instant (PROBE) after the current state (events.arm)."""
@@ -184,7 +216,7 @@ def guards_later(sim):
     o = compiled.nx
     return later[o + compiled.sl_guards.start:o + compiled.sl_guards.stop].tolist()
 
-def handle(sim, gi):
+def handle(sim, gi, lazy=False):
     """Apply the reset map of switching condition gi; count events and watch for Zeno
     behaviour (ANDY's multi-jump counter): too many events at one instant, or impacts
     accumulating in time, hand over to the automaton's persistent mode (``zeno``)."""
@@ -219,7 +251,7 @@ def handle(sim, gi):
         st.zeno_count += 1
     for j in jumps:                  # in order, at this instant
         q, u = np.array(sim.q), np.array(sim.u)
-        apply(sim, j)
+        apply(sim, j, lazy)
         if j.impact:                 # (t, guard, q, u before, u after)
             sim.impacts.append((float(st.t), guard.name, q, u, np.array(sim.u)))
             del sim.impacts[:-IMPACT_LOG]
@@ -254,6 +286,8 @@ def rehearse(sim, gi):
             rows = [sim.forms.constraint_terms(c) for c in active]
             entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
             dep = partition(entry[1], active)
+            if set(active) - set(st.active):     # the jump's solve, its result dropped
+                activation_jump(entry[0], entry[2], u, active, st.t)
         compiled = sim.library.mode((jump.mode, active, dep))
         if compiled is not None:
             compiled.monitors(st.t, np.concatenate((q, u[list(compiled.ind)])), st.pvec)
