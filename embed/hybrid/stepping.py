@@ -26,20 +26,22 @@ MAX_STEPS = 2_000_000
 class StepFlags(Record):
     """The stepping's flags between advances."""
 
-    FIELDS = ("rehearsed", "dirty", "rearm", "checkpoint", "pending")
+    FIELDS = ("rehearsed", "dirty", "rearm", "checkpoint", "pending", "rehearsed_dep")
 
     def __init__(self, rehearsed: Optional[tuple] = None, dirty: bool = True,
-                 rearm: bool = False, checkpoint: Any = None, pending: Any = None):
+                 rearm: bool = False, checkpoint: Any = None, pending: Any = None,
+                 rehearsed_dep: Optional[tuple] = None):
         self.rehearsed = rehearsed      # (mode, condition) whose event was rehearsed
         self.dirty = dirty              # inputs or state changed since the monitors were computed
         self.rearm = rearm              # an input changed its value since the last advance
         self.checkpoint = checkpoint    # the state at the start of the running advance
         self.pending = pending          # conditions left at zero by an event, armed later
+        self.rehearsed_dep = rehearsed_dep   # (mode, active, dep, t) the rehearsal chose
 
     def entered_mode(self):
         """A mode was just entered: its monitors are fresh, its guards armed, nothing of it
         rehearsed."""
-        self.rehearsed = self.pending = None
+        self.rehearsed = self.pending = self.rehearsed_dep = None
         self.dirty = self.rearm = False
 
     def saved(self):
