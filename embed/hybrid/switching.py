@@ -124,7 +124,7 @@ def apply(sim, jump: Jump, lazy=False):
     """Enter jump.mode with the reset state, re-embedding (from the library) if needed.
     ``lazy``: a condition left at zero is armed when the next step needs it (``arm_later``)."""
     st = sim.state
-    before = st.active
+    before, same = st.active, plain(jump, st.discrete)
     if jump.discrete:
         st.discrete = {**st.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
         sim.sync_discrete()
@@ -155,7 +155,7 @@ def apply(sim, jump: Jump, lazy=False):
             entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
         if jumps:
             u, sim.last_impulse = activation(sim, st.active, q, u, entry=entry)
-        st.dep = rehearsed_dep(sim, jump) or partition(entry[1], st.active)
+        st.dep = rehearsed_dep(sim, jump, same) or partition(entry[1], st.active)
     else:
         st.dep = ()
     compiled = st.compiled_mode = sim.mode_compiler.compiled(jump.mode, st.dep, st.active)
@@ -216,21 +216,21 @@ def guards_later(sim):
     o = compiled.nx
     return later[o + compiled.sl_guards.start:o + compiled.sl_guards.stop].tolist()
 
-def plain(jump):
-    """Whether ``jump`` only changes the mode: no discrete variable, coordinate or speed set
-    by its reset map, no impact (its constraints' B at the entry is that of the state)."""
-    return not jump.discrete and jump.q is None and jump.u is None \
-        and jump.impact_constraints is None
+def plain(jump, discrete):
+    """Whether ``jump`` only changes the mode: no discrete variable changed from ``discrete``,
+    no coordinate or speed set by its reset map, no impact (B at the entry is the state's)."""
+    return jump.q is None and jump.u is None and jump.impact_constraints is None and all(
+        discrete.get(k) == float(v) for k, v in (jump.discrete or {}).items())
 
-def rehearsed_dep(sim, jump):
+def rehearsed_dep(sim, jump, same):
     """The dependent speeds (eq 11) the rehearsal of this event chose (``rehearse``), at most
-    two steps before it, for a ``plain`` jump into the same mode and constraint set; else
-    None.  The pivoting chooses the best-conditioned dependent block; B moves little in two
+    two steps before it, for a jump into the same mode and constraint set, ``plain`` both
+    then and now (``same``); else None.  The pivoting chooses the best-conditioned dependent block; B moves little in two
     steps, so the choice is the one made now but where two columns are tied, where either
     is as good; and kappa(B1) is watched from the entry (Sec 5.4, ``after_step``).  The
     partition is a tenth of the event step it saves (issue 30, tails)."""
     r, st = sim.flags.rehearsed_dep, sim.state
-    if r is None or not plain(jump) or r[:2] != (jump.mode, st.active) \
+    if r is None or not same or r[:2] != (jump.mode, st.active) \
             or not 0.0 <= st.t - r[3] <= 2 * sim.integrator.h_max:
         return None
     return r[2]
@@ -308,7 +308,7 @@ def rehearse(sim, gi):
             rows = [sim.forms.constraint_terms(c) for c in active]
             entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
             dep = partition(entry[1], active)
-            if plain(jump):
+            if plain(jump, st.discrete):
                 sim.flags.rehearsed_dep = (jump.mode, active, dep, st.t)
         compiled = sim.library.mode((jump.mode, active, dep))
         if compiled is not None:
