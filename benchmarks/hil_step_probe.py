@@ -3,6 +3,7 @@ and wall time, the cyclic collections that ran inside a doStep (``gc.callbacks``
 the fast path's reason to stay off changed, in one paced run of one FMU.
 
     python benchmarks/hil_step_probe.py --fmu build/disk_fence.fmu [--limit 600] [--seconds 4]
+        [--profile 3.522,0.002]
 
 The loop allocates nothing the collector tracks per step (numpy arrays filled in place), so
 that a collection it reports is the FMU's, not the probe's: a probe that kept a list of
@@ -10,7 +11,8 @@ tuples per step set off gen-1 collections of 1 ms inside doSteps by itself.  Pri
 step figures, the collections (step, generation, microseconds; a negative step: between
 doSteps), the fast path's reasons with the step each began, and the steps whose CPU time is
 over ``--limit`` us or whose wall time is over 1 ms (wall far over CPU: the core was taken
-by another process).
+by another process).  ``--profile T,...``: the doSteps ending at those times run under
+cProfile, whose table (own and cumulative us, wall clock) follows.
 """
 
 from __future__ import annotations
