@@ -224,11 +224,11 @@ def plain(jump, discrete):
 
 def rehearsed_dep(sim, jump, same):
     """The dependent speeds (eq 11) the rehearsal of this event chose (``rehearse``), at most
-    two steps before it, for a jump into the same mode and constraint set, ``plain`` both
-    then and now (``same``); else None.  The pivoting chooses the best-conditioned dependent block; B moves little in two
-    steps, so the choice is the one made now but where two columns are tied, where either
-    is as good; and kappa(B1) is watched from the entry (Sec 5.4, ``after_step``).  The
-    partition is a tenth of the event step it saves (issue 30, tails)."""
+    two steps before it, for a jump into the same mode and constraint set, ``plain`` then
+    and now (``same``); else None.  The pivoting picks the best-conditioned dependent block;
+    B moves little in two steps, so the choice is the one made now but where two columns
+    tie, where either is as good; and kappa(B1) is watched from the entry (Sec 5.4,
+    ``after_step``).  The partition is a tenth of the event step (issue 30, tails)."""
     r, st = sim.flags.rehearsed_dep, sim.state
     if r is None or not same or r[:2] != (jump.mode, st.active) \
             or not 0.0 <= st.t - r[3] <= 2 * sim.integrator.h_max:
