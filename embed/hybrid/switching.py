@@ -125,7 +125,8 @@ def apply(sim, jump: Jump, lazy=False):
     ``lazy``: a condition left at zero is armed when the next step needs it (``arm_later``)."""
     st = sim.state
     before, same = st.active, plain(jump, st.discrete)
-    if jump.discrete:
+    if jump.discrete and not all(st.discrete.get(k) == float(v)      # (values they have:
+                                 for k, v in jump.discrete.items()):  # nothing to write)
         st.discrete = {**st.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
         sim.sync_discrete()
     impulses = {}
