@@ -3,6 +3,7 @@ and wall time, the cyclic collections that ran inside a doStep (``gc.callbacks``
 the fast path's reason to stay off changed, in one paced run of one FMU.
 
     python benchmarks/hil_step_probe.py --fmu build/disk_fence.fmu [--limit 600] [--seconds 4]
+        [--profile 3.522,0.002]
 
 The loop allocates nothing the collector tracks per step (numpy arrays filled in place), so
 that a collection it reports is the FMU's, not the probe's: a probe that kept a list of
@@ -10,7 +11,8 @@ tuples per step set off gen-1 collections of 1 ms inside doSteps by itself.  Pri
 step figures, the collections (step, generation, microseconds; a negative step: between
 doSteps), the fast path's reasons with the step each began, and the steps whose CPU time is
 over ``--limit`` us or whose wall time is over 1 ms (wall far over CPU: the core was taken
-by another process).
+by another process).  ``--profile T,...``: the doSteps ending at those times run under
+cProfile, whose table (own and cumulative us, wall clock) follows.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def main():
     ap.add_argument("--fmu", required=True)
     ap.add_argument("--limit", type=float, default=600.0, help="CPU us to list a step")
     ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--profile", default="", help="comma-separated times (s) of doSteps to "
+                    "run under cProfile (its cumulative table printed; the CPU figures of "
+                    "those steps include cProfile's overhead)")
     a = ap.parse_args()
     from fence_storm import curve
     from fmpy.fmi2 import fmi2True
@@ -70,6 +75,8 @@ def main():
                                 (time.thread_time_ns() - started[0]) / 1e3))
     gc.callbacks.append(on_gc)
     n = int(round(a.seconds * 1000))
+    profiled = {int(round(float(t) * 1000)) - 1 for t in a.profile.split(",") if t}
+    profiles = {}
     cpu, wall = np.zeros(n), np.zeros(n)
     reasons, clock = [(0, slave.fast.reason)], time.perf_counter
     t0 = clock() + 0.01
@@ -83,8 +90,14 @@ def main():
                 else:
                     f.setInteger([r.vr(name)], [v])
             at[0] = k + 1
+            if k in profiled:
+                import cProfile
+                profiles[k] = cProfile.Profile()
+                profiles[k].enable()
             c0, w0 = time.thread_time_ns(), clock()
             f.fmi2DoStep(comp, k * 1e-3, 1e-3, fmi2True)
+            if k in profiled:
+                profiles[k].disable()
             cpu[k], wall[k] = (time.thread_time_ns() - c0) / 1e3, (clock() - w0) * 1e6
             at[0] = -(k + 1)
             if slave.fast.reason != reasons[-1][1]:
@@ -106,6 +119,15 @@ def main():
         print(f"fast path from t = {step / 1000:.3f} s: {why or 'on'}")
     for k in np.nonzero((cpu > a.limit) | (wall > 1000))[0]:
         print(f"t = {(k + 1) / 1000:.3f} s  CPU {cpu[k]:.0f} us  wall {wall[k]:.0f} us")
+    for k, prof in sorted(profiles.items()):
+        import pstats
+        print(f"--- cProfile of the doStep to t = {(k + 1) / 1000:.3f} s "
+              f"(CPU {cpu[k]:.0f} us with cProfile)")
+        rows = sorted(pstats.Stats(prof).stats.items(), key=lambda kv: -kv[1][3])[:45]
+        print(f"{'calls':>6s} {'own us':>8s} {'cum us':>8s}  function")
+        for (file, line, name), (_, nc, tt, ct, _) in rows:
+            print(f"{nc:6d} {tt * 1e6:8.0f} {ct * 1e6:8.0f}  "
+                  f"{'/'.join(Path(file).parts[-2:])}:{line}({name})")
 
 
 if __name__ == "__main__":

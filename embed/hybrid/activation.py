@@ -9,6 +9,8 @@ plastic impact map (wang2019 eq 19).  See docs/design.md, "Where each paper fits
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..base.errors import ConstraintRankError
@@ -27,11 +29,22 @@ def _singular(err, flag):
 
 def solve(A, b):
     """``np.linalg.solve(A, b)`` for a float64 matrix and vector: its gufunc (LAPACK dgesv)
-    under its error state, without its Python checks and conversions, which cost several
-    times the solve in an event step that finds the caches cold (docs/design.md, facts).
-    The same call: the same bits.  Raises np.linalg.LinAlgError where A is singular."""
+    without its Python checks and conversions, which cost several times the solve in an
+    event step that finds the caches cold (docs/design.md, facts).  The same call: the same
+    bits.  Raises np.linalg.LinAlgError where A is singular (after numpy's RuntimeWarning
+    "invalid value encountered in solve1", under numpy's default error state)."""
     if _SOLVE1 is None:
         return np.linalg.solve(A, b)
+    # first without the error state: entering and leaving it is 60-70 us of 150 where an
+    # event step finds the caches cold (issue 30, tails); a result that is not finite (A
+    # singular, which may also have warned, or raised under a caller's error state) is
+    # solved again under it, which raises as numpy.linalg.solve does
+    try:
+        z = _SOLVE1(A, b, signature="dd->d")
+        if all(map(math.isfinite, z.tolist())):
+            return z
+    except (FloatingPointError, RuntimeWarning):
+        pass
     with np.errstate(call=_singular, invalid="call", over="ignore", divide="ignore",
                      under="ignore"):
         return _SOLVE1(A, b, signature="dd->d")

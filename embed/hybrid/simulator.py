@@ -339,6 +339,7 @@ class Simulator(FormsViews):
         st.compiled_mode = compiled
         self.integrator.set_state(s["integrator"])
         self.flags.checkpoint, self.flags.dirty, self.flags.rearm = None, False, False
+        self.flags.pending = self.flags.rehearsed_dep = None
 
     def check_state(self, s):
         """StateError unless ``s`` is a whole, consistent state of this simulator

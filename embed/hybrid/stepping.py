@@ -26,19 +26,22 @@ MAX_STEPS = 2_000_000
 class StepFlags(Record):
     """The stepping's flags between advances."""
 
-    FIELDS = ("rehearsed", "dirty", "rearm", "checkpoint")
+    FIELDS = ("rehearsed", "dirty", "rearm", "checkpoint", "pending", "rehearsed_dep")
 
     def __init__(self, rehearsed: Optional[tuple] = None, dirty: bool = True,
-                 rearm: bool = False, checkpoint: Any = None):
+                 rearm: bool = False, checkpoint: Any = None, pending: Any = None,
+                 rehearsed_dep: Optional[tuple] = None):
         self.rehearsed = rehearsed      # (mode, condition) whose event was rehearsed
         self.dirty = dirty              # inputs or state changed since the monitors were computed
         self.rearm = rearm              # an input changed its value since the last advance
         self.checkpoint = checkpoint    # the state at the start of the running advance
+        self.pending = pending          # conditions left at zero by an event, armed later
+        self.rehearsed_dep = rehearsed_dep   # (mode, active, dep, t) the rehearsal chose
 
     def entered_mode(self):
         """A mode was just entered: its monitors are fresh, its guards armed, nothing of it
         rehearsed."""
-        self.rehearsed = None
+        self.rehearsed = self.pending = self.rehearsed_dep = None
         self.dirty = self.rearm = False
 
     def saved(self):
@@ -102,6 +105,7 @@ def advance(sim, t_end, stop_at_event=False):
     try:
         early = _run(sim, t_end, stop_at_event)
     except EmbedError:
+        sim.flags.pending = None
         rollback(sim)
         sim.flags.checkpoint = None   # rolled back: the current state is the last good one
         raise
@@ -149,6 +153,8 @@ def _run(sim, t_end, stop_at_event=False):
         sl = compiled.sl_guards
         gs = compiled.nx + sl.start
         g_end = y[gs:gs + sl.stop - sl.start].tolist()   # plain floats
+        if flags.pending is not None and switching.left_zero(sim, g_end):
+            switching.arm_later(sim)     # the arming an event left: it decides this step
         if due(g_end, st.armed, st.enabled) is None:
             g_prev = st.mon[sl].tolist()
             sim.accept(y)
@@ -158,20 +164,29 @@ def _run(sim, t_end, stop_at_event=False):
             if (gi := approaching(g_prev, g_end, st.armed, st.enabled, flags.rehearsed,
                                   st.mode)) is not None:
                 switching.rehearse(sim, gi)
+            if flags.pending is not None:   # the conditions an event left at zero
+                switching.arm_later(sim, st.mon[st.compiled_mode.sl_guards].tolist())
             if UNARMED in st.armed or HELD in st.armed:       # not all ARMED
                 st.armed = tuple(ARMED if v > 0 else a for a, v in
                                  zip(st.armed, st.mon[st.compiled_mode.sl_guards].tolist()))
             continue
+        if flags.pending is not None:
+            switching.arm_later(sim)
         hits = [i for i, (v, a, e) in enumerate(zip(g_end, st.armed, st.enabled))
                 if a and e and v <= LEVEL[a]]
         tau, gi = min((switching.locate(sim, i, x0, p, h, g_end[i]), i) for i in hits)
         sim.accept(integ.partial(compiled, st.t, x0, p, tau))
         st.t += tau
-        switching.handle(sim, gi)
-        # a reset map may leave another condition already crossed (not merely at zero)
+        switching.handle(sim, gi, lazy=True)
+        # a reset map may leave another condition already crossed (not merely at zero; one
+        # left at zero is not due at -PROBE_G whether armed or held: ``arm_later``)
         while (gi := due(st.mon[st.compiled_mode.sl_guards], st.armed, st.enabled,
                          -PROBE_G)) is not None:
-            switching.handle(sim, gi)
+            switching.handle(sim, gi, lazy=True)
         if stop_at_event and t_end - st.t > EVENT_TOL:
+            if flags.pending is not None:
+                switching.arm_later(sim)
             return True
+    if flags.pending is not None:   # the advance ends at the event: armed as at its entry
+        switching.arm_later(sim)
     return False

@@ -120,11 +120,13 @@ def impact_speeds(sim, jump: Jump, q, u):
     names = tuple(sorted(jump.impact_constraints))
     return activation(sim, names, q, u)
 
-def apply(sim, jump: Jump):
-    """Enter jump.mode with the reset state, re-embedding (from the library) if needed."""
+def apply(sim, jump: Jump, lazy=False):
+    """Enter jump.mode with the reset state, re-embedding (from the library) if needed.
+    ``lazy``: a condition left at zero is armed when the next step needs it (``arm_later``)."""
     st = sim.state
-    before = st.active
-    if jump.discrete:
+    before, same = st.active, plain(jump, st.discrete)
+    if jump.discrete and not all(st.discrete.get(k) == float(v)      # (values they have:
+                                 for k, v in jump.discrete.items()):  # nothing to write)
         st.discrete = {**st.discrete, **{k: float(v) for k, v in jump.discrete.items()}}
         sim.sync_discrete()
     impulses = {}
@@ -154,7 +156,7 @@ def apply(sim, jump: Jump):
             entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
         if jumps:
             u, sim.last_impulse = activation(sim, st.active, q, u, entry=entry)
-        st.dep = partition(entry[1], st.active)
+        st.dep = rehearsed_dep(sim, jump, same) or partition(entry[1], st.active)
     else:
         st.dep = ()
     compiled = st.compiled_mode = sim.mode_compiler.compiled(jump.mode, st.dep, st.active)
@@ -173,8 +175,39 @@ def apply(sim, jump: Jump):
             "mode's constraints")
     st.kappa0 = float(st.mon[compiled.i_kappa])
     st.enabled = tuple(g.enabled is None or bool(g.enabled(st.discrete)) for g in mode.guards)
-    st.armed = events.arm(st.mon[compiled.sl_guards].tolist(), lambda: guards_later(sim))
+    g = st.mon[compiled.sl_guards].tolist()
     sim.flags.entered_mode()
+    if lazy and any(-events.PROBE_G < v <= 0.0 for v in g):
+        st.armed = tuple(events.HELD if -events.PROBE_G < v <= 0.0 else
+                         events.ARMED if v > 0 else events.UNARMED for v in g)
+        sim.flags.pending = (g, compiled, st.t, st.x, st.pvec)
+    else:
+        st.armed = events.arm(g, lambda: guards_later(sim))
+
+def arm_later(sim, g=None):
+    """Arm the conditions that ``apply(lazy=True)`` left at zero (``sim.flags.pending``) as
+    ``events.arm`` at the entry would have, from the entry state: an instant later
+    (``guards_later``) positive, armed, else held.  ``g``: the conditions after the first
+    step from the entry, where none was due and ``left_zero`` said no; each of those left at
+    zero is positive in ``g``: armed by the stepping loop whether it was armed or held (and
+    neither fired nor was approaching in that step), so the probe step, a whole RK4 step of
+    the entered mode and a fifth of an event step (issue 30), is not taken."""
+    pending, sim.flags.pending = sim.flags.pending, None
+    if pending is None:
+        return
+    g0, compiled, t, x, p = pending
+    if g is not None and all(b > 0.0 for v, b in zip(g0, g) if -events.PROBE_G < v <= 0.0):
+        return
+    tau = min(events.PROBE, sim.integrator.h_max / 100)
+    later = sim.integrator.partial(compiled, t, x, p, tau)
+    o = compiled.nx + compiled.sl_guards.start
+    sim.state.armed = events.arm(g0, lambda: later[o:o + len(g0)].tolist())
+
+def left_zero(sim, g_end):
+    """Whether a condition ``apply(lazy=True)`` left at zero is at or below zero at the end
+    of the step (``g_end``): its arming decides whether it fires (``arm_later`` first)."""
+    return any(b <= 0.0 for v, b in zip(sim.flags.pending[0], g_end)
+               if -events.PROBE_G < v <= 0.0)
 
 def guards_later(sim):
     """The switching conditions an instant (PROBE) after the current state (events.arm)."""
@@ -184,7 +217,26 @@ def guards_later(sim):
     o = compiled.nx
     return later[o + compiled.sl_guards.start:o + compiled.sl_guards.stop].tolist()
 
-def handle(sim, gi):
+def plain(jump, discrete):
+    """Whether ``jump`` only changes the mode: no discrete variable changed from ``discrete``,
+    no coordinate or speed set by its reset map, no impact (B at the entry is the state's)."""
+    return jump.q is None and jump.u is None and jump.impact_constraints is None and all(
+        discrete.get(k) == float(v) for k, v in (jump.discrete or {}).items())
+
+def rehearsed_dep(sim, jump, same):
+    """The dependent speeds (eq 11) the rehearsal of this event chose (``rehearse``), at most
+    two steps before it, for a jump into the same mode and constraint set, ``plain`` then
+    and now (``same``); else None.  The pivoting picks the best-conditioned dependent block;
+    B moves little in two steps, so the choice is the one made now but where two columns
+    tie, where either is as good; and kappa(B1) is watched from the entry (Sec 5.4,
+    ``after_step``).  The partition is a tenth of the event step (issue 30, tails)."""
+    r, st = sim.flags.rehearsed_dep, sim.state
+    if r is None or not same or r[:2] != (jump.mode, st.active) \
+            or not 0.0 <= st.t - r[3] <= 2 * sim.integrator.h_max:
+        return None
+    return r[2]
+
+def handle(sim, gi, lazy=False):
     """Apply the reset map of switching condition gi; count events and watch for Zeno
     behaviour (ANDY's multi-jump counter): too many events at one instant, or impacts
     accumulating in time, hand over to the automaton's persistent mode (``zeno``)."""
@@ -219,7 +271,7 @@ def handle(sim, gi):
         st.zeno_count += 1
     for j in jumps:                  # in order, at this instant
         q, u = np.array(sim.q), np.array(sim.u)
-        apply(sim, j)
+        apply(sim, j, lazy)
         if j.impact:                 # (t, guard, q, u before, u after)
             sim.impacts.append((float(st.t), guard.name, q, u, np.array(sim.u)))
             del sim.impacts[:-IMPACT_LOG]
@@ -242,6 +294,9 @@ def rehearse(sim, gi):
     whether the rehearsal went through."""
     st = sim.state
     sim.flags.rehearsed = (st.mode, gi)
+    rest = getattr(sim.compiler, "rest", None)
+    if rest is not None:    # the next step likely handles the event: it decodes no answer of
+        rest()              # the background workers (they wait a step; issue 30, tails)
     try:
         name = sim.aut.modes[st.mode].guards[gi].name
         jump = sim.aut.transition(Context(sim, name), name)
@@ -254,6 +309,8 @@ def rehearse(sim, gi):
             rows = [sim.forms.constraint_terms(c) for c in active]
             entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
             dep = partition(entry[1], active)
+            if plain(jump, st.discrete):
+                sim.flags.rehearsed_dep = (jump.mode, active, dep, st.t)
         compiled = sim.library.mode((jump.mode, active, dep))
         if compiled is not None:
             compiled.monitors(st.t, np.concatenate((q, u[list(compiled.ind)])), st.pvec)

@@ -17,6 +17,7 @@ from ..modes.functions import lambdify
 from ..base.flapack import routine
 from ..embedding.partition import SMALL_M, kappa, partition
 from ..modes.numeric import EntryTerms
+from .activation import solve
 
 _WARMED = []          # the process-wide part is done
 
@@ -72,6 +73,7 @@ def warm_up(sim, calls=True):
         for size in range(1, k + 1):
             a = np.eye(size) + 0.1
             np.linalg.solve(a, np.ones(size))
+            solve(a, np.ones(size))     # the activation jump's: its error state's callback
             np.linalg.inv(a)
             # no more rows than a mode has constraints: a pivoted QR of more than
             # ``partition.SMALL_M`` would import scipy for a model that never needs it

@@ -161,14 +161,15 @@ def after_step_tests(sim):
             RESELECT * max(st.kappa0, 1.0) if watch else 0.0)
 
 
-def ineligible(slave):
-    """Why the next communication steps may not run in C, or None if they may."""
+def ineligible(slave, workers=True):
+    """Why the next communication steps may not run in C, or None if they may (``workers``
+    False: as if the background workers had started)."""
     sim = slave.sim
     if slave.fmi_state != State.STEP_COMPLETE or sim is None:
         return "not in step mode"
     if slave.status or slave.broken is not None:
         return "a failed or refused call to report"
-    if getattr(slave, "workers_later", None) is not None:
+    if workers and getattr(slave, "workers_later", None) is not None:
         return "the background workers start at a doStep (simulation.start_workers_later)"
     if slave.variables.inputs_changed or sim.flags.dirty or sim.flags.rearm:
         return "inputs changed"
@@ -259,8 +260,12 @@ class FastStep:
         master setting an input before every step pays no arming it never uses."""
         rec = self.rec
         rec.on = rec.armable = 0
+        early = False
         try:
             self.reason = ineligible(slave)
+            # the workers start at the second doStep: the buffers are made before it
+            early = (not self._prepared and getattr(slave, "workers_later", None) is not None
+                     and ineligible(slave, workers=False) is None)
         except Exception as exc:  # noqa: BLE001 - the Python path serves all the same
             self.reason = f"internal error: {type(exc).__name__}: {exc}"
         rec.armable = self.reason is None
@@ -272,7 +277,7 @@ class FastStep:
             self.reason = "an event was rehearsed: the next step is likely the event's"
             rec.armable = 0
         self._rehearsed = rehearsed
-        if rec.armable and not self._prepared:
+        if not self._prepared and (rec.armable or early):
             self.prepare(slave)
 
     def prepare(self, slave):

@@ -79,12 +79,13 @@ class JetMode(Layout):
     def _views(self):
         self.bx = self.buf[1:self.o_p]
         self._calls = None
+        self._rows = tuple(self.k)                 # the stages' rows, made once
 
     def __getstate__(self):
         """Without the C functions bound to this process's addresses, nor the view of the
         buffer (a copy's is of its own buffer)."""
         state = dict(self.__dict__)
-        del state["bx"], state["_calls"]
+        del state["bx"], state["_calls"], state["_rows"]
         return state
 
     def __setstate__(self, state):
@@ -135,33 +136,48 @@ class JetMode(Layout):
         return self.m.copy()
 
     def rk4(self, t, h, x, p):
-        """[x(t+h)..., monitors..., sum |x_i(t+h)|], as compile.rk4_stepwise."""
-        self._p(p)
-        bx, k = self.bx, self.k
-        jet, f, mon = self.calls()
+        """[x(t+h)..., monitors..., sum |x_i(t+h)|], as compile.rk4_stepwise: the operations of
+        the stages as they were written with ``_at`` (the same bits), inlined with the stages'
+        rows made once: the step is the fence's every step and twice its contact step, where
+        its Python was a third of the step (issue 30, tails)."""
+        b, bx, s, iL = self.buf, self.bx, self.s, self.i_L
+        b[self.o_p:self.o_p + p.size] = p
+        jet, f, mon = self._calls or self.calls()
         xn = x
         if h != 0.0:
+            k0, k1, k2, _ = self._rows
+            mul = np.multiply
+            h2, t2 = h / 2, t + h / 2
             bx[:] = x
-            self._at(t, jet)
+            b[0] = t
+            s[0] = b[4] - b[iL]                # s = q4 - L (``_at``)
+            jet()
             f[0]()
-            np.multiply(k[0], h / 2, out=bx)
+            mul(k0, h2, out=bx)
             bx += x
-            self._at(t + h / 2, jet)
+            b[0] = t2
+            s[0] = b[4] - b[iL]
+            jet()
             f[1]()
-            np.multiply(k[1], h / 2, out=bx)
+            mul(k1, h2, out=bx)
             bx += x
-            self._at(t + h / 2, jet)
+            s[0] = b[4] - b[iL]
+            jet()
             f[2]()
-            np.multiply(k[2], h, out=bx)
+            mul(k2, h, out=bx)
             bx += x
-            self._at(t + h, jet)
+            b[0] = t + h
+            s[0] = b[4] - b[iL]
+            jet()
             f[3]()
-            xn = x + (h / 6) * (self._W @ k)
+            xn = x + (h / 6) * (self._W @ self.k)
         nx = self.nx
         out = np.empty(nx + self.n_mon + 1)
         out[:nx] = xn
         bx[:] = xn
-        self._at(t + h, jet)
+        b[0] = t + h
+        s[0] = b[4] - b[iL]
+        jet()
         mon()
         out[nx:-1] = self.m
         out[-1] = np.abs(xn).sum()
