@@ -79,11 +79,11 @@ def test_zeno_without_persistent_mode_stops_with_a_clear_error():
 @pytest.mark.parametrize("name, t_end", [("disk_fence", 9.5), ("pendulum_belt", 3.0),
                                          ("disk_ramp", 3.0)])
 def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
-    """switching.rehearse (an approaching event's reset map, entry terms, partition and new
+    """rehearsal.rehearse (an approaching event's reset map, entry terms, partition and new
     monitors evaluated a step ahead, to warm the caches of a real-time loop) leaves the run
     bit for bit as it is without it; and it did run before the events."""
     import scenarios
-    from embed.hybrid import events, switching
+    from embed.hybrid import events, rehearsal
     from scenarios.disk_fence.announce import announce_arc
 
     sc = scenarios.load(name).build()
@@ -98,8 +98,8 @@ def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
         return sim
 
     calls = []
-    rehearse = switching.rehearse
-    monkeypatch.setattr(switching, "rehearse", lambda sim, gi: calls.append(rehearse(sim, gi)))
+    rehearse = rehearsal.rehearse
+    monkeypatch.setattr(rehearsal, "rehearse", lambda sim, gi: calls.append(rehearse(sim, gi)))
     a = run()
     monkeypatch.setattr(events, "approaching", lambda *args: None)
     b = run()
