@@ -64,7 +64,7 @@ def warm(sim, gi, k):
 def rehearse(sim, gi):
     """Evaluate what the event of switching condition gi will need (its reset map, the
     entered constraint set's entry terms, the partition, the activation's solve (mueller
-    eq 7, a new contact), the new mode's monitors) without
+    eq 7, a new contact), the new mode's monitors and a step of it) without
     applying any of it: an event step finds the caches cold and costs a few times what it
     costs warm (docs/design.md, facts); rehearsed one step ahead, that cost is split over two
     steps.
@@ -92,8 +92,11 @@ def rehearse(sim, gi):
             if plain(jump, st.discrete):
                 sim.flags.rehearsed_dep = (jump.mode, active, dep, st.t)
         compiled = sim.library.mode((jump.mode, active, dep))
-        if compiled is not None:
-            compiled.monitors(st.t, np.concatenate((q, u[list(compiled.ind)])), st.pvec)
+        if compiled is not None:     # its monitors at the entry and a step of it
+            x = np.concatenate((q, u[list(compiled.ind)]))
+            compiled.monitors(st.t, x, st.pvec)
+            if hasattr(compiled, "rk4"):
+                compiled.rk4(st.t, sim.integrator.h_max, x, st.pvec)
     except Exception:  # noqa: BLE001 - the event reports its own errors
         return False
     return True
