@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from . import events, state as state_mod, switching
 from . import rehearsal
-from .rehearsal import STEPS, steps_to, warm
+from .rehearsal import STEPS, steps_to
 from ..base.errors import EmbedError, InputError, StepBudgetError
 from ..base.record import Record
 from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE_G, UNARMED
@@ -170,7 +170,7 @@ def _run(sim, t_end, stop_at_event=False):
                 if (k := steps_to(g_prev[gi], g_end[gi])) == 1:
                     rehearsal.rehearse(sim, gi)
                 else:       # its parts paid two and three steps ahead
-                    warm(sim, gi, k)
+                    rehearsal.warm(sim, gi, k)
             if flags.pending is not None:   # the conditions an event left at zero
                 switching.arm_later(sim, st.mon[st.compiled_mode.sl_guards].tolist())
             if UNARMED in st.armed or HELD in st.armed:       # not all ARMED
