@@ -79,11 +79,12 @@ def test_zeno_without_persistent_mode_stops_with_a_clear_error():
 @pytest.mark.parametrize("name, t_end", [("disk_fence", 9.5), ("pendulum_belt", 3.0),
                                          ("disk_ramp", 3.0)])
 def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
-    """switching.rehearse (an approaching event's reset map, entry terms, partition and new
-    monitors evaluated a step ahead, to warm the caches of a real-time loop) leaves the run
-    bit for bit as it is without it; and it did run before the events."""
+    """rehearsal.rehearse (an approaching event's reset map, entry terms, partition,
+    activation solve, new monitors and a step of the new mode evaluated a step ahead, parts
+    of them two and three steps ahead: rehearsal.warm; to warm the caches of a real-time
+    loop) leaves the run bit for bit as it is without it; and it did run before the events."""
     import scenarios
-    from embed.hybrid import events, switching
+    from embed.hybrid import events, rehearsal
     from scenarios.disk_fence.announce import announce_arc
 
     sc = scenarios.load(name).build()
@@ -97,12 +98,15 @@ def test_rehearsing_an_event_changes_nothing(name, t_end, monkeypatch):
             sim.advance(min(t_end, sim.t + 1e-3))
         return sim
 
-    calls = []
-    rehearse = switching.rehearse
-    monkeypatch.setattr(switching, "rehearse", lambda sim, gi: calls.append(rehearse(sim, gi)))
+    calls, warmed = [], []
+    rehearse, warm = rehearsal.rehearse, rehearsal.warm
+    monkeypatch.setattr(rehearsal, "rehearse", lambda sim, gi: calls.append(rehearse(sim, gi)))
+    monkeypatch.setattr(rehearsal, "warm",       # its parts two and three steps ahead
+                        lambda sim, gi, k: (warmed.append(k), warm(sim, gi, k)))
     a = run()
     monkeypatch.setattr(events, "approaching", lambda *args: None)
     b = run()
     assert any(calls) and a.events
+    assert {2, 3} <= set(warmed)
     assert a.events == b.events
     assert np.array_equal(a.x, b.x) and np.array_equal(a.mon, b.mon)

@@ -44,9 +44,9 @@ def due(g, armed, enabled, level=0.0):
     return None
 
 
-def approaching(g_prev, g_end, armed, enabled, rehearsed=None, mode=None):
+def approaching(g_prev, g_end, armed, enabled, rehearsed=None, mode=None, steps=1):
     """The armed, enabled condition that, falling as it fell over the last step, crosses
-    zero within the next one.
+    zero within the next one (within the next ``steps``).
 
     Parameters
     ----------
@@ -57,13 +57,15 @@ def approaching(g_prev, g_end, armed, enabled, rehearsed=None, mode=None):
     rehearsed, mode :
         (mode, index) of the condition already looked at (rehearsed), and the mode now: that
         condition is not returned again in that mode.
+    steps : int
+        How many steps ahead (``embed.hybrid.rehearsal``: parts of a rehearsal paid early).
 
     Returns
     -------
     int or None
     """
     for i, (a, b, arm_state, on) in enumerate(zip(g_prev, g_end, armed, enabled)):
-        if arm_state == ARMED and on and 0.0 < b < a and b <= a - b \
+        if arm_state == ARMED and on and 0.0 < b < a and b <= steps * (a - b) \
                 and (mode, i) != rehearsed:
             return i
     return None

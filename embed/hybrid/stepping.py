@@ -14,6 +14,8 @@ import math
 from typing import Any, Optional
 
 from . import events, state as state_mod, switching
+from . import rehearsal
+from .rehearsal import STEPS, steps_to
 from ..base.errors import EmbedError, InputError, StepBudgetError
 from ..base.record import Record
 from .events import ARMED, EVENT_TOL, HELD, LEVEL, PROBE_G, UNARMED
@@ -26,22 +28,24 @@ MAX_STEPS = 2_000_000
 class StepFlags(Record):
     """The stepping's flags between advances."""
 
-    FIELDS = ("rehearsed", "dirty", "rearm", "checkpoint", "pending", "rehearsed_dep")
+    FIELDS = ("rehearsed", "dirty", "rearm", "checkpoint", "pending", "rehearsed_dep",
+              "warmed")
 
     def __init__(self, rehearsed: Optional[tuple] = None, dirty: bool = True,
                  rearm: bool = False, checkpoint: Any = None, pending: Any = None,
-                 rehearsed_dep: Optional[tuple] = None):
+                 rehearsed_dep: Optional[tuple] = None, warmed: Optional[tuple] = None):
         self.rehearsed = rehearsed      # (mode, condition) whose event was rehearsed
         self.dirty = dirty              # inputs or state changed since the monitors were computed
         self.rearm = rearm              # an input changed its value since the last advance
         self.checkpoint = checkpoint    # the state at the start of the running advance
         self.pending = pending          # conditions left at zero by an event, armed later
         self.rehearsed_dep = rehearsed_dep   # (mode, active, dep, t) the rehearsal chose
+        self.warmed = warmed            # (mode, condition, steps ahead) last warmed
 
     def entered_mode(self):
         """A mode was just entered: its monitors are fresh, its guards armed, nothing of it
         rehearsed."""
-        self.rehearsed = self.pending = self.rehearsed_dep = None
+        self.rehearsed = self.pending = self.rehearsed_dep = self.warmed = None
         self.dirty = self.rearm = False
 
     def saved(self):
@@ -162,8 +166,11 @@ def _run(sim, t_end, stop_at_event=False):
             if st.projection.holonomic or st.watch or after_every_step:
                 after_step(sim)      # switching.after_step unless a formulation's
             if (gi := approaching(g_prev, g_end, st.armed, st.enabled, flags.rehearsed,
-                                  st.mode)) is not None:
-                switching.rehearse(sim, gi)
+                                  st.mode, STEPS)) is not None:
+                if (k := steps_to(g_prev[gi], g_end[gi])) == 1:
+                    rehearsal.rehearse(sim, gi)
+                else:       # its parts paid two and three steps ahead
+                    rehearsal.warm(sim, gi, k)
             if flags.pending is not None:   # the conditions an event left at zero
                 switching.arm_later(sim, st.mon[st.compiled_mode.sl_guards].tolist())
             if UNARMED in st.armed or HELD in st.armed:       # not all ARMED

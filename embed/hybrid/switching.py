@@ -3,8 +3,8 @@
 Functions of a ``Simulator`` (its running state, forms and compiled modes): entering a mode
 through a reset map (eq 19-20) with the configuration projected (haug_pavesic2023 eq 13-16)
 and the momentum-consistent activation jump (mueller eq 7); handling a located switching
-condition (eq 18) with the Zeno watch (ANDY's multi-jump counter); rehearsing an event one
-step ahead; locating one in a step (``embed.hybrid.events``); holding the configuration
+condition (eq 18) with the Zeno watch (ANDY's multi-jump counter); rehearsing a switch into
+a constraint set (an approaching event's rehearsal: ``embed.hybrid.rehearsal``); locating one in a step (``embed.hybrid.events``); holding the configuration
 constraints and re-selecting the independent speeds as the dependent block of B degrades
 (Sec 5.4).  See docs/design.md, "Data flow".
 """
@@ -283,40 +283,6 @@ def record(sim, label, before):
     st.event_count += 1
     st.last_event_time = st.t
     st.events.append((float(st.t), label, before, st.mode))
-
-def rehearse(sim, gi):
-    """Evaluate what the event of switching condition gi will need (its reset map, the
-    entered constraint set's entry terms, the partition, the new mode's monitors) without
-    applying any of it: an event step finds the caches cold and costs a few times what it
-    costs warm (docs/design.md, facts); rehearsed one step ahead, that cost is split over two
-    steps.
-    Changes no state; a failure here is left for the event itself to report.  Returns
-    whether the rehearsal went through."""
-    st = sim.state
-    sim.flags.rehearsed = (st.mode, gi)
-    rest = getattr(sim.compiler, "rest", None)
-    if rest is not None:    # the next step likely handles the event: it decodes no answer of
-        rest()              # the background workers (they wait a step; issue 30, tails)
-    try:
-        name = sim.aut.modes[st.mode].guards[gi].name
-        jump = sim.aut.transition(Context(sim, name), name)
-        _, active, q, u = target(sim, jump)
-        dep = ()
-        if active:              # the event's own entry call where it has one, else its parts
-            fast = sim.mode_compiler.enter(jump.mode, active, st.t, q, u, sim.pvec, False)
-            if fast:
-                return True
-            rows = [sim.forms.constraint_terms(c) for c in active]
-            entry = sim.mode_compiler.entry(rows, st.t, q, u, sim.pvec)
-            dep = partition(entry[1], active)
-            if plain(jump, st.discrete):
-                sim.flags.rehearsed_dep = (jump.mode, active, dep, st.t)
-        compiled = sim.library.mode((jump.mode, active, dep))
-        if compiled is not None:
-            compiled.monitors(st.t, np.concatenate((q, u[list(compiled.ind)])), st.pvec)
-    except Exception:  # noqa: BLE001 - the event reports its own errors
-        return False
-    return True
 
 def rehearse_entry(sim, active):
     """Enter the constraint set ``active`` once on the current run and undo it, where the

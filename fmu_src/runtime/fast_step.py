@@ -271,7 +271,7 @@ class FastStep:
         rec.armable = self.reason is None
         rehearsed = slave.sim.flags.rehearsed if slave.sim is not None else None
         if rec.armable and rehearsed is not None and rehearsed != self._rehearsed:
-            # an event rehearsed in the call just made (``switching.rehearse``): the next
+            # an event rehearsed in the call just made (``rehearsal.rehearse``): the next
             # step is as a rule the event's, which C gives to Python; arming for it cost
             # 0.05-0.13 ms of a 1 ms contact step (issue 30, tails).  One step, not more
             self.reason = "an event was rehearsed: the next step is likely the event's"
