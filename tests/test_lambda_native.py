@@ -170,6 +170,8 @@ class Loader(pickle.Unpickler):
 
 libs = Loader(io.BytesIO(data[data.index(b"\n", 16) + 1:])).load()
 for emb, lib in libs.items():
+    if not hasattr(lib, "modes"):       # the shipped dgeqp3 answers (embedding.partition)
+        continue
     for key, mode in lib.modes.items():
         assert mode._f is None and mode._args is None, key     # no expression shipped
         print("mode", key[0], ",".join(key[1]), type(mode._step).__name__,
