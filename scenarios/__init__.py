@@ -53,6 +53,10 @@ def load(name):
     -------
     the module (or package), whose ``build()`` returns an ``embed.Scenario``.
     """
+    import sys
+    loaded = sys.modules.get(f"{__name__}.{name}")
+    if loaded is not None:   # an earlier FMU instance's (its extraction, where NAMES was
+        return loaded        # listed, may be gone: fmpy removes it when the instance is freed)
     names = _names()
     if name not in names:
         raise KeyError(f"unknown scenario {name!r}; known: {names}")

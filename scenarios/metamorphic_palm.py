@@ -62,7 +62,7 @@ from sympy.physics.mechanics import (PinJoint, Point, ReferenceFrame, RigidBody,
 from embed import Automaton, Guard, Jump, Mode, Model, Output, Scenario, Var, holonomic
 from embed.base.errors import InputError
 
-from ._once import once
+from embed.base.once import once
 
 FREE, LOCKED = 1, 2
 NAMES = ("alpha1", "alpha2", "alpha3", "alpha4", "alpha5")
