@@ -46,7 +46,7 @@ import weakref
 import numpy as np
 
 from embed.base.tolerances import EVENT_TOL, GRID_TOL, PHI_TOL
-from embed.hybrid import events, switching
+from embed.hybrid import events, rehearsal, switching
 from embed.hybrid.after_step import nothing, watch_only
 from embed.hybrid.integrators import RK4
 from embed.hybrid.simulator import MAX_STEPS, Simulator
@@ -80,7 +80,7 @@ class Record(ctypes.Structure):
                 ("int_vr", _P), ("int_value", _P), ("int_boolean", _P), ("nint", _I),
                 ("armable", _I), ("arm", _P),
                 ("i_res", _I), ("i_kappa", _I), ("phi_tol", _D), ("kappa_max", _D),
-                ("fm", _P), ("memo", _I)]
+                ("fm", _P), ("memo", _I), ("approach_steps", _D)]
 
 
 def enabled():
@@ -200,7 +200,8 @@ class FastStep:
     def __init__(self, slave, lib):
         self.rec = Record(grid_tol=GRID_TOL, event_tol=EVENT_TOL, probe_g=events.PROBE_G,
                           phi_tol=PHI_TOL, i_res=-1, i_kappa=-1,
-                          max_steps=float(MAX_STEPS), rehearsed=-1)
+                          max_steps=float(MAX_STEPS), rehearsed=-1,
+                          approach_steps=float(rehearsal.STEPS))
         ref = weakref.ref(slave)     # the slave owns this object: no cycle through the callback
         self._callback = _SYNC(lambda: self.sync(ref()))
         self.rec.sync = ctypes.cast(self._callback, ctypes.c_void_p).value
@@ -209,7 +210,7 @@ class FastStep:
         self.reason = "not armed yet"
         self._keep = ()
         self._prepared = False
-        self._rehearsed = None    # the event rehearsed at the last ``update``
+        self._rehearsed = (None, None)   # (rehearsed, warmed) at the last ``update``
         self._mode = None
         self._served = None
         self._ints = None
@@ -269,11 +270,13 @@ class FastStep:
         except Exception as exc:  # noqa: BLE001 - the Python path serves all the same
             self.reason = f"internal error: {type(exc).__name__}: {exc}"
         rec.armable = self.reason is None
-        rehearsed = slave.sim.flags.rehearsed if slave.sim is not None else None
-        if rec.armable and rehearsed is not None and rehearsed != self._rehearsed:
-            # an event rehearsed in the call just made (``rehearsal.rehearse``): the next
-            # step is as a rule the event's, which C gives to Python; arming for it cost
-            # 0.05-0.13 ms of a 1 ms contact step (issue 30, tails).  One step, not more
+        flags = slave.sim.flags if slave.sim is not None else None
+        rehearsed = (flags.rehearsed, flags.warmed) if flags is not None else (None, None)
+        if rec.armable and rehearsed != self._rehearsed and rehearsed != (None, None):
+            # an event rehearsed, or its parts warmed, in the call just made
+            # (``embed.hybrid.rehearsal``): the next step is as a rule the event's or its
+            # rehearsal's, which C gives to Python; arming for it cost 0.05-0.13 ms of a
+            # 1 ms contact step (issue 30, tails).  One step, not more
             self.reason = "an event was rehearsed: the next step is likely the event's"
             rec.armable = 0
         self._rehearsed = rehearsed

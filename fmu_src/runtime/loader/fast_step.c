@@ -91,7 +91,8 @@ static int steps(Inst *I, FastStep *F, double t, double h)
         for (int i = 0; i < ng; i++) {
             if (!arm[i] || !F->enabled[i]) continue;
             if (gb[i] <= (arm[i] == ARMED ? 0.0 : -F->probe_g)) return 0;        /* due */
-            if (arm[i] == ARMED && 0.0 < gb[i] && gb[i] < ga[i] && gb[i] <= ga[i] - gb[i]
+            if (arm[i] == ARMED && 0.0 < gb[i] && gb[i] < ga[i]
+                && gb[i] <= F->approach_steps * (ga[i] - gb[i])
                 && i != F->rehearsed) return 0;                              /* approaching */
         }
         /* switching.after_step: a projection or a re-selection is Python's */

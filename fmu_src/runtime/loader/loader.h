@@ -118,6 +118,9 @@ typedef struct {
      * and so shared by the process's instances: its steps run holding the GIL, as Python's
      * calls of f do (ctypes PYFUNCTYPE), so that no two calls read and write it at once */
     int memo;
+    /* a guard falling as it fell over the last step that reaches zero within this many steps
+     * is approaching (embed/hybrid/rehearsal.py STEPS: parts of its rehearsal are Python's) */
+    double approach_steps;
 } FastStep;
 
 typedef struct {
