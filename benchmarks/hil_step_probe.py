@@ -123,7 +123,7 @@ def main():
         import pstats
         print(f"--- cProfile of the doStep to t = {(k + 1) / 1000:.3f} s "
               f"(CPU {cpu[k]:.0f} us with cProfile)")
-        rows = sorted(pstats.Stats(prof).stats.items(), key=lambda kv: -kv[1][3])[:45]
+        rows = sorted(pstats.Stats(prof).stats.items(), key=lambda kv: -kv[1][3 if os.environ.get("PROBE_SORT") != "own" else 2])[:45]
         print(f"{'calls':>6s} {'own us':>8s} {'cum us':>8s}  function")
         for (file, line, name), (_, nc, tt, ct, _) in rows:
             print(f"{nc:6d} {tt * 1e6:8.0f} {ct * 1e6:8.0f}  "
