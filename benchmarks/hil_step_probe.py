@@ -11,7 +11,9 @@ tuples per step set off gen-1 collections of 1 ms inside doSteps by itself.  Pri
 step figures, the collections (step, generation, microseconds; a negative step: between
 doSteps), the fast path's reasons with the step each began, and the steps whose CPU time is
 over ``--limit`` us or whose wall time is over 1 ms (wall far over CPU: the core was taken
-by another process).  ``--profile T,...``: the doSteps ending at those times run under
+by another process, or the GIL by another thread of this one: "other threads" is the CPU time
+the process's other threads used meanwhile, e.g. the loader thread placing a fence's object
+code).  ``--profile T,...``: the doSteps ending at those times run under
 cProfile, whose table (own and cumulative us, wall clock) follows.
 """
 
@@ -77,7 +79,7 @@ def main():
     n = int(round(a.seconds * 1000))
     profiled = {int(round(float(t) * 1000)) - 1 for t in a.profile.split(",") if t}
     profiles = {}
-    cpu, wall = np.zeros(n), np.zeros(n)
+    cpu, wall, others = np.zeros(n), np.zeros(n), np.zeros(n)
     reasons, clock = [(0, slave.fast.reason)], time.perf_counter
     t0 = clock() + 0.01
     try:
@@ -94,11 +96,13 @@ def main():
                 import cProfile
                 profiles[k] = cProfile.Profile()
                 profiles[k].enable()
-            c0, w0 = time.thread_time_ns(), clock()
+            c0, p0, w0 = time.thread_time_ns(), time.process_time_ns(), clock()
             f.fmi2DoStep(comp, k * 1e-3, 1e-3, fmi2True)
             if k in profiled:
                 profiles[k].disable()
-            cpu[k], wall[k] = (time.thread_time_ns() - c0) / 1e3, (clock() - w0) * 1e6
+            c1, p1 = time.thread_time_ns(), time.process_time_ns()
+            cpu[k], wall[k] = (c1 - c0) / 1e3, (clock() - w0) * 1e6
+            others[k] = ((p1 - p0) - (c1 - c0)) / 1e3
             at[0] = -(k + 1)
             if slave.fast.reason != reasons[-1][1]:
                 reasons.append((k + 1, slave.fast.reason))
@@ -118,7 +122,8 @@ def main():
     for step, why in reasons:
         print(f"fast path from t = {step / 1000:.3f} s: {why or 'on'}")
     for k in np.nonzero((cpu > a.limit) | (wall > 1000))[0]:
-        print(f"t = {(k + 1) / 1000:.3f} s  CPU {cpu[k]:.0f} us  wall {wall[k]:.0f} us")
+        print(f"t = {(k + 1) / 1000:.3f} s  CPU {cpu[k]:.0f} us  wall {wall[k]:.0f} us  "
+              f"other threads {others[k]:.0f} us")
     for k, prof in sorted(profiles.items()):
         import pstats
         print(f"--- cProfile of the doStep to t = {(k + 1) / 1000:.3f} s "
