@@ -37,13 +37,8 @@ class Done:
         return self._event.is_set()
 
     def wait(self, timeout=None):
-        """Wait at most ``timeout`` s (None: until done); whether it is done.  The loader
-        thread does not give way to a running doStep meanwhile (``loader_thread.waiting``)."""
-        if self._event.is_set():
-            return True
-        from .loader_thread import waiting      # (which imports this module)
-        with waiting():
-            return self._event.wait(timeout)
+        """Wait at most ``timeout`` s (None: until done); whether it is done."""
+        return self._event.wait(timeout)
 
     def exception(self, timeout=None):
         """The exception set, None if a result was; waits as ``result`` does."""
@@ -59,5 +54,5 @@ class Done:
         return self._result
 
     def _wait_or_raise(self, timeout):
-        if not self.wait(timeout):
+        if not self._event.wait(timeout):
             raise TimeoutError(f"the loader thread's work was not done within {timeout} s")

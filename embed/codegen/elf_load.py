@@ -127,12 +127,10 @@ def _layout(sections):
     return where, code_size, max(at, 1)
 
 
-def load(obj: bytes, resolve=None, pause=None):
+def load(obj: bytes, resolve=None):
     """{global symbol: address} of the object file ``obj`` placed and relocated, or None
     where it cannot be (the caller then loads it through MCJIT).  ``resolve(name)``: the
-    address of an undefined symbol neither published nor external, or None.  ``pause()``:
-    called every PAUSE_EVERY symbols and relocations (the loader thread gives way to a
-    running step there, ``loader_thread.pause``); it changes nothing placed."""
+    address of an undefined symbol neither published nor external, or None."""
     with _LOCK:
         same = _PURE.get(obj)
     if same is not None:
@@ -154,8 +152,7 @@ def load(obj: bytes, resolve=None, pause=None):
                               mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
         if base in (None, ctypes.c_void_p(-1).value):
             return None
-        got = _placed(obj, sections, where, symtab, strtab, base, size, code_size, resolve,
-                      pause)
+        got = _placed(obj, sections, where, symtab, strtab, base, size, code_size, resolve)
         if got is None:
             libs["c"].munmap(base, size)
             return None
@@ -169,10 +166,10 @@ def load(obj: bytes, resolve=None, pause=None):
     return defined
 
 
-def _placed(obj, sections, where, symtab, strtab, base, size, code_size, resolve, pause=None):
+def _placed(obj, sections, where, symtab, strtab, base, size, code_size, resolve):
     """``load``'s work in the pages at ``base``: ({named symbol: address}, the global
     ones' names), or None."""
-    got = _image(obj, sections, where, symtab, strtab, base, size, resolve, pause)
+    got = _image(obj, sections, where, symtab, strtab, base, size, resolve)
     if got is None:
         return None
     image, defined, public = got
@@ -183,19 +180,12 @@ def _placed(obj, sections, where, symtab, strtab, base, size, code_size, resolve
     return defined, public
 
 
-PAUSE_EVERY = 64       # symbols or relocations between two ``pause()`` calls
-
-
-def _nothing():
-    pass
-
-
 _SYM, _RELA = struct.Struct("<IBBHQQ"), struct.Struct("<QQq")
 _U64, _I32, _U32 = struct.Struct("<Q"), struct.Struct("<i"), struct.Struct("<I")
 _EXTERNAL = {}         # name -> address of an external symbol (``external``), once looked up
 
 
-def _image(obj, sections, where, symtab, strtab, base, size, resolve, pause=None):
+def _image(obj, sections, where, symtab, strtab, base, size, resolve):
     """(the relocated bytes of the allocated sections at ``base``, {named symbol: address},
     the global ones' names), or None (``_placed``; the table entries read with
     ``struct.iter_unpack``, external symbols looked up once a process: 2-3x faster than
@@ -207,11 +197,8 @@ def _image(obj, sections, where, symtab, strtab, base, size, resolve, pause=None
             image[at:at + sh[5]] = obj[sh[4]:sh[4] + sh[5]]
     symbols, defined, public = [], {}, set()
     names = strtab[4]
-    pause = pause or _nothing
-    for k, (name_at, info, _, shndx, value, _) in enumerate(_SYM.iter_unpack(
-            obj[symtab[4]:symtab[4] + symtab[5] // 24 * 24])):
-        if not k % PAUSE_EVERY:
-            pause()
+    for name_at, info, _, shndx, value, _ in _SYM.iter_unpack(
+            obj[symtab[4]:symtab[4] + symtab[5] // 24 * 24]):
         name = obj[names + name_at:obj.index(b"\0", names + name_at)].decode() \
             if name_at else ""
         if shndx == SHN_UNDEF:
@@ -241,10 +228,7 @@ def _image(obj, sections, where, symtab, strtab, base, size, resolve, pause=None
         if sh[1] != SHT_RELA or sh[7] not in where:
             continue
         target = where[sh[7]]
-        for k, (offset, info, addend) in enumerate(
-                _RELA.iter_unpack(obj[sh[4]:sh[4] + sh[5] // 24 * 24])):
-            if not k % PAUSE_EVERY:
-                pause()
+        for offset, info, addend in _RELA.iter_unpack(obj[sh[4]:sh[4] + sh[5] // 24 * 24]):
             s = symbols[info >> 32] if info >> 32 < n_sym else None
             if s is None:
                 return None

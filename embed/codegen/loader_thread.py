@@ -33,84 +33,9 @@ def start_loader():
 LOADER_SWITCH = 1e-4
 
 
-# The loader's work gives way to the doSteps of the process (issue 30, tails): its Python (an
-# ``elf_load`` placement of a fence's function is 0.6-1.2 ms of it) and a step's took turns at
-# the switch interval, and a step that found it at work took its own CPU time and the
-# loader's: 1.0-2.0 ms of wall time for a 0.2-0.6 ms step at load 1
-# (benchmarks/hil_step_probe.py, "other threads").  A doStep running (``step_begins`` ..
-# ``step_ends``, counted across the process's instances), the loader waits at its next
-# ``pause`` (between units of work, and every few relocations of a placement) until the step
-# ends, for at most GATE_MAX s at a time, or until a thread waits for its work
-# (``waiting``: an offline step waiting for an answer, a thread wanting a function placed).
-GATE_MAX = 2e-3
-_GATE = threading.Condition(threading.Lock())
-_BUSY = [0, 0]          # doSteps running, threads waiting for the loader's work
-_THREAD = []            # the loader thread
-
-
-def step_begins():
-    """A doStep begins (the FMU's stepping thread): whether it was counted (the loader
-    thread runs in this process), to be passed to ``step_ends``."""
-    if not _THREAD:
-        return False
-    with _GATE:
-        _BUSY[0] += 1
-    return True
-
-
-def step_ends(counted):
-    """The doStep ``step_begins`` counted ends: the loader goes on."""
-    if counted:
-        with _GATE:
-            _BUSY[0] -= 1
-            _GATE.notify_all()
-
-
-def _not_loader():
-    return not (_THREAD and threading.current_thread() is _THREAD[0])
-
-
-class _Waiting:
-    """Context: the calling thread waits for the loader's work (``Done.wait``, a lock the
-    loader may hold): the loader goes on whether a doStep runs or not (it may be the
-    waiting one).  Nothing in the loader thread itself (which is the loader at the exit
-    where it was at the entry: the thread appends itself before any work)."""
-
-    __slots__ = ()
-
-    def __enter__(self):
-        if _not_loader():
-            with _GATE:
-                _BUSY[1] += 1
-                _GATE.notify_all()
-
-    def __exit__(self, *exc):
-        if _not_loader():
-            with _GATE:
-                _BUSY[1] -= 1
-
-
-WAITING = _Waiting()
-
-
-def waiting():
-    """``WAITING`` (a context, stateless: any thread may enter it at any time)."""
-    return WAITING
-
-
-def pause():
-    """In the loader thread, while a doStep runs and no one waits for the loader: wait for
-    the step's end (at most GATE_MAX s).  Anywhere else, or otherwise: nothing."""
-    if _BUSY[0] and not _BUSY[1] and _THREAD and threading.current_thread() is _THREAD[0]:
-        with _GATE:
-            _GATE.wait_for(lambda: _BUSY[0] == 0 or _BUSY[1] > 0, GATE_MAX)
-
-
 def _loader(q):
-    _THREAD.append(threading.current_thread())
     while True:
         fns, done = q.get()
-        pause()
         before = sys.getswitchinterval()
         sys.setswitchinterval(min(before, LOADER_SWITCH))
         ours = sys.getswitchinterval()
@@ -142,7 +67,5 @@ def run_later(fn):
 
 
 def _load_all(fns):
-    for i, f in enumerate(fns):
-        if i:
-            pause()
+    for f in fns:
         f.load()

@@ -20,30 +20,10 @@ import numpy as np
 
 from . import elf_load, ldlt, pivoting, reduction
 from .loader_thread import LOADER_SWITCH, load_later, run_later, start_loader  # noqa: F401
-from .loader_thread import WAITING, pause
 from ..base.errors import CompilationError
 from .ir import ir_text, largest_function
 
-class _Lock:
-    """The module's lock (reentered: a placement places what it names, ``_resolve``), taken
-    as a waiter of the loader thread, which may hold it paused in a placement while a doStep
-    runs (``loader_thread.pause``): told so, it goes on and lets it go."""
-
-    __slots__ = ("_lock",)
-
-    def __init__(self):
-        self._lock = threading.RLock()
-
-    def __enter__(self):
-        WAITING.__enter__()
-        self._lock.acquire()
-
-    def __exit__(self, *exc):
-        self._lock.release()
-        WAITING.__exit__()
-
-
-_LOCK = _Lock()
+_LOCK = threading.RLock()     # (reentered: a placement places what it names, ``_resolve``)
 _STATE = {}
 _LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "pow")
 # codegen optimization level: 0 compiles fast, 1 runs faster (docs/design.md's facts); 0 where a
@@ -286,7 +266,7 @@ class NativeFunction:
         # import; once LLVM is up (something was compiled), MCJIT as before, whose loads
         # release the GIL (the loader thread's, issue 30's tails)
         if not _STATE and os.environ.get(LOADER_ENV, "").lower() != "mcjit":
-            placed = elf_load.load(self.obj, _resolve, pause)
+            placed = elf_load.load(self.obj, _resolve)
         if placed is not None:
             addr = {k: placed.get(v) for k, v in [("", name)] + list(self.exports.items())}
             at = placed.get(f"{name}_memo", 0) if memo_size else None

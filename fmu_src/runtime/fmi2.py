@@ -17,8 +17,6 @@ import os
 import sys
 import weakref
 
-from embed.codegen.loader_thread import step_begins, step_ends
-
 OK, WARNING, DISCARD, ERROR, FATAL = range(5)
 
 
@@ -172,7 +170,6 @@ def fmi2_call(kind, default=None):
     method's effects must be all or nothing), and ``default(self, *args)`` is returned so
     that pythonfmu's C++ receives a well-formed value."""
     allowed = ALLOWED[kind]
-    stepping = kind == "do_step"
 
     def wrap(method):
         @functools.wraps(method)
@@ -181,7 +178,6 @@ def fmi2_call(kind, default=None):
             # calls take turns (``embed.modes.library``; instances stepped from threads)
             with getattr(self, "lock", _NO_LOCK):
                 self.loader.status = OK
-                counted = stepping and step_begins()    # the loader thread gives way
                 try:
                     if not self.fmi_state & allowed:
                         raise CallError(f"{method.__name__} is not allowed in state "
@@ -193,11 +189,8 @@ def fmi2_call(kind, default=None):
                     self.call_failed(ERROR, f"{method.__name__}: internal error: "
                                      f"{type(exc).__name__}: {exc}", None)
                 finally:
-                    try:
-                        if kind != "get" and getattr(self, "fast", None) is not None:
-                            self.fast.update(self)    # armed or disarmed for the C steps
-                    finally:
-                        step_ends(counted)
+                    if kind != "get" and getattr(self, "fast", None) is not None:
+                        self.fast.update(self)    # armed or disarmed for the C loader's steps
                 return default(self, *args) if default is not None else None
         return call
     return wrap

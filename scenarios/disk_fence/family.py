@@ -14,7 +14,6 @@ import numpy as np
 
 from embed import Constraint, ConstraintSet, Guard, Mode, holonomic
 from embed.background.worker import superseded
-from embed.codegen.loader_thread import pause
 from embed.codegen.native import OPT_FAST, compile_program
 from embed.codegen.program import Program
 from embed.modes.functions import Tape, lambdify
@@ -290,8 +289,7 @@ def prepare_profile(sim, uid, L_f, jet):
     ms of a step otherwise; issue 30, tails): (mode, constraint stubs, the constraint terms,
     the monitors' role, the entry terms and the JetMode of each choice of dependent speeds),
     the installs left out (None) where the caches have the fence already.  Its arguments are
-    ``install_profile``'s.  In the loader thread it gives way to a running doStep between
-    its parts (``loader_thread.pause``: 0.7-0.9 ms of Python in all)."""
+    ``install_profile``'s."""
     m = sim.model
     fam, layout, family, entry = profile_family(sim)
     mode = Mode(FENCE_BASE + uid, f"fence {uid}", (f"fence{uid}_x", f"fence{uid}_y"), (),
@@ -301,7 +299,6 @@ def prepare_profile(sim, uid, L_f, jet):
     stubs = [Constraint(name, (), 0, 0) for name in mode.constraints]
     if sim.library.has_constraint_terms(mode.constraints[0]):   # the shared caches have it
         return mode, stubs, None
-    pause()
     n, n_p, i_L = m.n, len(sim.psyms), sim.pnames.index("L")
     terms = ProfileTerms(fam, jet, L_f, fam.n_in - N_JET - 1 - n_p + i_L)
     p_at = list(range(terms.n_in - n_p, terms.n_in))
@@ -314,7 +311,6 @@ def prepare_profile(sim, uid, L_f, jet):
                                                   Role(terms, tq, layout[role]["phi"]))))
         for name, stub, role in zip(mode.constraints, stubs, "xy")]
     monitors = Role(terms, None, layout["monitors"]["monitors"])
-    pause()
     mine = copy.copy(entry)        # the event step's one call, for this profile
     mine.key = tuple(sorted(mode.constraints))
     mine.fn = ProfileTerms(entry.fn, jet, L_f, 1 + 2 * n + i_L)
@@ -322,7 +318,6 @@ def prepare_profile(sim, uid, L_f, jet):
              (((mode.id, mine.key, dep), meta, f, mon)
               for dep, (meta, f, mon) in profile_family_modes(sim).items())]
     for made in [terms, mine.fn] + [jm for _, jm in modes]:
-        pause()
         made.bind()        # the C calls bound here, not in the disk's first step on the fence
     return mode, stubs, (cterms, monitors, mine, modes)
 
