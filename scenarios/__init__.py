@@ -3,6 +3,7 @@ whose top level defines ``build()`` returning an ``embed.Scenario`` (``disk_fenc
 the scenario and its run-time fence)."""
 
 import importlib
+import sys
 from pathlib import Path
 
 _HERE = Path(__file__).parent
@@ -53,7 +54,6 @@ def load(name):
     -------
     the module (or package), whose ``build()`` returns an ``embed.Scenario``.
     """
-    import sys
     loaded = sys.modules.get(f"{__name__}.{name}")
     if loaded is not None:   # an earlier FMU instance's (its extraction, where NAMES was
         return loaded        # listed, may be gone: fmpy removes it when the instance is freed)

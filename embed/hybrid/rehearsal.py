@@ -26,6 +26,16 @@ def steps_to(a, b):
     d = a - b
     return 1 if b <= d else 2 if b <= 2 * d else STEPS
 
+def _target(sim, gi):
+    """The jump of condition gi's event and what it enters (``switching.target``); the
+    background workers' answers wait a step (this step has done its share: issue 30)."""
+    rest = getattr(sim.compiler, "rest", None)
+    if rest is not None:
+        rest()
+    name = sim.aut.modes[sim.state.mode].guards[gi].name
+    jump = sim.aut.transition(Context(sim, name), name)
+    return (jump,) + target(sim, jump)[1:]
+
 def warm(sim, gi, k):
     """Evaluate, without keeping any of it, the parts of the event of condition gi that
     ``k`` (2 or 3) steps ahead pay: the reset map and the entry terms (mueller eq 7)
@@ -35,13 +45,8 @@ def warm(sim, gi, k):
     if flags.warmed == (st.mode, gi, k):
         return
     flags.warmed = (st.mode, gi, k)
-    rest = getattr(sim.compiler, "rest", None)
-    if rest is not None:        # the background workers' answers wait a step, as at the
-        rest()                  # rehearsal: this step has done its share
     try:
-        name = sim.aut.modes[st.mode].guards[gi].name
-        jump = sim.aut.transition(Context(sim, name), name)
-        _, active, q, u = target(sim, jump)
+        jump, active, q, u = _target(sim, gi)
         if not active:
             return
         mc = sim.mode_compiler
@@ -72,13 +77,8 @@ def rehearse(sim, gi):
     whether the rehearsal went through."""
     st = sim.state
     sim.flags.rehearsed = (st.mode, gi)
-    rest = getattr(sim.compiler, "rest", None)
-    if rest is not None:    # the next step likely handles the event: it decodes no answer of
-        rest()              # the background workers (they wait a step; issue 30, tails)
     try:
-        name = sim.aut.modes[st.mode].guards[gi].name
-        jump = sim.aut.transition(Context(sim, name), name)
-        _, active, q, u = target(sim, jump)
+        jump, active, q, u = _target(sim, gi)
         dep = ()
         if active:              # the event's own entry call where it has one, else its parts
             fast = sim.mode_compiler.enter(jump.mode, active, st.t, q, u, sim.pvec, False)

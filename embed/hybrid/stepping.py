@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from . import events, state as state_mod, switching
-from . import rehearsal
+from . import events, rehearsal, state as state_mod, switching
 from .rehearsal import STEPS, steps_to
 from ..base.errors import EmbedError, InputError, StepBudgetError
 from ..base.record import Record

@@ -4,9 +4,10 @@ Functions of a ``Simulator`` (its running state, forms and compiled modes): ente
 through a reset map (eq 19-20) with the configuration projected (haug_pavesic2023 eq 13-16)
 and the momentum-consistent activation jump (mueller eq 7); handling a located switching
 condition (eq 18) with the Zeno watch (ANDY's multi-jump counter); rehearsing a switch into
-a constraint set (an approaching event's rehearsal: ``embed.hybrid.rehearsal``); locating one in a step (``embed.hybrid.events``); holding the configuration
-constraints and re-selecting the independent speeds as the dependent block of B degrades
-(Sec 5.4).  See docs/design.md, "Data flow".
+a constraint set (an approaching event's rehearsal: ``embed.hybrid.rehearsal``); locating
+one in a step (``embed.hybrid.events``); holding the configuration constraints and
+re-selecting the independent speeds as the dependent block of B degrades (Sec 5.4).  See
+docs/design.md, "Data flow".
 """
 
 from __future__ import annotations
