@@ -32,6 +32,10 @@ from importlib.machinery import SourceFileLoader
 from importlib.util import source_hash, spec_from_file_location
 
 SUFFIX = ".bundle"
+# {absolute path: PEP 552 source hash} of each source a bundle's loader read to import it:
+# ``embed.base.shipped.sources_digest`` takes these instead of reading and hashing those
+# files again (the code that runs is that of these bytes)
+SOURCE_HASHES = {}
 
 
 def file_name(tag: str) -> str:
@@ -89,7 +93,9 @@ class _Loader(SourceFileLoader):
             source = self.get_data(self.path)
         except OSError:
             source = None
-        if source is not None and source_hash(source) == digest:
+        if source is not None:
+            SOURCE_HASHES[self.path] = source_hash(source)
+        if source is not None and SOURCE_HASHES[self.path] == digest:
             try:
                 code = marshal.loads(_read(bundle, at, size))
             except (OSError, EOFError, ValueError, TypeError):

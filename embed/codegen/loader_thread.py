@@ -4,9 +4,13 @@ it re-exports)."""
 
 from __future__ import annotations
 
-import queue
 import sys
 import threading
+
+try:        # queue.SimpleQueue itself, without queue's import (0.5 ms of an FMU's start)
+    from _queue import SimpleQueue
+except ImportError:
+    from queue import SimpleQueue
 
 from .done import Done
 
@@ -19,7 +23,7 @@ def start_loader():
     milliseconds.  Returns its queue."""
     with _LOADER_LOCK:
         if not _LOADER:
-            q = queue.SimpleQueue()
+            q = SimpleQueue()
             threading.Thread(target=_loader, args=(q,), name="embed-loader",
                              daemon=True).start()
             _LOADER.append(q)

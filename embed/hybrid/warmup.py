@@ -95,3 +95,7 @@ def warm_up(sim, calls=True):
                 compiled.output_at(sim.t, np.full(compiled.nx, 0.5), sim.pvec)
             except Exception:  # noqa: BLE001 - a dummy state may be singular for a mode
                 pass
+        for mode in [m for m in list(library.terms_programs.values()) if m is not None]:
+            half = np.full(mode.n, 0.5)     # the prepared programs' machine code paged in: the
+            mode.enter(0.0, half, half, sim.pvec, True)  # switch (its entry call) and its step
+            mode.rk4(0.0, 1e-3, np.full(mode.nx, 0.5), sim.pvec)   # find it warm (dummy state)

@@ -290,22 +290,27 @@ class ProgramMode(CompiledMode):
     def __init__(self, meta, key, fns):
         CompiledMode.__init__(self, meta, key, fns)
         self._parts = meta if "sys" in meta else None
-        # the compiled entries called on addresses read once, with outputs kept (copied out):
-        # numpy's ``.ctypes.data`` is costly a call, most in a step that finds it cold (an
-        # event step; docs/design.md, "One compiled call a step")
-        self._call, self._mon_entry = fns[0]._f, fns[0].entries["monitors"]
+        # the compiled entries called on addresses read once (``__getattr__``, at the first
+        # call), with outputs kept (copied out): numpy's ``.ctypes.data`` is costly a call,
+        # most in a step that finds it cold (an event step; docs/design.md, "One compiled call
+        # a step")
         # (the final stage alone writes xdot after the monitors: ``programs.rk4_program``)
         self._y, self._m = Buffer(self.nx + self.n_mon + 1), Buffer(self.n_mon + self.nx)
 
     def __getstate__(self):
         """Pickled (a cache of compiled modes, issue 30) without the entry points, addresses
-        of this process: ``__setstate__`` reads them from the step, loaded from its object
-        code (``NativeFunction.__reduce__``)."""
+        of this process: read from the step, loaded from its object code
+        (``NativeFunction.__reduce__``), when first called (``__getattr__``)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("_call", "_mon_entry")}
 
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._call, self._mon_entry = self._step._f, self._step.entries["monitors"]
+    def __getattr__(self, name):
+        """The entry points, read (and the step placed, if it was unpickled: 0.1-0.3 ms) at
+        their first use, then kept: a start places the modes it steps, not every mode of
+        the library (issue 30)."""
+        if name in ("_call", "_mon_entry") and "_step" in self.__dict__:
+            self._call, self._mon_entry = self._step._f, self._step.entries["monitors"]
+            return self.__dict__[name]
+        raise AttributeError(name)
 
     def rk4(self, t, h, x, p):
         """[x(t+h)..., monitors..., sum |x_i(t+h)|] for one RK4 step of length h: one call."""

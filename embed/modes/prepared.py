@@ -5,8 +5,6 @@ constraint set in one call (mueller eq 7, ``TermsProgramMode.enter``)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..base.errors import CompilationError
 from ..model.constraints import moving_B
 from ..codegen.native import OPT_RUN
@@ -87,8 +85,6 @@ class PreparedPrograms:
                             self.forms.model, self.forms.constraint_set(act), self.forms.psyms,
                             "llvm")
                     continue
-                with np.errstate(all="ignore"):   # its machine code paged in: the switch (its
-                    half = np.full(mode.n, 0.5)   # own entry call) and its step find it warm
-                    p = np.full(len(self.forms.psyms), 0.5)      # (a dummy state)
-                    mode.enter(0.0, half, half, p, True)
-                    mode.rk4(0.0, 1e-3, np.full(mode.nx, 0.5), p)
+                # its machine code paged in (a call of its entry and of its step at a dummy
+                # state) by ``embed.hybrid.warmup.warm_up`` where the calls are paid ahead (a
+                # real-time run): an offline start places no mode it does not step (issue 30)
