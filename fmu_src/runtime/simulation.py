@@ -4,6 +4,7 @@ instantiation, for the outputs' exact start values), and the inputs it takes at 
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import weakref
@@ -47,11 +48,33 @@ def initialize(slave):
         if real_time:
             from embed.codegen.native import place_pending
             place_pending()
+            keep_warm(slave)
     except Exception as exc:  # noqa: BLE001 - warming is an optimization only
         slave.log(f"warm-up skipped: {exc}", Fmi2Status.warning)
     if not workers_ready(slave.sim, WORKER_START_TIMEOUT):
         slave.log(f"background embedding worker not ready after {WORKER_START_TIMEOUT} s;"
                   " stepping on the numeric path until it is", Fmi2Status.warning)
+
+
+KEEP_WARM_MS = 100     # ms between the sweeps over the process's pages (EMBED_KEEP_WARM)
+
+
+def keep_warm(slave) -> None:
+    """A real-time run's pages kept warm between events (fmu_src/runtime/loader/keep_warm.c:
+    a page untouched for a second costs 0.3-1 us at its next touch on the machines measured,
+    docs/design.md).  EMBED_KEEP_WARM: the period in ms, 0 turns it off."""
+    lib = getattr(slave.loader, "_lib", None)
+    start = getattr(lib, "embed_keep_warm", None)
+    try:
+        period = int(os.environ.get("EMBED_KEEP_WARM", KEEP_WARM_MS))
+    except ValueError:
+        period = KEEP_WARM_MS
+    if start is None or period <= 0:
+        return
+    start.argtypes = [ctypes.c_int]
+    if start(period) != 0:
+        slave.log("the page-warming thread did not start: steps after seconds without an "
+                  "event may find their memory cold", Fmi2Status.warning)
 
 
 def start_sim(slave, worker=True):

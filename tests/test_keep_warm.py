@@ -1,0 +1,120 @@
+"""A real-time run's pages kept warm (fmu_src/runtime/loader/keep_warm.c; issue 30, tails): a
+thread in the idle scheduling class touches each resident page of the process every 100 ms,
+without faulting in what is not resident, safe against memory unmapped meanwhile, and
+changing no result; an offline run has no such thread."""
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+CHILD = r"""
+import ctypes, json, mmap, os, sys, threading, time
+from fmpy import read_model_description
+from fmpy.fmi2 import FMU2Slave
+unzip, real_time, churn = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
+md = read_model_description(unzip)
+vr = {v.name: v.valueReference for v in md.modelVariables}
+f = FMU2Slave(guid=md.guid, unzipDirectory=unzip,
+              modelIdentifier=md.coSimulation.modelIdentifier, instanceName="warm")
+f.instantiate()
+f.setupExperiment(startTime=0.0)
+f.enterInitializationMode()
+f.setBoolean([vr["real_time"]], [real_time])
+# 200 MB mapped and never touched: a sweep must not fault it in
+idle = mmap.mmap(-1, 200 << 20)
+
+def rss():
+    with open("/proc/self/statm") as s:
+        return int(s.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+stop = []
+def unmapper():          # memory mapped and unmapped while the sweeps read the process's
+    while not stop:
+        m = mmap.mmap(-1, 4 << 20)
+        m[::4096] = b"x" * len(range(0, 4 << 20, 4096))
+        m.close()
+churner = threading.Thread(target=unmapper)
+if churn:
+    churner.start()
+f.exitInitializationMode()
+rss0 = rss()
+for k in range(300):
+    f.doStep(k * 1e-3, 1e-3)
+time.sleep(0.45)
+stop.append(1)
+if churn:
+    churner.join()
+names, policy = [], None
+for d in os.listdir("/proc/self/task"):
+    try:
+        with open(f"/proc/self/task/{d}/comm") as c:
+            name = c.read().strip()
+        names.append(name)
+        if name == "embed-warm":
+            policy = os.sched_getscheduler(int(d))
+    except OSError:      # a thread of fmpy's or the FMU's that ended meanwhile
+        continue
+lib = next(line.split()[-1] for line in open("/proc/self/maps")
+           if line.rstrip().endswith(md.coSimulation.modelIdentifier + ".so"))
+stats = (ctypes.c_ulong * 3)()
+ctypes.CDLL(lib).embed_keep_warm_stats(stats)
+outs = [v.name for v in md.modelVariables if v.causality == "output" and v.type == "Real"]
+print(json.dumps({"warm": "embed-warm" in names, "idle_class": policy == os.SCHED_IDLE,
+                  "sweeps": stats[0], "pages": stats[1], "failed": stats[2],
+                  "grew": rss() - rss0,
+                  "outputs": [x.hex() for x in f.getReal([vr[n] for n in outs])]}))
+f.terminate()
+f.freeInstance()
+"""
+
+
+def _run(fmu, tmp_path, real_time, churn=False, env=None):
+    unzip = tmp_path / "unzipped"
+    if not unzip.exists():
+        with zipfile.ZipFile(fmu) as z:
+            z.extractall(unzip)
+    res = subprocess.run([sys.executable, "-c", CHILD, str(unzip), str(int(real_time)),
+                          str(int(churn))], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, **(env or {})}, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def ramp(fmu_dir):
+    return fmu_dir / "disk_ramp.fmu"
+
+
+def test_real_time_run_sweeps_its_resident_pages_only(ramp, tmp_path):
+    """Real time: the thread runs in the idle class, has swept (every 100 ms) thousands of
+    pages with no failed read, and the 200 MB never touched stayed out of the resident set."""
+    got = _run(ramp, tmp_path, True)
+    assert got["warm"] and got["idle_class"], got
+    assert got["sweeps"] >= 3 and got["pages"] > 1000 * got["sweeps"], got
+    assert got["failed"] * 1024 < got["pages"] / 2, got       # (EPERM: every read fails)
+    assert got["grew"] < 50 << 20, got
+
+
+def test_offline_run_has_no_warming_thread(ramp, tmp_path):
+    got = _run(ramp, tmp_path, False)
+    assert not got["warm"] and got["sweeps"] == 0, got
+
+
+def test_sweeps_survive_memory_unmapped_meanwhile(ramp, tmp_path):
+    """A thread maps, writes and unmaps 4 MB over and over while the sweeps run: a page gone
+    between the sweep's look (mincore) and its read is an error returned, not a fault."""
+    got = _run(ramp, tmp_path, True, churn=True)
+    assert got["sweeps"] >= 3, got
+
+
+def test_results_are_the_same_bits_with_and_without(ramp, tmp_path):
+    """The sweeps only read: 300 real-time steps give the same outputs, bit for bit, with the
+    thread off (EMBED_KEEP_WARM=0)."""
+    on = _run(ramp, tmp_path, True)
+    off = _run(ramp, tmp_path, True, env={"EMBED_KEEP_WARM": "0"})
+    assert on["warm"] and not off["warm"], (on, off)
+    assert on["outputs"] == off["outputs"]
