@@ -5,7 +5,8 @@
  *   python_env.c    the Python interpreter and pythonfmu's binary, loaded on first use;
  *   python_query.c  the interpreter query's answer kept between processes;
  *   resource_uri.c  fmuResourceLocation (a file: URI) decoded to a folder;
- *   fast_step.c     communication steps with no event run in C (fmu_src/runtime/fast_step.py). */
+ *   fast_step.c     communication steps with no event run in C (fmu_src/runtime/fast_step.py);
+ *   keep_warm.c     a real-time run's pages kept warm between events (no header part). */
 #ifndef EMBED_LOADER_H
 #define EMBED_LOADER_H
 
