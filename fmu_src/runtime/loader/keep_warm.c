@@ -10,13 +10,17 @@
  * embed_keep_warm starts one thread per process (whatever the instances) that, every period,
  * reads /proc/self/maps and touches one byte of each resident page (mincore) of the process's
  * readable private memory and shared libraries: without the GIL, in the idle scheduling class
- * (on a core with nothing else to run).  It reads
- * with process_vm_readv on its own process, so that a page unmapped meanwhile by another thread
- * is an error returned, never a fault; a page not resident is not touched (nothing is faulted
- * in: the resident set does not grow).  The binary is pinned (RTLD_NODELETE) first: the thread
- * runs its code for the process's life, whether or not a master unloads the FMU. */
+ * (on a core with nothing else to run).  The kernel reads the bytes for it (writev of one-byte
+ * pieces into a pipe of its own, then drained): a page unmapped meanwhile by another thread is
+ * an error returned, never a fault, and no lock of the address space is held while it reads
+ * (process_vm_readv held mmap_lock page by page: preempted there, the idle thread stalled the
+ * loader's mmap, and behind it the stepping thread, for up to 0.6 s).  A page not resident is
+ * not touched (nothing is faulted in: the resident set does not grow).  The binary is pinned
+ * (RTLD_NODELETE) first: the thread runs its code for the process's life, whether or not a
+ * master unloads the FMU. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -28,20 +32,32 @@
 
 #include "loader.h"
 
-enum { BATCH = 1024 };              /* IOV_MAX: remote reads per process_vm_readv call */
+enum { BATCH = 1024 };              /* IOV_MAX: pages read per writev */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int started;
 static volatile int period_ms;
 static volatile unsigned long sweeps, touched, failed;
 
+static int pipe_fd[2] = {-1, -1};    /* the bytes read go through a pipe of this thread's */
+
+/* The kernel reads one byte of each page in remote[0..n) (copied into the pipe by writev, a
+ * plain user-memory load that fails with EFAULT, not a fault, where the page is gone), and
+ * the pipe is drained. */
+static void flush(struct iovec *remote, int n)
+{
+    static char sink[BATCH];
+    ssize_t got = writev(pipe_fd[1], remote, n);
+    if (got < n) failed++;
+    if (got > 0 && read(pipe_fd[0], sink, (size_t)got) != got) failed++;
+    touched += n;
+}
+
 /* Touch (read one byte of) each resident page of [lo, hi). */
-static void touch_range(unsigned long lo, unsigned long hi, long page, pid_t pid)
+static void touch_range(unsigned long lo, unsigned long hi, long page)
 {
     static unsigned char vec[4096];
     static struct iovec remote[BATCH];
-    static char sink[BATCH];
-    struct iovec local = {sink, sizeof sink};
     int n = 0;
     for (unsigned long at = lo; at < hi; at += sizeof vec * (unsigned long)page) {
         unsigned long len = hi - at;
@@ -52,16 +68,12 @@ static void touch_range(unsigned long lo, unsigned long hi, long page, pid_t pid
             remote[n].iov_base = (void *)(at + i * (unsigned long)page);
             remote[n].iov_len = 1;
             if (++n == BATCH) {
-                if (process_vm_readv(pid, &local, 1, remote, n, 0) < 0) failed++;
-                touched += n;
+                flush(remote, n);
                 n = 0;
             }
         }
     }
-    if (n) {
-        if (process_vm_readv(pid, &local, 1, remote, n, 0) < 0) failed++;
-        touched += n;
-    }
+    if (n) flush(remote, n);
 }
 
 /* One sweep over the mappings worth keeping warm: readable, and anonymous (heap, arenas,
@@ -71,7 +83,6 @@ static void sweep(void)
     FILE *f = fopen("/proc/self/maps", "r");
     if (!f) { failed++; return; }
     long page = sysconf(_SC_PAGESIZE);
-    pid_t pid = getpid();
     char line[1024];
     while (fgets(line, sizeof line, f)) {
         unsigned long lo, hi, inode;
@@ -82,7 +93,7 @@ static void sweep(void)
         if (path[0] == '[' && strcmp(path, "[heap]") && strcmp(path, "[stack]") &&
             strncmp(path, "[anon", 5)) continue;                 /* [vvar], [vdso], ... */
         if (inode && !strstr(path, ".so")) continue;            /* a data file's pages */
-        touch_range(lo, hi, page, pid);
+        touch_range(lo, hi, page);
     }
     fclose(f);
     sweeps++;
@@ -114,7 +125,7 @@ EXPORT int embed_keep_warm(int period)
         pthread_t th;
         if (!dladdr((void *)embed_keep_warm, &info) || !info.dli_fname ||
             !dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD) ||
-            pthread_create(&th, NULL, run, NULL) != 0) {
+            pipe2(pipe_fd, O_CLOEXEC) != 0 || pthread_create(&th, NULL, run, NULL) != 0) {
             rc = -1;
         } else {
             pthread_setname_np(th, "embed-warm");
