@@ -68,12 +68,18 @@ def test_offline_runs_are_the_same_bits_paced_or_not(fmu_dir):
         assert unpaced[k] == pytest.approx(symbolic[k], abs=1e-9), k
 
 
-def fast_worker(r):
-    """pid of the instance's fast worker (the one that relays to the other: --peer-out)."""
-    for pid in workers(r):
-        if b"--peer-out" in Path(f"/proc/{pid}/cmdline").read_bytes():
-            return pid
-    raise AssertionError("no fast worker")
+def fast_worker(r, wait=10.0):
+    """pid of the instance's fast worker (the one that relays to the other: --peer-out),
+    waited for up to ``wait`` s: an offline run spawns its workers from a thread at its
+    second doStep, and an unpaced run can reach its announcement first."""
+    end = time.monotonic() + wait
+    while True:
+        for pid in workers(r):
+            if b"--peer-out" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        if time.monotonic() > end:
+            raise AssertionError("no fast worker")
+        time.sleep(0.01)
 
 
 def cont(pids):

@@ -44,6 +44,9 @@ class TermsProgramMode(ProgramMode):
         self._made = (meta, key, fns)   # what it pickles as (object code: shipped, issue 30)
         n = self.n
         self._tail = partition_tail(self.ind, self.dep, 1.0)
+        # its argument buffer made now, as each partition's copy makes its own (``with_dep``):
+        # none in an event step
+        self._inb = self._argument_buffer(2 + self.nx + meta["n_rest"])
         self._copies = {self.dep: self}      # every partition's mode, shared by the copies
         m = self.sizes[4]
         npar = meta["n_rest"] - 2 * n - 1
