@@ -93,9 +93,10 @@ class _Loader(SourceFileLoader):
             source = self.get_data(self.path)
         except OSError:
             source = None
-        if source is not None:
-            SOURCE_HASHES[self.path] = source_hash(source)
-        if source is not None and SOURCE_HASHES[self.path] == digest:
+        found = None if source is None else source_hash(source)
+        if found is not None:
+            SOURCE_HASHES[self.path] = found
+        if found == digest:
             try:
                 code = marshal.loads(_read(bundle, at, size))
             except (OSError, EOFError, ValueError, TypeError):

@@ -297,18 +297,22 @@ class ProgramMode(CompiledMode):
         # (the final stage alone writes xdot after the monitors: ``programs.rk4_program``)
         self._y, self._m = Buffer(self.nx + self.n_mon + 1), Buffer(self.n_mon + self.nx)
 
+    _ENTRIES = ("_call", "_mon_entry", "_enter")   # the step's; "enter": a terms program's
+
     def __getstate__(self):
         """Pickled (a cache of compiled modes, issue 30) without the entry points, addresses
         of this process: read from the step, loaded from its object code
         (``NativeFunction.__reduce__``), when first called (``__getattr__``)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_call", "_mon_entry")}
+        return {k: v for k, v in self.__dict__.items() if k not in self._ENTRIES}
 
     def __getattr__(self, name):
         """The entry points, read (and the step placed, if it was unpickled: 0.1-0.3 ms) at
         their first use, then kept: a start places the modes it steps, not every mode of
         the library (issue 30)."""
-        if name in ("_call", "_mon_entry") and "_step" in self.__dict__:
-            self._call, self._mon_entry = self._step._f, self._step.entries["monitors"]
+        if name in self._ENTRIES and "_step" in self.__dict__:
+            entries = self._step.entries
+            self._call, self._mon_entry = self._step._f, entries["monitors"]
+            self._enter = entries.get("enter")
             return self.__dict__[name]
         raise AttributeError(name)
 

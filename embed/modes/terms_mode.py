@@ -53,14 +53,6 @@ class TermsProgramMode(ProgramMode):
         self._e_in = Buffer(1 + 2 * n + npar + 2)          # ``entry_program``'s layout
         self._e_out = Buffer(2 + 3 * m + self.nx + self.n_mon)
 
-    def __getattr__(self, name):
-        """``_enter``, the entry's compiled entry point, read at its first use (the step's
-        object code placed then: ``ProgramMode.__getattr__``)."""
-        if name == "_enter" and "_step" in self.__dict__:
-            self._enter = self._step.entries.get("enter")
-            return self._enter
-        return ProgramMode.__getattr__(self, name)
-
     def enter(self, t, q, u, p, allow, tol=ACTIVATION_TOL):
         """Entering this mode's constraints at (t, q, u) in one compiled call
         (``entry_program``): the activation jump (mueller eq 7) if ``allow``, the dependent

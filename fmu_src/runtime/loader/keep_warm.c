@@ -123,10 +123,11 @@ EXPORT int embed_keep_warm(int period)
     if (!started) {
         Dl_info info;
         pthread_t th;
+        if (pipe_fd[0] < 0 && pipe2(pipe_fd, O_CLOEXEC) != 0) pipe_fd[0] = pipe_fd[1] = -1;
         if (!dladdr((void *)embed_keep_warm, &info) || !info.dli_fname ||
             !dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD) ||
-            pipe2(pipe_fd, O_CLOEXEC) != 0 || pthread_create(&th, NULL, run, NULL) != 0) {
-            rc = -1;
+            pipe_fd[0] < 0 || pthread_create(&th, NULL, run, NULL) != 0) {
+            rc = -1;          /* (the pipe, if made, is kept for a later call) */
         } else {
             pthread_setname_np(th, "embed-warm");
             pthread_detach(th);
