@@ -7,8 +7,8 @@
    thread spins (the CPU stays busy), then one byte of each page is read again; printed: the
    cost per page.  Then, after the same idle time, the second cache line of each page read
    after its first (the cost is the page's or the line's?), and the pages read after another
-   thread touched each of them through ``process_vm_readv`` on this process (what keep_warm.c
-   does: does that warm them for this thread?).
+   thread touched each of them through ``process_vm_readv`` on this process (a touch by
+   another thread, as keep_warm.c's: does that warm them for this thread?).
 2. The loop's floor: a slot of 1 ms wall clock, a few microseconds of trivial work in each
    (three system calls); printed: the thread's CPU time per slot, median / p99 / max, and the
    slots over 50 us.  Work that takes 4 us and sometimes 150-200 us is the machine's (the

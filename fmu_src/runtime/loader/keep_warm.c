@@ -9,15 +9,20 @@
  *
  * embed_keep_warm starts one thread per process (whatever the instances) that, every period,
  * reads /proc/self/maps and touches one byte of each resident page (mincore) of the process's
- * readable private memory and shared libraries: without the GIL, in the idle scheduling class
- * (on a core with nothing else to run).  The kernel reads the bytes for it (writev of one-byte
- * pieces into a pipe of its own, then drained): a page unmapped meanwhile by another thread is
- * an error returned, never a fault, and no lock of the address space is held while it reads
- * (process_vm_readv held mmap_lock page by page: preempted there, the idle thread stalled the
- * loader's mmap, and behind it the stepping thread, for up to 0.6 s).  A page not resident is
- * not touched (nothing is faulted in: the resident set does not grow).  The binary is pinned
- * (RTLD_NODELETE) first: the thread runs its code for the process's life, whether or not a
- * master unloads the FMU. */
+ * readable private memory and shared libraries, without the GIL.  The kernel reads the bytes
+ * for it (writev of one-byte pieces into a pipe of its own, then drained): a page unmapped
+ * meanwhile by another thread is an error returned, never a crash.  A page not resident is
+ * not touched (nothing is faulted in: the resident set does not grow).
+ *
+ * The thread is in the normal scheduling class and works in slices of SLICE pages (about 0.1
+ * ms), pausing between them.  Not the idle class: mincore, and a read that finds a page gone
+ * since, hold the address-space lock (mmap_lock); an idle-class thread preempted there under
+ * load waited 0.1-0.55 s for a core, and every mmap and munmap of the process (the stepping
+ * thread's, the loader's) waited with it (tests/test_fence_storm.py's soak; first version,
+ * with process_vm_readv, the same).  A normal-class thread gets its core back within a
+ * scheduler slice; the slices keep what it takes from a shared core to about 0.1 ms.  The
+ * binary is pinned (RTLD_NODELETE) first: the thread runs its code for the process's life,
+ * whether or not a master unloads the FMU. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -32,7 +37,8 @@
 
 #include "loader.h"
 
-enum { BATCH = 1024 };              /* IOV_MAX: pages read per writev */
+enum { SLICE = 256,                 /* pages looked at (mincore) and read, then a pause */
+       PAUSE_US = 200 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int started;
@@ -41,39 +47,42 @@ static volatile unsigned long sweeps, touched, failed;
 
 static int pipe_fd[2] = {-1, -1};    /* the bytes read go through a pipe of this thread's */
 
-/* The kernel reads one byte of each page in remote[0..n) (copied into the pipe by writev, a
+static void pause_for(long us)
+{
+    struct timespec ts = {us / 1000000L, (us % 1000000L) * 1000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The kernel reads one byte of each page in iov[0..n) (copied into the pipe by writev, a
  * plain user-memory load that fails with EFAULT, not a fault, where the page is gone), and
  * the pipe is drained. */
-static void flush(struct iovec *remote, int n)
+static void flush(struct iovec *iov, int n)
 {
-    static char sink[BATCH];
-    ssize_t got = writev(pipe_fd[1], remote, n);
+    static char sink[SLICE];
+    ssize_t got = writev(pipe_fd[1], iov, n);
     if (got < n) failed++;
     if (got > 0 && read(pipe_fd[0], sink, (size_t)got) != got) failed++;
     touched += n;
 }
 
-/* Touch (read one byte of) each resident page of [lo, hi). */
-static void touch_range(unsigned long lo, unsigned long hi, long page)
+/* Touch (read one byte of) each resident page of [lo, hi), a slice at a time. */
+static void touch_range(unsigned long lo, unsigned long hi, unsigned long page)
 {
-    static unsigned char vec[4096];
-    static struct iovec remote[BATCH];
-    int n = 0;
-    for (unsigned long at = lo; at < hi; at += sizeof vec * (unsigned long)page) {
+    static unsigned char vec[SLICE];
+    static struct iovec iov[SLICE];
+    for (unsigned long at = lo; at < hi; at += SLICE * page) {
         unsigned long len = hi - at;
-        if (len > sizeof vec * (unsigned long)page) len = sizeof vec * (unsigned long)page;
+        int n = 0;
+        if (len > SLICE * page) len = SLICE * page;
         if (mincore((void *)at, len, vec) != 0) return;        /* unmapped meanwhile */
-        for (unsigned long i = 0; i < len / (unsigned long)page; i++) {
+        for (unsigned long i = 0; i < len / page; i++) {
             if (!(vec[i] & 1)) continue;
-            remote[n].iov_base = (void *)(at + i * (unsigned long)page);
-            remote[n].iov_len = 1;
-            if (++n == BATCH) {
-                flush(remote, n);
-                n = 0;
-            }
+            iov[n].iov_base = (void *)(at + i * page);
+            iov[n++].iov_len = 1;
         }
+        if (n) flush(iov, n);
+        pause_for(PAUSE_US);
     }
-    if (n) flush(remote, n);
 }
 
 /* One sweep over the mappings worth keeping warm: readable, and anonymous (heap, arenas,
@@ -82,7 +91,7 @@ static void sweep(void)
 {
     FILE *f = fopen("/proc/self/maps", "r");
     if (!f) { failed++; return; }
-    long page = sysconf(_SC_PAGESIZE);
+    unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
     char line[1024];
     while (fgets(line, sizeof line, f)) {
         unsigned long lo, hi, inode;
@@ -102,19 +111,16 @@ static void sweep(void)
 static void *run(void *arg)
 {
     (void)arg;
-    /* the idle class: it runs where a core would idle, never in the stepping thread's turn */
-    struct sched_param idle = {0};
-    pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
     for (;;) {
         sweep();
-        struct timespec ts = {period_ms / 1000, (long)(period_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
+        pause_for(period_ms * 1000L);
     }
     return NULL;
 }
 
 /* Start the thread (once a process; a later call sets the period only): 0, or -1 where the
- * binary could not be pinned or the thread not started. */
+ * binary could not be pinned or the thread not started.  It is in the normal class whatever
+ * the master's thread is (a rig's real-time class is not passed on). */
 EXPORT int embed_keep_warm(int period)
 {
     int rc = 0;
@@ -123,16 +129,23 @@ EXPORT int embed_keep_warm(int period)
     if (!started) {
         Dl_info info;
         pthread_t th;
+        pthread_attr_t attr;
+        struct sched_param normal = {0};
+        pthread_attr_init(&attr);
+        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+        pthread_attr_setschedparam(&attr, &normal);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         if (pipe_fd[0] < 0 && pipe2(pipe_fd, O_CLOEXEC) != 0) pipe_fd[0] = pipe_fd[1] = -1;
         if (!dladdr((void *)embed_keep_warm, &info) || !info.dli_fname ||
             !dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD) ||
-            pipe_fd[0] < 0 || pthread_create(&th, NULL, run, NULL) != 0) {
+            pipe_fd[0] < 0 || pthread_create(&th, &attr, run, NULL) != 0) {
             rc = -1;          /* (the pipe, if made, is kept for a later call) */
         } else {
             pthread_setname_np(th, "embed-warm");
-            pthread_detach(th);
             started = 1;
         }
+        pthread_attr_destroy(&attr);
     }
     pthread_mutex_unlock(&lock);
     return rc;
