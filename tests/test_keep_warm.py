@@ -153,3 +153,54 @@ def test_mmap_never_waits_for_the_sweeps_on_a_busy_machine(ramp, tmp_path):
     CI; 2-4 ms with no thread, 4-12 ms with this one, measured on 2 cores)."""
     got = _run(ramp, tmp_path, True, loaded=10.0)
     assert got["warm"] and got["mmap_max"] < 0.1, got
+
+
+TWO = r"""
+import json, os, sys
+from fmpy import read_model_description
+from fmpy.fmi2 import FMU2Slave
+slaves = []
+for k, unzip in enumerate(sys.argv[1:]):
+    md = read_model_description(unzip)
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    f = FMU2Slave(guid=md.guid, unzipDirectory=unzip,
+                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName=f"warm{k}")
+    f.instantiate()
+    f.setupExperiment(startTime=0.0)
+    f.enterInitializationMode()
+    f.setBoolean([vr["real_time"]], [True])
+    f.exitInitializationMode()
+    slaves.append(f)
+for k in range(50):
+    for f in slaves:
+        f.doStep(k * 1e-3, 1e-3)
+names = []
+for d in os.listdir("/proc/self/task"):
+    try:
+        with open(f"/proc/self/task/{d}/comm") as c:
+            names.append(c.read().strip())
+    except OSError:
+        continue
+maps = {line.split()[-1] for line in open("/proc/self/maps") if line.rstrip().endswith(".so")}
+print(json.dumps({"warm_threads": names.count("embed-warm"),
+                  "binaries": len([m for m in maps if "/binaries/" in m])}))
+for f in slaves:
+    f.terminate()
+    f.freeInstance()
+"""
+
+
+def test_two_fmu_binaries_in_one_process_share_one_thread(ramp, tmp_path):
+    """Two copies of the FMU unzipped apart (two binaries loaded, each with its own state, as
+    a co-simulation engine loads two FMUs), both real time: one thread sweeps the process."""
+    dirs = []
+    for k in range(2):
+        d = tmp_path / f"copy{k}"
+        with zipfile.ZipFile(ramp) as z:
+            z.extractall(d)
+        dirs.append(str(d))
+    res = subprocess.run([sys.executable, "-c", TWO, *dirs], capture_output=True, text=True,
+                         cwd=tmp_path, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got["binaries"] >= 2 and got["warm_threads"] == 1, got

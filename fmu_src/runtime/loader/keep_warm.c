@@ -24,6 +24,7 @@
  * binary is pinned (RTLD_NODELETE) first: the thread runs its code for the process's life,
  * whether or not a master unloads the FMU. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -39,6 +40,8 @@
 
 enum { SLICE = 256,                 /* pages looked at (mincore) and read, then a pause */
        PAUSE_US = 200 };
+
+static const char NAME[] = "embed-warm";
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int started;
@@ -118,15 +121,42 @@ static void *run(void *arg)
     return NULL;
 }
 
-/* Start the thread (once a process; a later call sets the period only): 0, or -1 where the
- * binary could not be pinned or the thread not started.  It is in the normal class whatever
- * the master's thread is (a rig's real-time class is not passed on). */
+/* Whether a thread named `name` runs in this process: another FMU's binary (each has its own
+ * copy of this file's state) started its sweeper already, and one sweeps for all. */
+static int thread_named(const char *name)
+{
+    DIR *tasks = opendir("/proc/self/task");
+    struct dirent *t;
+    int found = 0;
+    if (!tasks) return 0;
+    while (!found && (t = readdir(tasks))) {
+        char path[64], comm[32] = "";
+        if (t->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", t->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;                                  /* ended meanwhile */
+        if (fgets(comm, sizeof comm, f)) {
+            comm[strcspn(comm, "\n")] = '\0';
+            found = strcmp(comm, name) == 0;
+        }
+        fclose(f);
+    }
+    closedir(tasks);
+    return found;
+}
+
+/* Start the thread (once a process, whatever the FMU binaries in it; a later call sets this
+ * binary's period only): 0, or -1 where the binary could not be pinned or the thread not
+ * started.  It is in the normal class whatever the master's thread is (a rig's real-time
+ * class is not passed on). */
 EXPORT int embed_keep_warm(int period)
 {
     int rc = 0;
     pthread_mutex_lock(&lock);
     period_ms = period > 0 ? period : 100;
-    if (!started) {
+    if (!started && thread_named(NAME)) {
+        started = 1;          /* another binary's thread sweeps this process, with its period */
+    } else if (!started) {
         Dl_info info;
         pthread_t th;
         pthread_attr_t attr;
@@ -142,7 +172,7 @@ EXPORT int embed_keep_warm(int period)
             pipe_fd[0] < 0 || pthread_create(&th, &attr, run, NULL) != 0) {
             rc = -1;          /* (the pipe, if made, is kept for a later call) */
         } else {
-            pthread_setname_np(th, "embed-warm");
+            pthread_setname_np(th, NAME);
             started = 1;
         }
         pthread_attr_destroy(&attr);
