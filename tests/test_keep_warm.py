@@ -12,20 +12,39 @@ import zipfile
 
 import pytest
 
-CHILD = r"""
+# the child scripts' common part: an instance in initialization mode with ``real_time`` set,
+# and the process's threads by name
+OPEN = r"""
 import ctypes, json, mmap, os, subprocess, sys, threading, time
 from fmpy import read_model_description
 from fmpy.fmi2 import FMU2Slave
+
+def instance(unzip, name, real_time):
+    md = read_model_description(unzip)
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    f = FMU2Slave(guid=md.guid, unzipDirectory=unzip,
+                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName=name)
+    f.instantiate()
+    f.setupExperiment(startTime=0.0)
+    f.enterInitializationMode()
+    f.setBoolean([vr["real_time"]], [real_time])
+    return f, md, vr
+
+def threads():
+    found = []           # (name, thread id)
+    for d in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{d}/comm") as c:
+                found.append((c.read().strip(), int(d)))
+        except OSError:  # a thread of fmpy's or the FMU's that ended meanwhile
+            continue
+    return found
+"""
+
+CHILD = OPEN + r"""
 unzip, real_time, churn = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 loaded = float(sys.argv[4])
-md = read_model_description(unzip)
-vr = {v.name: v.valueReference for v in md.modelVariables}
-f = FMU2Slave(guid=md.guid, unzipDirectory=unzip,
-              modelIdentifier=md.coSimulation.modelIdentifier, instanceName="warm")
-f.instantiate()
-f.setupExperiment(startTime=0.0)
-f.enterInitializationMode()
-f.setBoolean([vr["real_time"]], [real_time])
+f, md, vr = instance(unzip, "warm", real_time)
 # 200 MB mapped and never touched: a sweep must not fault it in
 idle = mmap.mmap(-1, 200 << 20)
 
@@ -49,8 +68,8 @@ for k in range(300):
 lib = next(line.split()[-1] for line in open("/proc/self/maps")
            if line.rstrip().endswith(md.coSimulation.modelIdentifier + ".so"))
 stats = (ctypes.c_ulong * 3)()
-# three sweeps waited for (0.3 s on a machine with a core to spare; the idle-class thread
-# gets little of a machine kept busy, as by tests running beside), at most 60 s
+# three sweeps waited for (0.3 s on a machine with a core to spare; longer on one kept busy,
+# as by tests running beside), at most 60 s
 end = time.monotonic() + (60.0 if real_time else 0.45)
 while time.monotonic() < end:
     ctypes.CDLL(lib).embed_keep_warm_stats(stats)
@@ -75,16 +94,9 @@ while time.monotonic() < end:
 for p in spin:
     p.kill()
     p.wait()
-names, policy = [], None
-for d in os.listdir("/proc/self/task"):
-    try:
-        with open(f"/proc/self/task/{d}/comm") as c:
-            name = c.read().strip()
-        names.append(name)
-        if name == "embed-warm":
-            policy = os.sched_getscheduler(int(d))
-    except OSError:      # a thread of fmpy's or the FMU's that ended meanwhile
-        continue
+found = threads()
+names = [name for name, _ in found]
+policy = next((os.sched_getscheduler(tid) for name, tid in found if name == "embed-warm"), None)
 ctypes.CDLL(lib).embed_keep_warm_stats(stats)
 outs = [v.name for v in md.modelVariables if v.causality == "output" and v.type == "Real"]
 print(json.dumps({"warm": "embed-warm" in names, "normal_class": policy == os.SCHED_OTHER,
@@ -103,8 +115,8 @@ def _run(fmu, tmp_path, real_time, churn=False, env=None, loaded=0.0):
         with zipfile.ZipFile(fmu) as z:
             z.extractall(unzip)
     res = subprocess.run([sys.executable, "-c", CHILD, str(unzip), str(int(real_time)),
-                          str(int(churn)), str(loaded)], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, **(env or {})}, check=False)
+                          str(int(churn)), str(loaded)], capture_output=True, text=True,
+                         cwd=tmp_path, env={**os.environ, **(env or {})}, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -149,38 +161,22 @@ def test_mmap_never_waits_for_the_sweeps_on_a_busy_machine(ramp, tmp_path):
     """Every core kept busy for 10 s: the process's own mmap and munmap (the stepping thread's,
     the loader's) never wait 0.1 s.  The sweeps hold the address-space lock in mincore and
     where a page went away since; in the idle class, the thread preempted there under load
-    waited 0.1-0.55 s for a core, and mmap with it (a step of the fence soak asleep 113 ms in
-    CI; 2-4 ms with no thread, 4-12 ms with this one, measured on 2 cores)."""
+    waited 0.1-0.94 s for a core, and mmap with it (a step of the fence soak asleep 113 ms in
+    CI; 4-19 ms with no thread, 7-8 ms with this one, measured on 2 cores)."""
     got = _run(ramp, tmp_path, True, loaded=10.0)
     assert got["warm"] and got["mmap_max"] < 0.1, got
 
 
-TWO = r"""
-import json, os, sys
-from fmpy import read_model_description
-from fmpy.fmi2 import FMU2Slave
+TWO = OPEN + r"""
 slaves = []
 for k, unzip in enumerate(sys.argv[1:]):
-    md = read_model_description(unzip)
-    vr = {v.name: v.valueReference for v in md.modelVariables}
-    f = FMU2Slave(guid=md.guid, unzipDirectory=unzip,
-                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName=f"warm{k}")
-    f.instantiate()
-    f.setupExperiment(startTime=0.0)
-    f.enterInitializationMode()
-    f.setBoolean([vr["real_time"]], [True])
+    f, _, _ = instance(unzip, f"warm{k}", True)
     f.exitInitializationMode()
     slaves.append(f)
 for k in range(50):
     for f in slaves:
         f.doStep(k * 1e-3, 1e-3)
-names = []
-for d in os.listdir("/proc/self/task"):
-    try:
-        with open(f"/proc/self/task/{d}/comm") as c:
-            names.append(c.read().strip())
-    except OSError:
-        continue
+names = [name for name, _ in threads()]
 maps = {line.split()[-1] for line in open("/proc/self/maps") if line.rstrip().endswith(".so")}
 print(json.dumps({"warm_threads": names.count("embed-warm"),
                   "binaries": len([m for m in maps if "/binaries/" in m])}))

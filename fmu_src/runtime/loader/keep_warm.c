@@ -38,7 +38,7 @@
 
 #include "loader.h"
 
-enum { SLICE = 256,                 /* pages looked at (mincore) and read, then a pause */
+enum { SLICE = 256,                 /* pages read between pauses (and looked at per mincore) */
        PAUSE_US = 200 };
 
 static const char NAME[] = "embed-warm";
