@@ -119,6 +119,7 @@ _TAPE_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
                                               "sinh", "cosh", "tanh", "log", "exp")}}
 _TAPE_FNS = tuple(_TAPE_OPS.values())              # a tape's instructions number them
 _TAPE_NUMBER = {op: o for o, op in enumerate(_TAPE_OPS)}
+TAPE_OPERATIONS = tuple(_TAPE_OPS)     # by number (fmu_src/runtime/loader/fast_step.c's enum)
 
 
 class Tape:

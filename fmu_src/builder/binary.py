@@ -27,8 +27,10 @@ def compile_loader(dest: Path, guid: str, python: str = "", time_vr: int = 0xFFF
     if not cc:
         raise SystemExit("building an FMU needs a C compiler (gcc or cc) for the FMU's binary")
     headers = Path(fmpy.__file__).parent / "c-code"
-    # -Bsymbolic: the fmi3 functions call this binary's own fmi2 ones, never another FMU's
-    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wno-format-truncation",
+    # -Bsymbolic: the fmi3 functions call this binary's own fmi2 ones, never another FMU's;
+    # -ffp-contract=off: fast_step.c's arithmetic is numpy's, operation by operation (no FMA)
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-ffp-contract=off", "-fvisibility=hidden",
+                    "-Wno-format-truncation",
                     "-Wl,-Bsymbolic",
                     "-I", str(headers),
                     "-DEMBED_BUILD_PYTHON=" + _c_string(python), "-DEMBED_GUID=" + _c_string(guid),

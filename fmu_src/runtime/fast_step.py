@@ -6,7 +6,8 @@ After every FMI call that may change the slave's state (``fmi2_call``: all but t
 slave decides, per mode and per call, whether the next steps may run in C (``ineligible``;
 armed at the next doStep, ``arm``): a mode whose RK4 step is compiled code (``CompiledMode``:
 its step, and its monitors if apart; ``ProgramMode``: one call, its memo
-included), the fixed-step RK4 integrator, no formulation's
+included; a mode stepped stage by stage, ``staged_step``: a free-form fence's ``JetMode``),
+the fixed-step RK4 integrator, no formulation's
 step hook but the engine's projection and watch (``switching.after_step``: the loader gives
 Python a step whose residual or kappa(B1) monitor would make them act, ``after_step_tests``),
 an idle extension and background compiler (below), no input changed, the monitors fresh.  Then
@@ -51,6 +52,7 @@ from embed.hybrid.after_step import nothing, watch_only
 from embed.hybrid.integrators import RK4
 from embed.hybrid.simulator import MAX_STEPS, Simulator
 from embed.hybrid.switching import RESELECT
+from embed.modes.functions import TAPE_OPERATIONS
 from embed.modes.modes import CompiledMode, ProgramMode
 from fmu_src.runtime.fmi2 import State
 from fmu_src.runtime.simulation import extension_inputs
@@ -80,7 +82,22 @@ class Record(ctypes.Structure):
                 ("int_vr", _P), ("int_value", _P), ("int_boolean", _P), ("nint", _I),
                 ("armable", _I), ("arm", _P),
                 ("i_res", _I), ("i_kappa", _I), ("phi_tol", _D), ("kappa_max", _D),
-                ("fm", _P), ("memo", _I), ("approach_steps", _D)]
+                ("fm", _P), ("memo", _I), ("approach_steps", _D), ("stages", _P)]
+
+
+class Stages(ctypes.Structure):
+    """loader.h's ``FastStages``: a mode stepped stage by stage (``staged_step``)."""
+
+    _fields_ = [("jet", _P), ("f", _P), ("mon", _P), ("buf", _P), ("k", _P), ("s", _P),
+                ("n_in", _I), ("j0", _I), ("i_q", _I), ("i_L", _I),
+                ("tape", _P), ("outs", _P), ("regs", _P), ("n_ops", _I), ("n_out", _I)]
+
+
+# fast_step.c's enum of a tape's operations (embed.modes.functions.Tape)
+TAPE_OPS = ("add", "sub", "mul", "div", "pow", "neg", "sqrt", "fabs", "sign", "max", "min",
+            "atan2", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "log",
+            "exp")
+assert TAPE_OPERATIONS == TAPE_OPS
 
 
 def enabled():
@@ -123,9 +140,21 @@ def step_function(mode):
     return None if f is None or fm is None else (f, fm)
 
 
+def staged_step(mode):
+    """(jet, f, mon, buffer, j0, i_q, i_L) of a mode whose RK4 runs stage by stage in C (the
+    jet: an address, or a ``Tape`` of one argument, run by fast_step.c)
+    (loader.h's ``FastStages``, fast_step.c's ``staged``: a family's right-hand side with a
+    profile's jet at each stage; disk_fence's ``JetMode.c_stages``), or None."""
+    stages = getattr(mode, "c_stages", None)
+    return None if stages is None else stages()
+
+
 def step_arguments(mode, x, p):
     """The arguments [t, h, x..., p..., tail...] of ``mode``'s step as its ``rk4`` loads them
-    (the tail: a program's correction flag, a partition), t and h left for the loader."""
+    (the tail: a program's correction flag, a partition), t and h left for the loader; a
+    staged mode's: [t, h, x..., p...]."""
+    if not isinstance(mode, CompiledMode):
+        return np.concatenate(([0.0, 1.0], x, p))
     return mode._load(0.0, 1.0, x, p).copy()
 
 
@@ -177,7 +206,7 @@ def ineligible(slave, workers=True):
         return "not the fixed-step RK4 loop"
     st = sim.state
     m = st.compiled_mode
-    if step_function(m) is None:
+    if step_function(m) is None and staged_step(m) is None:
         return f"mode {m.key}'s step is not compiled code"
     if (st.projection.holonomic or st.watch or sim.after_every_step) \
             and after_step_tests(sim) is None:
@@ -364,13 +393,37 @@ class FastStep:
         self._mode = m
         self._args, self._y = np.frombuffer(a, count=args.size), np.frombuffer(ybuf, count=ny)
         self._armed, self._on, self._val, self._ival = armed, on, val, ival
-        rec.f, rec.fm = step_function(m)
-        rec.memo = getattr(m._step, "memo", None) is not None
+        stages = staged_step(m)
+        rec.f, rec.fm = step_function(m) or (None, None)
+        rec.stages = None if stages is None else self._stages(m, stages)
+        fns = getattr(m, "fns", ()) if stages is not None else (getattr(m, "_step", None),)
+        rec.memo = any(getattr(fn, "memo", None) is not None for fn in fns)
         rec.args, rec.y, rec.s1, rec.s2 = a_args, a_y, a_s1, a_s2
         rec.armed, rec.enabled = a_armed, a_on
         rec.served_vr, rec.served_at, rec.served_value = a_vrs, a_at, a_val
         rec.nserved = len(served)
         rec.int_vr, rec.int_value, rec.int_boolean, rec.nint = a_ivr, a_ival, a_ib, len(ints)
+
+    def _stages(self, m, stages):
+        """The record's ``Stages`` for staged mode ``m`` (its buffers of its own, not the
+        mode's: another instance may step the same mode), kept alive with the others."""
+        jet, f, mon, buf, j0, i_q, i_L = stages
+        b, a_b = _array(ctypes.c_double, buf.tolist())
+        k, a_k = _array(ctypes.c_double, [0.0] * (4 * m.nx))
+        sv, a_s = _array(ctypes.c_double, [0.0])
+        st = Stages(f=f, mon=mon, buf=a_b, k=a_k, s=a_s, n_in=buf.size, j0=j0, i_q=i_q,
+                    i_L=i_L)
+        self._keep += (b, k, sv, st)
+        if isinstance(jet, int):
+            st.jet = jet
+        else:                  # a Tape (of one argument): its instructions, registers, outputs
+            ops, a_ops = _array(ctypes.c_int, [v for op in jet.prog for v in op])
+            regs, a_regs = _array(ctypes.c_double, jet.regs)
+            outs, a_outs = _array(ctypes.c_int, jet.outs)
+            st.tape, st.regs, st.outs = a_ops, a_regs, a_outs
+            st.n_ops, st.n_out = len(jet.prog), jet.n_out
+            self._keep += (ops, regs, outs)
+        return ctypes.addressof(st)
 
     def sync(self, slave):
         """The state the C steps made, into the simulator and the slave (the loader calls this

@@ -3,7 +3,8 @@
  * with its arithmetic to the bit:
  *   RK4.step (embed/hybrid/integrators.py): t_next on the grid t0 + k h_max, cut at the end;
  *   the compiled step f([t, h, x, p, tail]) -> [x', monitors', sum |x'|] (or, monitors apart,
- *   f -> [x', sum |x'|] and fm([t + h, 0, x', p, tail]) -> monitors');
+ *   f -> [x', sum |x'|] and fm([t + h, 0, x', p, tail]) -> monitors'; or a mode stepped
+ *   stage by stage, its right-hand side with a jet at each stage: staged, below);
  *   state_mod.check_finite, events.due (level 0) and events.approaching on the guards;
  *   switching.after_step's tests (projection, re-selection: Python's when they act);
  *   the armed update of a guard that became positive; st.t = t_next.
@@ -23,6 +24,7 @@
 enum { UNARMED, ARMED, HELD };      /* embed/hybrid/events.py */
 
 static int steps(Inst *I, FastStep *F, double t, double h);
+static int staged(const FastStages *S, int nx, int ny, const double *args, double *out);
 
 int fast_do_step(Inst *I, double t, double h)
 {
@@ -76,7 +78,10 @@ static int steps(Inst *I, FastStep *F, double t, double h)
         args[0] = ts;
         args[1] = t_next - ts;
         memcpy(args + 2, cur, (size_t)nx * sizeof *args);
-        F->f(args, out);
+        if (!F->stages)
+            F->f(args, out);
+        else if (!staged(F->stages, nx, ny, args, out))
+            return 0;                   /* a tape's operation Python may refuse */
         if (F->fm) {                  /* CompiledMode.rk4 with its monitors apart */
             double sum = out[nx];
             args[0] = ts + args[1];
@@ -112,6 +117,106 @@ static int steps(Inst *I, FastStep *F, double t, double h)
     F->t_comm = T;
     F->pending = 1;
     I->fast_steps++;
+    return 1;
+}
+
+/* embed/modes/functions.py's _TAPE_OPS, in order (fast_step.py checks it) */
+enum { ADD, SUB, MUL, DIV, POW, NEG, SQRT, FABS, SIGN, MAX, MIN, ATAN2, SIN, COS, TAN, ASIN,
+       ACOS, ATAN, SINH, COSH, TANH, LOG, EXP };
+
+/* Tape.unsafe_real on s, into out: 0 where a register is not finite.  Python's float operations
+ * and math functions are IEEE's and the same libm's, but they raise where C gives inf or nan
+ * (a division by zero, a domain or range error: the tape's outputs are then nan); such a step is
+ * left to Python whole, so only finite results need be the same. */
+static int tape(const FastStages *S, const double *s, double *out)
+{
+    double *r = S->regs;
+    r[0] = s[0];
+    for (const int *op = S->tape, *end = op + 4 * S->n_ops; op < end; op += 4) {
+        double a = r[op[1]], b = op[2] >= 0 ? r[op[2]] : 0.0, y;
+        switch (op[0]) {
+        case ADD: y = a + b; break;
+        case SUB: y = a - b; break;
+        case MUL: y = a * b; break;
+        case DIV: y = a / b; break;
+        case POW: y = pow(a, b); break;
+        case NEG: y = -a; break;
+        case SQRT: y = sqrt(a); break;
+        case FABS: y = fabs(a); break;
+        case SIGN: y = a != 0.0 ? copysign(1.0, a) : 0.0; break;
+        case MAX: y = a != a || a > b ? a : b; break;
+        case MIN: y = a != a || a < b ? a : b; break;
+        case ATAN2: y = atan2(a, b); break;
+        case SIN: y = sin(a); break;
+        case COS: y = cos(a); break;
+        case TAN: y = tan(a); break;
+        case ASIN: y = asin(a); break;
+        case ACOS: y = acos(a); break;
+        case ATAN: y = atan(a); break;
+        case SINH: y = sinh(a); break;
+        case COSH: y = cosh(a); break;
+        case TANH: y = tanh(a); break;
+        case LOG: y = log(a); break;
+        case EXP: y = exp(a); break;
+        default: return 0;
+        }
+        if (!isfinite(y)) return 0;
+        r[op[3]] = y;
+    }
+    for (int i = 0; i < S->n_out; i++)
+        out[i] = r[S->outs[i]];
+    return 1;
+}
+
+/* One stage of JetMode.rk4: buf's state x + c kk (x where kk is NULL) at time t, its jet, and
+ * the rates f into k (the products and sums in numpy's order: mul(kk, c), then + x); 0 where
+ * the jet's tape gave no finite value */
+static int stage(const FastStages *S, int nx, double t, const double *x, const double *kk,
+                 double c, double *k)
+{
+    double *b = S->buf;
+    b[0] = t;
+    for (int i = 0; i < nx; i++)
+        b[1 + i] = kk ? kk[i] * c + x[i] : x[i];
+    S->s[0] = b[S->i_q] - b[S->i_L];            /* s = q4 - L */
+    if (S->jet)
+        S->jet(S->s, b + S->j0);
+    else if (!tape(S, S->s, b + S->j0))
+        return 0;
+    if (k) S->f(b, k);
+    return 1;
+}
+
+/* JetMode.rk4 (scenarios/disk_fence/jet_mode.py) to the bit: args = [t, h, x..., p...] ->
+ * out = [x(t + h)..., monitors..., sum |x_i(t + h)|] (ny; the build contracts no a b + c into
+ * an FMA: fmu_src/builder/binary.py) */
+static int staged(const FastStages *S, int nx, int ny, const double *args, double *out)
+{
+    const double t = args[0], h = args[1], *x = args + 2;
+    double *b = S->buf, *k = S->k;
+    memcpy(b + 1 + nx, x + nx, (size_t)(S->j0 - 1 - nx) * sizeof *b);     /* p */
+    const double *xn = x;
+    if (h != 0.0) {
+        const double h2 = h / 2, t2 = t + h / 2;
+        if (!stage(S, nx, t, x, NULL, 0.0, k) || !stage(S, nx, t2, x, k, h2, k + nx)
+            || !stage(S, nx, t2, x, k + nx, h2, k + 2 * nx)
+            || !stage(S, nx, t + h, x, k + 2 * nx, h, k + 3 * nx))
+            return 0;
+        const double w = h / 6;
+        for (int i = 0; i < nx; i++)
+            out[i] = x[i] + w * (((k[i] + 2.0 * k[nx + i]) + 2.0 * k[2 * nx + i])
+                                 + k[3 * nx + i]);
+        xn = out;
+    } else {
+        memcpy(out, x, (size_t)nx * sizeof *out);
+    }
+    if (!stage(S, nx, t + h, xn, NULL, 0.0, NULL))
+        return 0;
+    S->mon(b, out + nx);
+    double sum = 0.0;
+    for (int i = 0; i < nx; i++)
+        sum += fabs(out[i]);
+    out[ny - 1] = sum;
     return 1;
 }
 

@@ -122,7 +122,27 @@ typedef struct {
     /* a guard falling as it fell over the last step that reaches zero within this many steps
      * is approaching (embed/hybrid/rehearsal.py STEPS: parts of its rehearsal are Python's) */
     double approach_steps;
+    /* a mode stepped stage by stage (FastStages), or NULL: f (and fm) give the step */
+    struct FastStages *stages;
 } FastStep;
+
+/* A mode whose RK4 step runs stage by stage (disk_fence's JetMode: a family's right-hand side
+ * f and monitors mon called with a profile's jet at every stage, scenarios/disk_fence/
+ * jet_mode.py), the record's own buffers.  buf = [t, x..., p..., jet..., L_f] (n_in): the jet
+ * writes buf[j0 ..) from s = buf[i_q] - buf[i_L]; f writes a stage's nx rates, mon the
+ * monitors.  The jet is compiled code (jet), or a tape (jet NULL: embed/modes/functions.py's
+ * Tape, n_ops instructions (o, i, j, k) run on regs, its n_out outputs the registers outs).
+ * Mirrored by fast_step.py's ctypes Structure ``Stages``. */
+typedef struct FastStages {
+    void (*jet)(double *s, double *out);
+    void (*f)(double *buf, double *k);
+    void (*mon)(double *buf, double *m);
+    double *buf, *k, *s;    /* n_in; 4 nx (the stages' rates); 1 */
+    int n_in, j0, i_q, i_L;
+    const int *tape, *outs;
+    double *regs;
+    int n_ops, n_out;
+} FastStages;
 
 typedef struct {
     fmi2Component inner;
