@@ -52,8 +52,8 @@ from embed.hybrid.after_step import nothing, watch_only
 from embed.hybrid.integrators import RK4
 from embed.hybrid.simulator import MAX_STEPS, Simulator
 from embed.hybrid.switching import RESELECT
-from embed.modes.functions import TAPE_OPERATIONS
 from embed.modes.modes import CompiledMode, ProgramMode
+from fmu_src.runtime.fast_stages import c_array as _array, stages_record, staged_step
 from fmu_src.runtime.fmi2 import State
 from fmu_src.runtime.simulation import extension_inputs
 
@@ -85,21 +85,6 @@ class Record(ctypes.Structure):
                 ("fm", _P), ("memo", _I), ("approach_steps", _D), ("stages", _P)]
 
 
-class Stages(ctypes.Structure):
-    """loader.h's ``FastStages``: a mode stepped stage by stage (``staged_step``)."""
-
-    _fields_ = [("jet", _P), ("f", _P), ("mon", _P), ("buf", _P), ("k", _P), ("s", _P),
-                ("n_in", _I), ("j0", _I), ("i_q", _I), ("i_L", _I),
-                ("tape", _P), ("outs", _P), ("regs", _P), ("n_ops", _I), ("n_out", _I)]
-
-
-# fast_step.c's enum of a tape's operations (embed.modes.functions.Tape)
-TAPE_OPS = ("add", "sub", "mul", "div", "pow", "neg", "sqrt", "fabs", "sign", "max", "min",
-            "atan2", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "log",
-            "exp")
-assert TAPE_OPERATIONS == TAPE_OPS
-
-
 def enabled():
     """Whether the fast path may run in this process (EMBED_FAST_STEP=0 turns it off)."""
     return os.environ.get("EMBED_FAST_STEP", "1") != "0"
@@ -112,12 +97,6 @@ def install(slave):
     if lib is None or not enabled() or not hasattr(lib, "embed_fast_set"):
         return None
     return FastStep(slave, lib)
-
-
-def _array(ctype, values):
-    """A ctypes array holding ``values`` and its address."""
-    a = (ctype * max(len(values), 1))(*values)
-    return a, ctypes.addressof(a)
 
 
 def step_function(mode):
@@ -138,15 +117,6 @@ def step_function(mode):
     apart = kind.rk4 is CompiledMode.rk4 and mode._mon is not None
     f, fm = _address(mode._step), _address(mode._mon) if apart else 0
     return None if f is None or fm is None else (f, fm)
-
-
-def staged_step(mode):
-    """(jet, f, mon, buffer, j0, i_q, i_L) of a mode whose RK4 runs stage by stage in C (the
-    jet: an address, or a ``Tape`` of one argument, run by fast_step.c)
-    (loader.h's ``FastStages``, fast_step.c's ``staged``: a family's right-hand side with a
-    profile's jet at each stage; disk_fence's ``JetMode.c_stages``), or None."""
-    stages = getattr(mode, "c_stages", None)
-    return None if stages is None else stages()
 
 
 def step_arguments(mode, x, p):
@@ -395,7 +365,10 @@ class FastStep:
         self._armed, self._on, self._val, self._ival = armed, on, val, ival
         stages = staged_step(m)
         rec.f, rec.fm = step_function(m) or (None, None)
-        rec.stages = None if stages is None else self._stages(m, stages)
+        rec.stages = None
+        if stages is not None:
+            rec.stages, kept = stages_record(m, stages)
+            self._keep += kept
         fns = getattr(m, "fns", ()) if stages is not None else (getattr(m, "_step", None),)
         rec.memo = any(getattr(fn, "memo", None) is not None for fn in fns)
         rec.args, rec.y, rec.s1, rec.s2 = a_args, a_y, a_s1, a_s2
@@ -403,27 +376,6 @@ class FastStep:
         rec.served_vr, rec.served_at, rec.served_value = a_vrs, a_at, a_val
         rec.nserved = len(served)
         rec.int_vr, rec.int_value, rec.int_boolean, rec.nint = a_ivr, a_ival, a_ib, len(ints)
-
-    def _stages(self, m, stages):
-        """The record's ``Stages`` for staged mode ``m`` (its buffers of its own, not the
-        mode's: another instance may step the same mode), kept alive with the others."""
-        jet, f, mon, buf, j0, i_q, i_L = stages
-        b, a_b = _array(ctypes.c_double, buf.tolist())
-        k, a_k = _array(ctypes.c_double, [0.0] * (4 * m.nx))
-        sv, a_s = _array(ctypes.c_double, [0.0])
-        st = Stages(f=f, mon=mon, buf=a_b, k=a_k, s=a_s, n_in=buf.size, j0=j0, i_q=i_q,
-                    i_L=i_L)
-        self._keep += (b, k, sv, st)
-        if isinstance(jet, int):
-            st.jet = jet
-        else:                  # a Tape (of one argument): its instructions, registers, outputs
-            ops, a_ops = _array(ctypes.c_int, [v for op in jet.prog for v in op])
-            regs, a_regs = _array(ctypes.c_double, jet.regs)
-            outs, a_outs = _array(ctypes.c_int, jet.outs)
-            st.tape, st.regs, st.outs = a_ops, a_regs, a_outs
-            st.n_ops, st.n_out = len(jet.prog), jet.n_out
-            self._keep += (ops, regs, outs)
-        return ctypes.addressof(st)
 
     def sync(self, slave):
         """The state the C steps made, into the simulator and the slave (the loader calls this
