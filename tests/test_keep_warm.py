@@ -67,7 +67,7 @@ for k in range(300):
     f.doStep(k * 1e-3, 1e-3)
 lib = next(line.split()[-1] for line in open("/proc/self/maps")
            if line.rstrip().endswith(md.coSimulation.modelIdentifier + ".so"))
-stats = (ctypes.c_ulong * 3)()
+stats = (ctypes.c_ulong * 4)()
 # three sweeps waited for (0.3 s on a machine with a core to spare; longer on one kept busy,
 # as by tests running beside), at most 60 s
 end = time.monotonic() + (60.0 if real_time else 0.45)
@@ -102,6 +102,7 @@ outs = [v.name for v in md.modelVariables if v.causality == "output" and v.type 
 print(json.dumps({"warm": "embed-warm" in names, "normal_class": policy == os.SCHED_OTHER,
                   "mmap_max": mmap_max,
                   "sweeps": stats[0], "pages": stats[1], "failed": stats[2],
+                  "exe_pages": stats[3],
                   "grew": rss() - rss0,
                   "outputs": [x.hex() for x in f.getReal([vr[n] for n in outs])]}))
 f.terminate()
@@ -128,10 +129,12 @@ def ramp(fmu_dir):
 
 def test_real_time_run_sweeps_its_resident_pages_only(ramp, tmp_path):
     """Real time: the thread runs in the normal class, has swept (every 100 ms) thousands of
-    pages with no failed read, and the 200 MB never touched stayed out of the resident set."""
+    pages with no failed read, the executable's among them (the interpreter of a Python linked
+    with libpython is there), and the 200 MB never touched stayed out of the resident set."""
     got = _run(ramp, tmp_path, True)
     assert got["warm"] and got["normal_class"], got
     assert got["sweeps"] >= 3 and got["pages"] > 1000 * got["sweeps"], got
+    assert got["exe_pages"] >= got["sweeps"], got
     assert got["failed"] * 1024 < got["pages"] / 2, got       # (EPERM: every read fails)
     assert got["grew"] < 50 << 20, got
 

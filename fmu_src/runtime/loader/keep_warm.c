@@ -9,7 +9,7 @@
  *
  * embed_keep_warm starts one thread per process (whatever the instances) that, every period,
  * reads /proc/self/maps and touches one byte of each resident page (mincore) of the process's
- * readable private memory and shared libraries, without the GIL.  The kernel reads the bytes
+ * readable private memory, shared libraries and executable, without the GIL.  The kernel reads the bytes
  * for it (writev of one-byte pieces into a pipe of its own, then drained): a page unmapped
  * meanwhile by another thread is an error returned, never a crash.  A page not resident is
  * not touched (nothing is faulted in: the resident set does not grow).
@@ -46,7 +46,7 @@ static const char NAME[] = "embed-warm";
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int started;
 static volatile int period_ms;
-static volatile unsigned long sweeps, touched, failed;
+static volatile unsigned long sweeps, touched, failed, exe_pages;
 
 static int pipe_fd[2] = {-1, -1};    /* the bytes read go through a pipe of this thread's */
 
@@ -59,61 +59,85 @@ static void pause_for(long us)
 /* The kernel reads one byte of each page in iov[0..n) (copied into the pipe by writev, a
  * plain user-memory load that fails with EFAULT, not a fault, where the page is gone), and
  * the pipe is drained. */
-static void flush(struct iovec *iov, int n)
+static unsigned long flush(struct iovec *iov, int n)
 {
     static char sink[SLICE];
     ssize_t got = writev(pipe_fd[1], iov, n);
     if (got < n) failed++;
     if (got > 0 && read(pipe_fd[0], sink, (size_t)got) != got) failed++;
     touched += n;
+    return (unsigned long)n;
 }
 
 /* Touch (read one byte of) each resident page of [lo, hi), a slice at a time: a pause once
  * SLICE pages were read since the last one (whatever the mappings they were in: a sweep of
  * 19,000 pages in 425 mappings pauses about 75 times, not 425). */
-static void touch_range(unsigned long lo, unsigned long hi, unsigned long page)
+static unsigned long touch_range(unsigned long lo, unsigned long hi, unsigned long page)
 {
     static unsigned char vec[SLICE];
     static struct iovec iov[SLICE];
     static int since_pause;
+    unsigned long done = 0;
     for (unsigned long at = lo; at < hi; at += SLICE * page) {
         unsigned long len = hi - at;
         int n = 0;
         if (len > SLICE * page) len = SLICE * page;
-        if (mincore((void *)at, len, vec) != 0) return;        /* unmapped meanwhile */
+        if (mincore((void *)at, len, vec) != 0) return done;   /* unmapped meanwhile */
         for (unsigned long i = 0; i < len / page; i++) {
             if (!(vec[i] & 1)) continue;
             iov[n].iov_base = (void *)(at + i * page);
             iov[n++].iov_len = 1;
         }
-        if (n) flush(iov, n);
+        if (n) done += flush(iov, n);
         if ((since_pause += n) >= SLICE) {
             pause_for(PAUSE_US);
             since_pause = 0;
         }
     }
+    return done;
+}
+
+/* /proc/self/maps read whole into buf (size n), the file closed before any page is touched
+ * (it was open through each sweep, a third of the time: a test counting the process's files
+ * saw it come and go); its length, the last line cut where buf is full. */
+static size_t read_maps(char *buf, size_t n)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    size_t len = 0;
+    ssize_t got;
+    if (fd < 0) return 0;
+    while (len < n - 1 && (got = read(fd, buf + len, n - 1 - len)) > 0) len += (size_t)got;
+    close(fd);
+    if (len == n - 1) while (len && buf[len - 1] != '\n') len--;
+    buf[len] = '\0';
+    return len;
 }
 
 /* One sweep over the mappings worth keeping warm: readable, and anonymous (heap, arenas,
- * stacks, numpy's buffers, the engine's placed object code) or a shared library's. */
+ * stacks, numpy's buffers, the engine's placed object code), a shared library's, or the
+ * process's executable's (a Python linked with libpython, as Debian's and conda's are: the
+ * interpreter is there, not in a .so). */
 static void sweep(void)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) { failed++; return; }
+    static char maps[1 << 19], exe[768];
+    if (!exe[0] && readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) exe[0] = '\0';
+    if (!read_maps(maps, sizeof maps)) { failed++; return; }
     unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
+    for (char *line = maps, *end; *line; line = end + 1) {
         unsigned long lo, hi, inode;
         char perms[8], path[768] = "";
+        if (!(end = strchr(line, '\n'))) break;
+        *end = '\0';
         if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %767[^\n]", &lo, &hi, perms, &inode, path) < 4)
             continue;
         if (perms[0] != 'r' || perms[3] != 'p') continue;
         if (path[0] == '[' && strcmp(path, "[heap]") && strcmp(path, "[stack]") &&
             strncmp(path, "[anon", 5)) continue;                 /* [vvar], [vdso], ... */
-        if (inode && !strstr(path, ".so")) continue;            /* a data file's pages */
-        touch_range(lo, hi, page);
+        int own = exe[0] && strcmp(path, exe) == 0;
+        if (inode && !own && !strstr(path, ".so")) continue;    /* a data file's pages */
+        unsigned long n = touch_range(lo, hi, page);
+        if (own) exe_pages += n;
     }
-    fclose(f);
     sweeps++;
 }
 
@@ -187,10 +211,12 @@ EXPORT int embed_keep_warm(int period)
     return rc;
 }
 
-/* [sweeps, pages touched, failed reads] so far (benchmarks, tests). */
-EXPORT void embed_keep_warm_stats(unsigned long out[3])
+/* [sweeps, pages touched, failed reads, pages of the executable touched] so far (benchmarks,
+ * tests). */
+EXPORT void embed_keep_warm_stats(unsigned long out[4])
 {
     out[0] = sweeps;
     out[1] = touched;
     out[2] = failed;
+    out[3] = exe_pages;
 }
