@@ -152,11 +152,13 @@ def test_program_modes_bit_for_bit(fmus, name):
     assert in_c >= 0.8 * n and sum(d for _, d in b) == 0
 
 
-def test_projection_and_watch_hand_steps_to_python(fmus):
+def test_projection_in_c_steps_and_watch(fmus):
     """slider_crank3's closed loop: the configuration projection and the re-selection watch
-    (``switching.after_step``) are on; the loader steps in C while the residual and kappa(B1)
-    monitors stay under their thresholds, and gives Python the steps where they would act (the
-    residual passes PHI_TOL at every step after a while): the outputs bit for bit all along."""
+    (``switching.after_step``) are on; the loader steps in C, calls Python back for the
+    projection where the residual monitor passes PHI_TOL (``fast_project``: 80-90 steps of
+    2000 here) and would give Python a step where kappa(B1) asks for a re-selection: the
+    outputs bit for bit all along, and the projected steps in C (before the callback, 86 of
+    them went to Python whole)."""
     n = 2000
     fast = Run(fmus / "slider_crank3.fmu", True)
     slow = Run(fmus / "slider_crank3.fmu", False)
@@ -167,7 +169,7 @@ def test_projection_and_watch_hand_steps_to_python(fmus):
         slow.close()
     assert same(a, b) is None
     in_c = sum(d for _, d in a)
-    assert 100 <= in_c < n and a[0][1] == 1
+    assert in_c >= n - 20 and a[0][1] == 1
 
 
 def test_fallback_where_not_eligible(fmus):

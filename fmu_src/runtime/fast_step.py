@@ -8,8 +8,9 @@ armed at the next doStep, ``arm``): a mode whose RK4 step is compiled code (``Co
 its step, and its monitors if apart; ``ProgramMode``: one call, its memo
 included; a mode stepped stage by stage, ``staged_step``: a free-form fence's ``JetMode``),
 the fixed-step RK4 integrator, no formulation's
-step hook but the engine's projection and watch (``switching.after_step``: the loader gives
-Python a step whose residual or kappa(B1) monitor would make them act, ``after_step_tests``),
+step hook but the engine's projection and watch (``switching.after_step``: the loader calls
+Python back for a step whose residual monitor asks for the projection, ``fast_project``, and
+gives Python a step whose kappa(B1) monitor would re-select, ``after_step_tests``),
 an idle extension and background compiler (below), no input changed, the monitors fresh.  Then
 it hands the loader an arming record (``Record``, mirrored by loader.h's ``FastStep``): the
 compiled step's address, argument and state buffers of its own, the guards' slice and how each
@@ -47,12 +48,11 @@ import weakref
 import numpy as np
 
 from embed.base.tolerances import EVENT_TOL, GRID_TOL, PHI_TOL
-from embed.hybrid import events, rehearsal, switching
-from embed.hybrid.after_step import nothing, watch_only
+from embed.hybrid import events, rehearsal
 from embed.hybrid.integrators import RK4
 from embed.hybrid.simulator import MAX_STEPS, Simulator
-from embed.hybrid.switching import RESELECT
 from embed.modes.modes import CompiledMode, ProgramMode
+from fmu_src.runtime.fast_project import after_step_tests, project
 from fmu_src.runtime.fast_stages import c_array as _array, stages_record, staged_step
 from fmu_src.runtime.fmi2 import State
 from fmu_src.runtime.simulation import extension_inputs
@@ -67,6 +67,7 @@ CONSTANT_ATTRIBUTES = {("attr", a) for a in ("mode_number", "event_count", "impa
                                              "last_event_time", "start_correction")}
 _P, _I, _D = ctypes.c_void_p, ctypes.c_int, ctypes.c_double
 _SYNC = ctypes.CFUNCTYPE(None)
+_PROJECT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_double, ctypes.c_void_p)
 
 
 class Record(ctypes.Structure):
@@ -82,7 +83,8 @@ class Record(ctypes.Structure):
                 ("int_vr", _P), ("int_value", _P), ("int_boolean", _P), ("nint", _I),
                 ("armable", _I), ("arm", _P),
                 ("i_res", _I), ("i_kappa", _I), ("phi_tol", _D), ("kappa_max", _D),
-                ("fm", _P), ("memo", _I), ("approach_steps", _D), ("stages", _P)]
+                ("fm", _P), ("memo", _I), ("approach_steps", _D), ("stages", _P),
+                ("project", _P), ("projected", _I)]
 
 
 def enabled():
@@ -144,22 +146,6 @@ def extension_outputs(slave):
     return {v.name for v in ext.outputs} if ext is not None else set()
 
 
-def after_step_tests(sim):
-    """(i_res, i_kappa, kappa_max): the indices into the record's y = [x, monitors] of the
-    monitors whose thresholds make ``sim.after_step`` act (-1: it never tests it), and the
-    re-selection's threshold, as ``switching.after_step`` and ``after_step.watch_only`` test
-    them (the configuration projected where the residual exceeds PHI_TOL, the speeds
-    re-selected where kappa(B1) exceeds RESELECT max(kappa0, 1)); None for a formulation's
-    hook that acts at every step."""
-    st, m, hook = sim.state, sim.state.compiled_mode, sim.after_step
-    if sim.after_every_step or hook not in (switching.after_step, watch_only, nothing):
-        return None
-    project = st.projection.holonomic and hook is switching.after_step
-    watch = st.watch and hook is not nothing
-    return (m.nx + m.i_res if project else -1, m.nx + m.i_kappa if watch else -1,
-            RESELECT * max(st.kappa0, 1.0) if watch else 0.0)
-
-
 def ineligible(slave, workers=True):
     """Why the next communication steps may not run in C, or None if they may (``workers``
     False: as if the background workers had started)."""
@@ -206,6 +192,10 @@ class FastStep:
         self.rec.sync = ctypes.cast(self._callback, ctypes.c_void_p).value
         self._arm_callback = _SYNC(lambda: self.arm(ref()))
         self.rec.arm = ctypes.cast(self._arm_callback, ctypes.c_void_p).value
+        self._project_callback = _PROJECT(lambda t, y: project(ref(), self._charts, self.rec,
+                                                                t, y))
+        self.rec.project = ctypes.cast(self._project_callback, ctypes.c_void_p).value
+        self._charts = []           # (chart, recharts) of each projection the C steps made
         self.reason = "not armed yet"
         self._keep = ()
         self._prepared = False
@@ -260,6 +250,8 @@ class FastStep:
         master setting an input before every step pays no arming it never uses."""
         rec = self.rec
         rec.on = rec.armable = 0
+        self._charts.clear()       # (the C steps' were synced before this call reached Python)
+        rec.projected = 0
         early = False
         try:
             self.reason = ineligible(slave)
@@ -388,6 +380,11 @@ class FastStep:
         try:
             sim = slave.sim
             st = sim.state
+            if rec.projected:      # the charts of the steps taken (a later one's: dropped)
+                st.chart = self._charts[rec.projected - 1][0]
+                st.recharts += sum(r for _, r in self._charts[:rec.projected])
+            self._charts.clear()
+            rec.projected = 0
             y = self._y.copy()
             nx = rec.nx
             st.x, st.mon = y[:nx], y[nx:-1]

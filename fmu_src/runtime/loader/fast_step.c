@@ -6,7 +6,8 @@
  *   f -> [x', sum |x'|] and fm([t + h, 0, x', p, tail]) -> monitors'; or a mode stepped
  *   stage by stage, its right-hand side with a jet at each stage: staged, below);
  *   state_mod.check_finite, events.due (level 0) and events.approaching on the guards;
- *   switching.after_step's tests (projection, re-selection: Python's when they act);
+ *   switching.after_step's tests (the projection: Python's, called back; a re-selection:
+ *   Python's step);
  *   the armed update of a guard that became positive; st.t = t_next.
  * Anything else - a guard due or approaching (an event, a rehearsal), a non-finite value, a step
  * Python would refuse (check_step, the step budget) - and the whole communication step goes to
@@ -67,6 +68,7 @@ static int steps(Inst *I, FastStep *F, double t, double h)
     double *out = F->s1, *args = F->args;
     const double t0 = F->t0, gt = F->grid_tol;
     double steps = 0;
+    int projected = 0;
     while (T - ts > F->event_tol) {
         if (++steps > F->max_steps) return 0;
         /* RK4.step with h_avail = T - ts */
@@ -100,8 +102,12 @@ static int steps(Inst *I, FastStep *F, double t, double h)
                 && gb[i] <= F->approach_steps * (ga[i] - gb[i])
                 && i != F->rehearsed) return 0;                              /* approaching */
         }
-        /* switching.after_step: a projection or a re-selection is Python's */
-        if (F->i_res >= 0 && out[F->i_res] > F->phi_tol) return 0;
+        /* switching.after_step: the projection by Python's callback (out projected in place,
+         * its guards then the ones armed below, as Python's st.mon), a re-selection Python's */
+        if (F->i_res >= 0 && out[F->i_res] > F->phi_tol) {
+            if (!F->project || !F->project(t_next, out)) return 0;
+            projected++;
+        }
         if (F->i_kappa >= 0 && out[F->i_kappa] > F->kappa_max) return 0;
         ts = t_next;                                     /* accepted */
         tn = t_next;
@@ -115,6 +121,7 @@ static int steps(Inst *I, FastStep *F, double t, double h)
     F->t = ts;
     F->t_next = tn;
     F->t_comm = T;
+    F->projected += projected;
     F->pending = 1;
     I->fast_steps++;
     return 1;

@@ -124,6 +124,11 @@ typedef struct {
     double approach_steps;
     /* a mode stepped stage by stage (FastStages), or NULL: f (and fm) give the step */
     struct FastStages *stages;
+    /* switching.after_step's projection, Python's (fast_step.py FastStep.project): y = [x...,
+     * monitors..., sum] at time t projected in place, the chart kept aside (committed at sync
+     * for the projected steps); 0: it failed, the step is Python's */
+    int (*project)(double t, double *y);
+    int projected;          /* projections in the steps taken here since the last sync */
 } FastStep;
 
 /* A mode whose RK4 step runs stage by stage (disk_fence's JetMode: a family's right-hand side
