@@ -14,7 +14,8 @@ SLAVE_MODULES = {"__init__.py", "runtime/__init__.py", "runtime/slave.py", "runt
                  "runtime/status.py", "runtime/fmu_state.py", "runtime/derivatives.py",
                  "runtime/instances.py", "runtime/simulation.py", "runtime/variables.py",
                  "runtime/formed.py", "runtime/arrays.py", "runtime/fast_step.py",
-                 "runtime/gc_pause.py", "runtime/bundle.py"}
+                 "runtime/fast_stages.py", "runtime/fast_project.py", "runtime/gc_pause.py",
+                 "runtime/bundle.py"}
 
 
 def resources(fmu):

@@ -8,7 +8,7 @@ The state is not changed here: the step's y is projected in place (the loader's 
 the chart the projection leaves is kept aside, in ``charts``, until the loader syncs the
 steps it took (``FastStep.sync`` commits the charts of those steps; a later step's, given to
 Python whole, is dropped).  The same operations as ``switching.after_step`` on the same
-values: the same bits (tests/test_fast_step_fence.py).
+values: the same bits (tests/test_fast_step.py, slider_crank3's closed loop).
 """
 
 from __future__ import annotations
@@ -38,33 +38,55 @@ def after_step_tests(sim):
             RESELECT * max(st.kappa0, 1.0) if watch else 0.0)
 
 
-def project(slave, charts, rec, t, address):
-    """Project y = [x..., monitors..., sum |x|] (the loader's buffer at ``address``) at time t
-    as ``switching.after_step`` does, the chart taken from the last of ``charts`` (this
-    communication step's, or a step's not synced yet) or the state's; append (chart,
-    recharts).  The charts of the steps taken (``rec.projected`` of them) are folded into one
-    first (the last chart, the recharts summed): the list stays short however long C steps
-    without a sync.  Returns 1, or 0 where Python's step must do it (it raised: the error is
-    Python's to report)."""
-    try:
-        if rec.projected > 1:
-            k = rec.projected
-            charts[:k] = [(charts[k - 1][0], sum(r for _, r in charts[:k]))]
-            rec.projected = 1
-        sim = slave.sim
-        st = sim.state
-        m, n = st.compiled_mode, sim.model.n
-        nx = m.nx
-        y = np.frombuffer((ctypes.c_double * (nx + m.n_mon + 1)).from_address(address))
-        q = y[:n].copy()
-        chart = charts[-1][0] if charts else st.chart
-        qp, chart, recharts = st.projection.project(t, q, st.pvec, chart)
-        if qp is not q:
-            x = np.concatenate((qp, y[n:nx]))
-            mon = m.monitors(t, x, st.pvec)
-            y[:nx] = x
-            y[nx:-1] = mon
-        charts.append((chart, recharts))
-        return 1
-    except Exception:  # noqa: BLE001 - a ctypes callback: nothing may escape
-        return 0
+class Projector:
+    """The projection callback's state: the charts kept aside (``charts``: (chart, recharts) of
+    each projection since the last sync) and numpy views of the loader's scratch buffers
+    (``views``: address -> array, made with the record's buffers: no array made in the
+    callback, whose Python runs cold after C steps)."""
+
+    __slots__ = ("charts", "views")
+
+    def __init__(self):
+        self.charts, self.views = [], {}
+
+    def commit(self, st, k):
+        """The charts of the ``k`` projected steps the loader took into the state (the last
+        chart, the recharts counted); the rest (a step given to Python whole) dropped."""
+        if k:
+            st.chart = self.charts[k - 1][0]
+            st.recharts += sum(r for _, r in self.charts[:k])
+        self.charts.clear()
+
+    def __call__(self, slave, rec, t, address):
+        """Project y = [x..., monitors..., sum |x|] (the loader's buffer at ``address``) at
+        time t as ``switching.after_step`` does, the chart taken from the last of ``charts``
+        (this communication step's, or a step's not synced yet) or the state's; append
+        (chart, recharts).  The charts of the steps taken (``rec.projected`` of them) are
+        folded into one first (the last chart, the recharts summed): the list stays short
+        however long C steps without a sync.  Returns 1, or 0 where Python's step must do it
+        (it raised: the error is Python's to report)."""
+        charts = self.charts
+        try:
+            if rec.projected > 1:
+                k = rec.projected
+                charts[:k] = [(charts[k - 1][0], sum(r for _, r in charts[:k]))]
+                rec.projected = 1
+            sim = slave.sim
+            st = sim.state
+            m, n = st.compiled_mode, sim.model.n
+            nx = m.nx
+            y = self.views.get(address)
+            if y is None:
+                y = np.frombuffer((ctypes.c_double * (nx + m.n_mon + 1)).from_address(address))
+            q = y[:n].copy()
+            chart = charts[-1][0] if charts else st.chart
+            qp, chart, recharts = st.projection.project(t, q, st.pvec, chart)
+            if qp is not q:
+                x = np.concatenate((qp, y[n:nx]))
+                mon = m.monitors(t, x, st.pvec)
+                y[:nx] = x
+                y[nx:-1] = mon
+            charts.append((chart, recharts))
+            return 1
+        except Exception:  # noqa: BLE001 - a ctypes callback: nothing may escape
+            return 0

@@ -52,7 +52,7 @@ from embed.hybrid import events, rehearsal
 from embed.hybrid.integrators import RK4
 from embed.hybrid.simulator import MAX_STEPS, Simulator
 from embed.modes.modes import CompiledMode, ProgramMode
-from fmu_src.runtime.fast_project import after_step_tests, project
+from fmu_src.runtime.fast_project import Projector, after_step_tests
 from fmu_src.runtime.fast_stages import c_array as _array, stages_record, staged_step
 from fmu_src.runtime.fmi2 import State
 from fmu_src.runtime.simulation import extension_inputs
@@ -192,10 +192,9 @@ class FastStep:
         self.rec.sync = ctypes.cast(self._callback, ctypes.c_void_p).value
         self._arm_callback = _SYNC(lambda: self.arm(ref()))
         self.rec.arm = ctypes.cast(self._arm_callback, ctypes.c_void_p).value
-        self._project_callback = _PROJECT(lambda t, y: project(ref(), self._charts, self.rec,
-                                                                t, y))
+        self._projector = Projector()
+        self._project_callback = _PROJECT(lambda t, y: self._projector(ref(), self.rec, t, y))
         self.rec.project = ctypes.cast(self._project_callback, ctypes.c_void_p).value
-        self._charts = []           # (chart, recharts) of each projection the C steps made
         self.reason = "not armed yet"
         self._keep = ()
         self._prepared = False
@@ -250,7 +249,7 @@ class FastStep:
         master setting an input before every step pays no arming it never uses."""
         rec = self.rec
         rec.on = rec.armable = 0
-        self._charts.clear()       # (the C steps' were synced before this call reached Python)
+        self._projector.charts.clear()     # (synced before this call reached Python)
         rec.projected = 0
         early = False
         try:
@@ -352,6 +351,8 @@ class FastStep:
         ival, a_ival = _array(ctypes.c_int, ivals)
         ib, a_ib = _array(ctypes.c_int, [int(b) for _, _, b in ints])
         self._keep = (a, ybuf, s1, s2, armed, on, vrs, at, val, ivr, ival, ib)
+        self._projector.views = {a_s1: np.frombuffer(s1, count=ny),
+                                 a_s2: np.frombuffer(s2, count=ny)}
         self._mode = m
         self._args, self._y = np.frombuffer(a, count=args.size), np.frombuffer(ybuf, count=ny)
         self._armed, self._on, self._val, self._ival = armed, on, val, ival
@@ -380,10 +381,7 @@ class FastStep:
         try:
             sim = slave.sim
             st = sim.state
-            if rec.projected:      # the charts of the steps taken (a later one's: dropped)
-                st.chart = self._charts[rec.projected - 1][0]
-                st.recharts += sum(r for _, r in self._charts[:rec.projected])
-            self._charts.clear()
+            self._projector.commit(st, rec.projected)
             rec.projected = 0
             y = self._y.copy()
             nx = rec.nx
