@@ -33,7 +33,7 @@ def fmus(fmu_dir):
 class Run:
     """An FMU instance in fmpy, its fast path on or off (read by the slave at instantiate)."""
 
-    def __init__(self, fmu, fast, strings=None):
+    def __init__(self, fmu, fast, strings=None, booleans=None):
         self.md = md = read_model_description(str(fmu))
         self.unzip = extract(str(fmu))
         out = [v for v in md.modelVariables if v.causality == "output"]
@@ -53,6 +53,8 @@ class Run:
                 f.enterInitializationMode()
                 for name, value in (strings or {}).items():
                     f.setString([self.vr[name]], [value])
+                for name, value in (booleans or {}).items():
+                    f.setBoolean([self.vr[name]], [value])
                 f.exitInitializationMode()
             finally:
                 if old is None:

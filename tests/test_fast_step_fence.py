@@ -77,6 +77,36 @@ def test_fence_bit_for_bit(fence_fmu, curve):
     assert sum(d for _, d in a) >= 0.95 * n
 
 
+def test_a_real_time_run_keeps_a_free_form_fence_mode_in_python(fence_fmu):
+    """Real time: the ramp's doSteps run in C, but on a free-form fence (JetMode, stepped
+    stage by stage) the doSteps are Python's, the fast path saying why: stepped in C, the
+    contact's projection and event steps ran cold and a rig missed twice the deadlines
+    (docs/design.md, stop 44's facts)."""
+    import time
+    run = Run(fence_fmu, True, booleans={"real_time": True})
+    try:
+        run.f.setString([run.vr["fence_curve"]], [CURVE])
+        ramp = run.step(1000)
+        run.f.setInteger([run.vr["fence_version"]], [1])
+        for _ in range(5000):            # the workers answer in wall time: waited for
+            run.step(1)
+            if not run.f.getBoolean([run.vr["embed_pending"]])[0]:
+                break
+            time.sleep(1e-3)
+        sl = slave_of(run)
+        for _ in range(9500 - run.k):
+            if type(sl.sim.state.compiled_mode).__name__ == "JetMode":
+                break
+            run.step(1)
+        assert type(sl.sim.state.compiled_mode).__name__ == "JetMode", run.k
+        on_fence = run.step(100)
+        assert sum(d for _, d in ramp) >= 950
+        assert sum(d for _, d in on_fence) == 0
+        assert "stepped stage by stage" in sl.fast.reason, sl.fast.reason
+    finally:
+        run.close()
+
+
 def wall_apart(rows, i):
     """The rows with output ``i`` (a wall-clock time) replaced by whether it is positive."""
     return [(x[:i] + (x[i] > 0,) + x[i + 1:], d) for x, d in rows]
