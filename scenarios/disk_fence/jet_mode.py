@@ -162,7 +162,8 @@ class JetMode(Layout):
         the stages as they were written with ``_at`` (the same bits), inlined with the stages'
         rows made once: the step is the fence's every step and twice its contact step, where
         its Python was a third of the step (issue 30, tails).  fast_step.c's ``staged`` does
-        the same operations in the same order (no BLAS: ``W @ k`` summed in its own order)."""
+        the same operations in the same order (the final combination written out, not BLAS's
+        ``W @ k``, whose order of sums is its own)."""
         b, bx, s, iL, iq = self.buf, self.bx, self.s, self.i_L, self.I_Q
         b[self.o_p:self.o_p + p.size] = p
         jet, f, mon = self._calls or self.calls()
