@@ -163,11 +163,12 @@ def ineligible(slave, workers=True):
     st = sim.state
     m = st.compiled_mode
     if step_function(m) is None:
+        # (asked before staged_step, which copies the mode's buffer: after every Python call)
+        if hasattr(m, "c_stages") and getattr(slave, "real_time", False):
+            return (f"mode {m.key} is stepped stage by stage: in Python in a real-time run, whose "
+                    "steps keep its projection's and events' Python warm")   # (docs/design.md)
         if staged_step(m) is None:
             return f"mode {m.key}'s step is not compiled code"
-        if getattr(slave, "real_time", False):   # (docs/design.md, "A free-form fence ... in C")
-            return (f"mode {m.key} is stepped stage by stage: in Python in a real-time run, whose "
-                    "steps keep its projection's and events' Python warm")
     if (st.projection.holonomic or st.watch or sim.after_every_step) \
             and after_step_tests(sim) is None:
         return "a formulation's step hook"
