@@ -86,11 +86,14 @@ def fmpy_slave(unzip, md, steps, h, fast=True, outputs=OUTPUTS):
             "p99_us": 1e6 * dt[int(0.99 * len(dt))], "fast_steps": fast_steps}
 
 
-def floor_fmu(tmp):
-    """The trivial pythonfmu FMU (benchmarks/floor_fmu.py), built into tmp."""
-    subprocess.run([sys.executable, "-m", "pythonfmu", "build", "-f", str(HERE / "floor_fmu.py"),
-                    "--dest", str(tmp)], check=True, capture_output=True)
-    return Path(tmp) / "Floor.fmu"
+def floor_fmu(folder):
+    """The trivial pythonfmu FMU (benchmarks/floor_fmu.py), built into ``folder`` unless there."""
+    out = Path(folder) / "Floor.fmu"
+    if not out.exists():
+        subprocess.run([sys.executable, "-m", "pythonfmu", "build", "-f",
+                        str(HERE / "floor_fmu.py"), "--dest", str(folder)], check=True,
+                       capture_output=True)
+    return out
 
 
 def row(label, r):

@@ -44,7 +44,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-FLOOR = "floor_fmu"
 
 CHILD = r"""
 import json, sys, time
@@ -75,12 +74,8 @@ def build_missing(names, folder: Path, chain: int | None) -> dict:
     """{label: FMU path}, building what ``folder`` lacks."""
     folder.mkdir(parents=True, exist_ok=True)
     out = {}
-    floor = folder / "Floor.fmu"
-    if not floor.exists():
-        subprocess.run([sys.executable, "-m", "pythonfmu", "build", "-f",
-                        str(HERE / f"{FLOOR}.py"), "--dest", str(folder)], check=True,
-                       capture_output=True)
-    out["floor (trivial pythonfmu)"] = floor
+    from bench_masters import floor_fmu
+    out["floor (trivial pythonfmu)"] = floor_fmu(folder)
     for name in names:
         fmu = folder / f"{name}.fmu"
         if not fmu.exists():

@@ -20,6 +20,8 @@ announcements, an install, the disk meeting a fence: less dependent on the machi
 than wall times); then each run's figures and final mode and fence.  ``--q4-start 7.24`` has
 the disk meet the fence at 6.5 s, for a loaded machine's slower workers (with
 EMBED_CHECK_TIME_LIMIT raised, the workers' checks do not time out there either).
+The row "floor" is the trivial pythonfmu FMU (benchmarks/floor_fmu.py) in the same loop and
+alternation, nothing announced: what any pythonfmu FMU's step costs on this machine then.
 Figure to reach: no step over 1 ms; p99 at most 100 us.
 """
 
@@ -30,6 +32,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -52,19 +55,25 @@ def one(fmu, seconds, q4_start=NEAR["q4_start"]):
     from fmu_src.host.master import FmuRunner
     from hil_loop import realtime_policy, run
     policy = realtime_policy()
-    r = FmuRunner(fmu, params={"real_time": True, "q4_start": q4_start},
-                  strings={"embedding": "background"})
-    actions = {}
-    for v, (t, n) in enumerate(zip(ANNOUNCE, FACTORS), start=1):
-        actions[int(round(t * 1000))] = [("fence_curve", curve(0.002, n, v)),
-                                         ("fence_version", v)]
-    res = run(r, seconds, OUT_REAL, OUT_INT, actions, cpu=True)
+    if Path(fmu).name == "Floor.fmu":         # the floor: the same loop, nothing announced
+        r = FmuRunner(fmu)
+        res = run(r, seconds, ("x",), (), {}, cpu=True)
+        res["real"], res["ints"] = [0.0, 0.0], [0, 0, 0, 0]
+    else:
+        r = FmuRunner(fmu, params={"real_time": True, "q4_start": q4_start},
+                      strings={"embedding": "background"})
+        actions = {}
+        for v, (t, n) in enumerate(zip(ANNOUNCE, FACTORS), start=1):
+            actions[int(round(t * 1000))] = [("fence_curve", curve(0.002, n, v)),
+                                             ("fence_version", v)]
+        res = run(r, seconds, OUT_REAL, OUT_INT, actions, cpu=True)
     r.close()
     s, c = res["step_us"], res["cpu_us"]
     # the CPU time of the steps that do the fences' work: the announcements, the installs
     # (the step after which geometry_version_active changed) and the disk's contact with a
     # fence (mode became 3); less dependent on the machine's load than the wall times
-    at = {"announce": [int(round(t * 1000)) for t in ANNOUNCE], "install": [], "contact": []}
+    at = {"announce": [int(round(t * 1000)) for t in ANNOUNCE] if OUT_INT[0] in r.vars else [],
+          "install": [], "contact": []}
     last = (None, 0)
     for row in res["timeline"]:
         k = int(round(row[0] / res["dt"])) - 1
@@ -97,12 +106,19 @@ def main(argv=None):
     ap.add_argument("--q4-start", type=float, default=NEAR["q4_start"],
                     help="the disk's start on the ramp (m; 20: it meets the fence at 3.52 s, "
                     "7.24: at 6.5 s, for a loaded machine's slower workers)")
+    ap.add_argument("--no-floor", dest="floor", action="store_false",
+                    help="leave out the floor: the trivial pythonfmu FMU in the same loop "
+                    "(no fences), a row of its own")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
         print(json.dumps(one(a.one, a.seconds, a.q4_start)))
         return
     fmus = [f.split("=", 1) for f in a.fmu] or [["build", str(ROOT / "build" / "disk_fence.fmu")]]
+    tmp = tempfile.TemporaryDirectory()
+    if a.floor:
+        from bench_masters import floor_fmu
+        fmus.append(["floor", str(floor_fmu(tmp.name))])
     runs = {label: [] for label, _ in fmus}
     for rep in range(a.reps):
         for label, path in fmus:
@@ -132,7 +148,8 @@ def main(argv=None):
               f"{sum(r['over_1ms'] for r in rs):6d} | {med['cpu_p99']:8.1f} "
               f"{med['cpu_max']:8.0f} {max(r['cpu_max'] for r in rs):7.0f} "
               f"{sum(r['cpu_over_1ms'] for r in rs):6d} "
-              f"{sum(r['mode'] == 3 and r['fence'] == 2 for r in rs):5d}/{len(rs)}")
+              + (f"{'-':>9s}" if label == "floor" else
+                 f"{sum(r['mode'] == 3 and r['fence'] == 2 for r in rs):5d}/{len(rs)}"))
     print("CPU time (us) of the steps doing the fences' work, median over the runs that had "
           "one (the announcements' larger; an install; the disk meeting a fence) and the worst")
     for label, rs in runs.items():
@@ -146,8 +163,9 @@ def main(argv=None):
         print(f"{label}: each run's p99 / max (us), misses, final mode / fence / status, "
               "slowest steps by wall and by CPU time (t s, us)")
         for r in rs:
-            print(f"  {r['p99']:6.1f} / {r['max']:6.0f}  {r['misses']:4d}  mode {r['mode']} "
-                  f"fence v{r['fence']} geometry {r['geometry_status']} status {r['status']}  "
+            state = ("" if label == "floor" else f"mode {r['mode']} fence v{r['fence']} "
+                     f"geometry {r['geometry_status']} status {r['status']}  ")
+            print(f"  {r['p99']:6.1f} / {r['max']:6.0f}  {r['misses']:4d}  {state}"
                   + ", ".join(f"{t:.3f} {us}" for t, us in r["slowest"][:4]) + "  | cpu "
                   + ", ".join(f"{t:.3f} {us}" for t, us in r["cpu_slowest"][:4]))
 

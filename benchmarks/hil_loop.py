@@ -5,11 +5,16 @@ value-reference and value arrays made once, as a rig's C master would (fmpy's co
 wrappers build them at every call): fmi2SetInteger at the scheduled cycles, fmi2DoStep,
 fmi2GetReal, fmi2GetInteger.  A deadline is missed when a cycle (inputs, doStep, outputs) has
 not finished by the end of its millisecond.
+
+``floor`` runs the same loop over the trivial pythonfmu FMU (benchmarks/floor_fmu.py: one
+Euler step of x' = -x in Python): what any pythonfmu FMU's step costs on this machine in the
+same run, the figures' floor (issue 30, tails).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -87,13 +92,32 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
                 timeline=timeline, real=list(real), ints=list(ints), dt=dt)
 
 
-def report(r, seconds, max_target="<= 500"):
-    """The figures of a run (``run``) as a table, with the slowest steps and each second's."""
+def floor(seconds, cpu=False):
+    """``run`` over the trivial pythonfmu FMU for ``seconds`` (built in a temporary folder)."""
+    from bench_masters import floor_fmu
+    from fmu_src.host.master import FmuRunner
+    with tempfile.TemporaryDirectory() as tmp:
+        r = FmuRunner(floor_fmu(tmp))
+        try:
+            return run(r, seconds, ("x",), (), {}, cpu=cpu)
+        finally:
+            r.close()
+
+
+def report(r, seconds, max_target="<= 500", base=None):
+    """The figures of a run (``run``) as a table, with the slowest steps and each second's;
+    ``base``: the floor's run (``floor``), its do_step figures in a column beside."""
     step_us, cycle_us, wake_us, dt = r["step_us"], r["cycle_us"], r["wake_us"], r["dt"]
-    print(f"{'figure':48s} {'value':>10s} {'target':>10s}")
-    print(f"{'do_step median (us)':48s} {np.median(step_us):10.1f}")
-    print(f"{'do_step p99 (us)':48s} {np.percentile(step_us, 99):10.1f} {'<= 100':>10s}")
-    print(f"{'do_step max (us)':48s} {step_us.max():10.1f} {max_target:>10s}")
+    fl = base["step_us"] if base is not None else None
+
+    def cell(f):
+        return f"{f(fl):10.1f}" if fl is not None else f"{'':10s}"
+    print(f"{'figure':48s} {'value':>10s} {'target':>10s} {'floor':>10s}")
+    print(f"{'do_step median (us)':48s} {np.median(step_us):10.1f} {'':10s} {cell(np.median)}")
+    print(f"{'do_step p99 (us)':48s} {np.percentile(step_us, 99):10.1f} {'<= 100':>10s} "
+          f"{cell(lambda x: np.percentile(x, 99))}")
+    print(f"{'do_step max (us)':48s} {step_us.max():10.1f} {max_target:>10s} "
+          f"{cell(np.max)}")
     print(f"{'cycle (doStep + get outputs) median / p99 (us)':48s} "
           f"{np.median(cycle_us):5.1f} / {np.percentile(cycle_us, 99):5.1f}")
     print(f"{'cycle max (us)':48s} {cycle_us.max():10.1f}")
