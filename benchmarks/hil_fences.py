@@ -106,6 +106,9 @@ def main(argv=None):
     ap.add_argument("--q4-start", type=float, default=NEAR["q4_start"],
                     help="the disk's start on the ramp (m; 20: it meets the fence at 3.52 s, "
                     "7.24: at 6.5 s, for a loaded machine's slower workers)")
+    ap.add_argument("--env", action="append", default=[],
+                    help="LABEL:VAR=VALUE, in that FMU's runs' environment (repeat; e.g. "
+                    "--fmu a=X --fmu b=X --env b:EMBED_KEEP_WARM=30: one build, two settings)")
     ap.add_argument("--no-floor", dest="floor", action="store_false",
                     help="leave out the floor: the trivial pythonfmu FMU in the same loop "
                     "(no fences), a row of its own")
@@ -120,12 +123,17 @@ def main(argv=None):
         from bench_masters import floor_fmu
         fmus.append(["floor", str(floor_fmu(tmp.name))])
     runs = {label: [] for label, _ in fmus}
+    envs = {label: {} for label, _ in fmus}
+    for e in a.env:
+        label, setting = e.split(":", 1)
+        var, value = setting.split("=", 1)
+        envs[label][var] = value
     for rep in range(a.reps):
         for label, path in fmus:
             out = subprocess.run([sys.executable, __file__, "--one", path, "--seconds",
                                   str(a.seconds), "--q4-start", str(a.q4_start)],
                                  capture_output=True, text=True,
-                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                 env={**os.environ, "PYTHONPATH": str(ROOT), **envs[label]})
             if out.returncode:
                 sys.exit(f"{label} run {rep} failed:\n{out.stderr[-2000:]}")
             runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))

@@ -195,13 +195,13 @@ def grammar_samples(n, seed=10):
 
 
 def fds(pid="self"):
-    """The open files of process ``pid``, but /proc/self/maps: the page-warming thread of a
-    real-time run (an earlier test's, in this process) holds it open through each sweep
-    (fmu_src/runtime/loader/keep_warm.c), a third of the time."""
+    """The open files of process ``pid``, but /proc/self/maps and /proc/self/pagemap: the
+    page-warming thread of a real-time run (an earlier test's, in this process) opens them at
+    each sweep (fmu_src/runtime/loader/keep_warm.c)."""
     out = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            out += not os.readlink(f"/proc/{pid}/fd/{fd}").endswith("/maps")
+            out += not os.readlink(f"/proc/{pid}/fd/{fd}").endswith(("/maps", "/pagemap"))
         except OSError:                   # closed meanwhile (the listing's own)
             pass
     return out

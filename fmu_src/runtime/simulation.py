@@ -56,13 +56,15 @@ def initialize(slave):
                   " stepping on the numeric path until it is", Fmi2Status.warning)
 
 
-KEEP_WARM_MS = 100     # ms between the sweeps over the process's pages (EMBED_KEEP_WARM)
+KEEP_WARM_MS = 30      # ms between the sweeps over the process's pages (EMBED_KEEP_WARM)
 
 
 def keep_warm(slave) -> None:
     """A real-time run's pages kept warm between events (fmu_src/runtime/loader/keep_warm.c:
-    a page untouched for a second costs 0.3-1 us at its next touch on the machines measured,
-    docs/design.md).  EMBED_KEEP_WARM: the period in ms, 0 turns it off."""
+    on the machines measured, 1-3 % of the pages left alone for 0.2-1 s cost 130 us each at
+    their next touch, docs/design.md).  EMBED_KEEP_WARM: the period in ms, 0 turns it off;
+    30 (not 100) took the steps over 1 ms of CPU with two large fences from 9-14 to 0-1 in
+    six runs, for about 17 % of a core against 8.5 % (docs/benchmarks.md)."""
     lib = getattr(slave.loader, "_lib", None)
     start = getattr(lib, "embed_keep_warm", None)
     try:
