@@ -1,9 +1,10 @@
 /* The stepping process's memory kept warm for a real-time run (issue 30, tails).
  *
  * On the virtual machines measured here (docs/design.md, "Pages gone cold"), a page nobody
- * touched for a second costs 0.3-1 us at its next touch (0.02-0.04 us warm), 0.7-2.5 us after
- * four seconds; the cost is the page's, not the cache line's, and a touch from another thread
- * warms it for every core (benchmarks/page_idle.py).  A real-time run spends seconds in C
+ * touched for a second costs 0.3-1 us at its next touch on average (0.02-0.04 us warm),
+ * 0.7-2.5 us after four seconds: 1-3 % of them about 130 us each, taken back by the host;
+ * the cost is the page's, not the cache line's, and a touch from another thread warms it
+ * for every core (benchmarks/page_idle.py).  A real-time run spends seconds in C
  * (fast_step.c) between events; the event's Python then touched thousands of cold pages: 4-11
  * ms of CPU in the step before a contact, where a warm step takes 0.5-0.9 ms.
  *
