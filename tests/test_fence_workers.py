@@ -4,7 +4,10 @@ dies is started again with what was outstanding (said in the log)."""
 
 import math
 import os
+import json
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -219,7 +222,7 @@ def test_workers_stop_with_their_last_instance(fmu_dir):
     time.sleep(1.0)          # their main has run: lowered once, through nice(1) or by itself
     for pid in workers():
         niceness = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
-        assert niceness == min(19, os.nice(0) + 10), (pid, niceness)
+        assert niceness == min(19, max(os.nice(0), 0) + 10), (pid, niceness)
     a.close()
     b.step(1e-3)
     assert len(workers()) >= 2                  # b still uses them
@@ -243,3 +246,41 @@ def test_instances_made_and_freed_leave_one_pair_of_workers(fmu_dir):
         gc.collect()
     time.sleep(0.5)
     assert len(workers()) <= 2, workers()
+
+
+RIG = r"""
+import json, os, sys
+from pathlib import Path
+sys.path[:0] = sys.argv[2:]
+from fmu_src.host.master import FmuRunner
+from test_fence_workers import workers
+os.nice(-10)                       # a rig's master: nice -10, and real-time where it may be
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    fifo = True
+except (AttributeError, OSError):
+    fifo = False
+r = FmuRunner(sys.argv[1], params={"real_time": True}, strings={"embedding": "background"})
+out = []
+for pid in workers(r):     # real time: started at initialization, from this thread's call
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    out.append({"nice": int(stat[16]), "policy": int(stat[38])})
+print(json.dumps({"fifo": fifo, "master_nice": os.getpriority(os.PRIO_PROCESS, 0),
+                  "workers": out}))
+r.close()
+"""
+
+
+def test_workers_of_a_real_time_master_run_niced_in_the_normal_class(fmu_dir):
+    """A rig's stepping thread at nice -10 and SCHED_FIFO (where the test may set them: as
+    root): the workers it starts run in the normal class at nice 10, not in its real-time
+    class (whose seconds of compiling no normal thread could preempt) nor at nice 0 (-10 +
+    10, where they were spawned from the master's thread)."""
+    here = str(Path(__file__).resolve().parent)
+    res = subprocess.run([sys.executable, "-c", RIG, str(fmu_dir / "disk_fence.fmu"), here,
+                          str(Path(here).parent)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert len(got["workers"]) == 2, got
+    for w in got["workers"]:
+        assert w["policy"] == os.SCHED_OTHER and w["nice"] == 10, got

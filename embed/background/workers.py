@@ -14,7 +14,8 @@ import time
 import weakref
 from pathlib import Path
 
-from .worker_pipe import Loads, ModeParts, WorkerPipe, frame, python_executable, worker_command
+from .worker_pipe import (Loads, ModeParts, WorkerPipe, frame, python_executable,
+                          spawn_in_normal_class, worker_command)
 
 MAX_DEATHS = 2             # a request outstanding when the workers died this often is dropped
 DEADLINE = 20.0            # s a worker with work may stay silent before it counts as hung
@@ -69,6 +70,10 @@ class Workers:
         self.fast, self.slow = self.pipes or (None, None)
 
     def _start(self):
+        """The two workers spawned (``spawn_in_normal_class``): (fast, slow)."""
+        return spawn_in_normal_class(self._spawn)
+
+    def _spawn(self):
         # the newest folder holding embed/ that still exists (a master may delete the one an
         # earlier instance was extracted to), else this package's parent
         here = str(Path(__file__).resolve().parents[2])
