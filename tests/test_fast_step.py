@@ -117,21 +117,23 @@ def test_every_output_bit_for_bit(fmus, name, h):
     assert in_c < n
 
 
-def test_approaching_event_hands_three_steps_to_python(fmus):
-    """The loader's approach test is the rehearsal's (``embed.hybrid.rehearsal.STEPS``): a
-    guard falling steadily is seen three steps ahead, so that Python warms the event's
-    parts two and three steps ahead and rehearses it one ahead.  pendulum_belt's slip-stick
-    events: the three doSteps before each event's ran in Python, the fourth before in C."""
+def test_approaching_event_hands_four_steps_to_python(fmus):
+    """The loader's approach test is the rehearsal's (``embed.hybrid.rehearsal.STEPS``) and one
+    step more (``fast_step.LEAD``): a guard falling steadily is seen four steps ahead, so that
+    Python takes an ordinary step first (the first after C's pays the interpreter's cold
+    path), warms the event's parts two and three steps ahead and rehearses it one ahead.
+    pendulum_belt's slip-stick events: the four doSteps before each event's ran in Python, the
+    fifth before in C (the build before LEAD: the fourth in C)."""
     run = Run(fmus / "pendulum_belt.fmu", True)
     try:
         rows = run.step(3000)
         at = len(run.reals) + run.ints.index(run.vr["event_count"])
     finally:
         run.close()
-    events = [k for k in range(4, len(rows)) if rows[k][0][at] != rows[k - 1][0][at]]
+    events = [k for k in range(5, len(rows)) if rows[k][0][at] != rows[k - 1][0][at]]
     assert len(events) >= 5
-    before = {tuple(rows[j][1] for j in range(k - 4, k)) for k in events}
-    assert before == {(1, 0, 0, 0)}, before
+    before = {tuple(rows[j][1] for j in range(k - 5, k)) for k in events}
+    assert before == {(1, 0, 0, 0, 0)}, before
 
 
 @pytest.mark.parametrize("name", ["top", "swing_bar", "biped7", "metamorphic_palm",

@@ -3,23 +3,22 @@ loader (fmu_src/runtime/loader/fast_step.c) to run communication steps with no e
 entering Python, and takes the state those steps made back before anything else reaches it.
 
 After every FMI call that may change the slave's state (``fmi2_call``: all but the getters) the
-slave decides, per mode and per call, whether the next steps may run in C (``ineligible``;
-armed at the next doStep, ``arm``): a mode whose RK4 step is compiled code (``CompiledMode``:
-its step, and its monitors if apart; ``ProgramMode``: one call, its memo
-included; a mode stepped stage by stage, ``staged_step``: a free-form fence's ``JetMode``),
-the fixed-step RK4 integrator, no formulation's
-step hook but the engine's projection and watch (``switching.after_step``: the loader calls
-Python back for a step whose residual monitor asks for the projection, ``fast_project``, and
-gives Python a step whose kappa(B1) monitor would re-select, ``after_step_tests``),
-an idle extension and background compiler (below), no input changed, the monitors fresh.  Then
-it hands the loader an arming record (``Record``, mirrored by loader.h's ``FastStep``): the
-compiled step's address, argument and state buffers of its own, the guards' slice and how each
-is watched, the RK4 grid, and the outputs fmi2GetReal/GetInteger can answer from the record.
-Otherwise it disarms it.  The C loop reproduces ``embed.hybrid.stepping._run``'s arithmetic and
-tests to the bit and gives any step with an event (a guard due or approaching), a non-finite
-value or a refusal to Python whole; before any call reaches Python the loader calls ``sync``,
-which writes t, x, the monitors, the guards' arming and the communication point back into the
-simulator: every Python entry point sees the state the C steps made.
+slave decides, per mode and per call, whether the next steps may run in C (``ineligible``; armed
+at the next doStep, ``arm``): a mode whose RK4 step is compiled code (``CompiledMode``: its step,
+and its monitors if apart; ``ProgramMode``: one call, its memo included; a mode stepped stage by
+stage, ``staged_step``: a free-form fence's ``JetMode``), the fixed-step RK4 integrator, no
+formulation's step hook but the engine's projection and watch (``switching.after_step``: the
+loader calls Python back for a step whose residual monitor asks for the projection,
+``fast_project``, and gives Python a step whose kappa(B1) monitor would re-select,
+``after_step_tests``), an idle extension and background compiler (below), no input changed, the
+monitors fresh. Then it hands the loader an arming record (``Record``, mirrored by loader.h's
+``FastStep``): the compiled step's address, argument and state buffers of its own, the guards'
+slice and how each is watched, the RK4 grid, and the outputs fmi2GetReal/GetInteger can answer
+from the record. Otherwise it disarms it. The C loop reproduces ``embed.hybrid.stepping._run``'s
+arithmetic and tests to the bit and gives any step with an event (a guard due or approaching), a
+non-finite value or a refusal to Python whole; before any call reaches Python the loader calls
+``sync``, which writes t, x, the monitors, the guards' arming and the communication point back
+into the simulator: every Python entry point sees the state the C steps made.
 
 An extension (disk_fence's fence) and the background compiler are idle when a step would ask
 nothing of them: the extension has nothing under way and no input to act on (its
@@ -58,6 +57,7 @@ from fmu_src.runtime.fmi2 import State
 from fmu_src.runtime.simulation import extension_inputs
 
 MAX_GUARDS = 64        # fast_step.c's bound on the guards of a mode
+LEAD = 1     # doSteps Python takes before the rehearsal's: the first after C's is cold (design.md)
 # what fast_step.c assumes of embed.hybrid.events
 assert (events.UNARMED, events.ARMED, events.HELD) == (0, 1, 2)
 assert events.LEVEL == {events.ARMED: 0.0, events.HELD: -events.PROBE_G}
@@ -191,7 +191,7 @@ class FastStep:
         self.rec = Record(grid_tol=GRID_TOL, event_tol=EVENT_TOL, probe_g=events.PROBE_G,
                           phi_tol=PHI_TOL, i_res=-1, i_kappa=-1,
                           max_steps=float(MAX_STEPS), rehearsed=-1,
-                          approach_steps=float(rehearsal.STEPS))
+                          approach_steps=float(rehearsal.STEPS + LEAD))
         ref = weakref.ref(slave)     # the slave owns this object: no cycle through the callback
         self._callback = _SYNC(lambda: self.sync(ref()))
         self.rec.sync = ctypes.cast(self._callback, ctypes.c_void_p).value
