@@ -6,6 +6,10 @@ wrappers build them at every call): fmi2SetInteger at the scheduled cycles, fmi2
 fmi2GetReal, fmi2GetInteger.  A deadline is missed when a cycle (inputs, doStep, outputs) has
 not finished by the end of its millisecond.
 
+The master spins between cycles; with HIL_PACE=sleep in the environment it sleeps until SPIN
+before each cycle and spins the rest, giving up its core as a rig that sleeps between cycles
+does (a spinning master's own helper threads and other processes can then only preempt it).
+
 ``floor`` runs the same loop over the trivial pythonfmu FMU (benchmarks/floor_fmu.py: one
 Euler step of x' = -x in Python): what any pythonfmu FMU's step costs on this machine in the
 same run, the figures' floor (issue 30, tails).
@@ -18,6 +22,9 @@ import tempfile
 import time
 
 import numpy as np
+
+
+SPIN = 2e-4      # s: HIL_PACE=sleep sleeps until this long before a cycle, then spins
 
 
 def realtime_policy():
@@ -40,6 +47,7 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
     and the last reals and ints."""
     from fmpy.fmi2 import fmi2Integer, fmi2Real, fmi2True, fmi2ValueReference
     f = runner.fmu
+    sleep = os.environ.get("HIL_PACE", "spin") == "sleep"
     vr_real = (fmi2ValueReference * len(out_real))(*[runner.vr(k) for k in out_real])
     vr_int = (fmi2ValueReference * len(out_int))(*[runner.vr(k) for k in out_int])
     acts = {k: [((fmi2ValueReference * 1)(runner.vr(name)),
@@ -61,6 +69,9 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
     t0 = clock() + 0.01
     for k in range(n):
         slot = t0 + k * dt
+        ahead = slot - clock() - SPIN
+        if sleep and ahead > 0:
+            time.sleep(ahead)                   # the core given up until SPIN before
         while clock() < slot:               # wait for this millisecond (busy: sleep is coarse)
             pass
         s = clock()

@@ -13,7 +13,9 @@ doSteps), the fast path's reasons with the step each began, and the steps whose 
 over ``--limit`` us or whose wall time is over 1 ms (wall far over CPU: the core was taken
 by another process, or the GIL by another thread of this one: "other threads" is the CPU time
 the process's other threads used meanwhile, e.g. the loader thread placing a fence's object
-code).  ``--profile T,...``: the doSteps ending at those times run under
+code), and the stepping thread's context switches in the step (blocked: waiting for the GIL,
+a lock or I/O; preempted: another thread or process took the core) and major page faults.
+``--profile T,...``: the doSteps ending at those times run under
 cProfile, whose table (own and cumulative us, wall clock) follows.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -80,6 +83,8 @@ def main():
     profiled = {int(round(float(t) * 1000)) - 1 for t in a.profile.split(",") if t}
     profiles = {}
     cpu, wall, others = np.zeros(n), np.zeros(n), np.zeros(n)
+    switches = np.zeros((n, 3), dtype=int)
+    usage, THREAD = resource.getrusage, resource.RUSAGE_THREAD
     reasons, clock = [(0, slave.fast.reason)], time.perf_counter
     t0 = clock() + 0.01
     try:
@@ -96,11 +101,15 @@ def main():
                 import cProfile
                 profiles[k] = cProfile.Profile()
                 profiles[k].enable()
+            u0 = usage(THREAD)
             c0, p0, w0 = time.thread_time_ns(), time.process_time_ns(), clock()
             f.fmi2DoStep(comp, k * 1e-3, 1e-3, fmi2True)
             if k in profiled:
                 profiles[k].disable()
             c1, p1 = time.thread_time_ns(), time.process_time_ns()
+            u1 = usage(THREAD)
+            switches[k] = (u1.ru_nvcsw - u0.ru_nvcsw, u1.ru_nivcsw - u0.ru_nivcsw,
+                           u1.ru_majflt - u0.ru_majflt)
             cpu[k], wall[k] = (c1 - c0) / 1e3, (clock() - w0) * 1e6
             others[k] = ((p1 - p0) - (c1 - c0)) / 1e3
             at[0] = -(k + 1)
@@ -122,8 +131,10 @@ def main():
     for step, why in reasons:
         print(f"fast path from t = {step / 1000:.3f} s: {why or 'on'}")
     for k in np.nonzero((cpu > a.limit) | (wall > 1000))[0]:
+        vol, inv, major = switches[k]
         print(f"t = {(k + 1) / 1000:.3f} s  CPU {cpu[k]:.0f} us  wall {wall[k]:.0f} us  "
-              f"other threads {others[k]:.0f} us")
+              f"other threads {others[k]:.0f} us  switches {vol} blocked {inv} preempted  "
+              f"major faults {major}")
     for k, prof in sorted(profiles.items()):
         import pstats
         print(f"--- cProfile of the doStep to t = {(k + 1) / 1000:.3f} s "
