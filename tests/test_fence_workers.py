@@ -261,26 +261,41 @@ try:
 except (AttributeError, OSError):
     fifo = False
 r = FmuRunner(sys.argv[1], params={"real_time": True}, strings={"embedding": "background"})
-out = []
-for pid in workers(r):     # real time: started at initialization, from this thread's call
-    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    out.append({"nice": int(stat[16]), "policy": int(stat[38])})
-print(json.dumps({"fifo": fifo, "master_nice": os.getpriority(os.PRIO_PROCESS, 0),
-                  "workers": out}))
+for k in range(20):
+    r.step(1e-3)
+
+def sched(stat_path):
+    stat = Path(stat_path).read_text().rsplit(")", 1)[1].split()
+    return {"nice": int(stat[16]), "policy": int(stat[38])}
+
+import threading
+helpers = {t.name: sched(f"/proc/self/task/{t.native_id}/stat") for t in threading.enumerate()
+           if t.name == "embed-loader"}
+for tid in os.listdir("/proc/self/task"):
+    if Path(f"/proc/self/task/{tid}/comm").read_text().strip() == "embed-warm":
+        helpers["embed-warm"] = sched(f"/proc/self/task/{tid}/stat")
+print(json.dumps({"fifo": fifo, "master": sched("/proc/thread-self/stat"),
+                  # real time: started at initialization, from this thread's call
+                  "workers": [sched(f"/proc/{pid}/stat") for pid in workers(r)],
+                  "helpers": helpers}))
 r.close()
 """
 
 
-def test_workers_of_a_real_time_master_run_niced_in_the_normal_class(fmu_dir):
+def test_helpers_of_a_real_time_master_run_below_it_in_the_normal_class(fmu_dir):
     """A rig's stepping thread at nice -10 and SCHED_FIFO (where the test may set them: as
     root): the workers it starts run in the normal class at nice 10, not in its real-time
     class (whose seconds of compiling no normal thread could preempt) nor at nice 0 (-10 +
-    10, where they were spawned from the master's thread)."""
+    10, where they were spawned from the master's thread); the loader thread and the
+    page-warming thread in the normal class at nice 0, not at the master's -10, where they
+    shared its core with it as equals (preempting it for whole slices)."""
     here = str(Path(__file__).resolve().parent)
     res = subprocess.run([sys.executable, "-c", RIG, str(fmu_dir / "disk_fence.fmu"), here,
                           str(Path(here).parent)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     got = json.loads(res.stdout.strip().splitlines()[-1])
-    assert len(got["workers"]) == 2, got
+    assert len(got["workers"]) == 2 and set(got["helpers"]) == {"embed-loader", "embed-warm"}, got
     for w in got["workers"]:
         assert w["policy"] == os.SCHED_OTHER and w["nice"] == 10, got
+    for h in got["helpers"].values():
+        assert h["policy"] == os.SCHED_OTHER and h["nice"] == 0, got

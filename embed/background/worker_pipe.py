@@ -20,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..base.helper_class import normal_class
 from ..codegen.native import deferred_loads, load_later, start_loader
 
 WRITE_BUDGET = 1 << 16     # bytes a poll writes to a worker at most (one pipe buffer)
@@ -64,25 +65,18 @@ def worker_jobs(module):
 NICE = ("/usr/bin/nice", "/bin/nice")
 NICENESS = 10
 NICED = "--niced"
-_NORMAL = {getattr(os, k) for k in ("SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE") if hasattr(os, k)}
 
 
 def spawn_in_normal_class(spawn):
-    """spawn() in a thread of its own in the normal scheduling class at nice 0 or more, waited
-    for: a child takes its spawning thread's class and nice (per thread on Linux), and a
-    rig's stepping thread may be real-time (SCHED_FIFO) or at nice -10 (the benchmarks'
-    masters).  Spawned from it, the workers ran in its real-time class, or at nice 0 (-10 +
-    10) instead of 10, their seconds of compiling on the cores the stepping needs."""
+    """spawn() in a thread of its own in the normal scheduling class at nice 0 or more
+    (``helper_class.normal_class``), waited for: a child takes its spawning thread's class and
+    nice, and spawned from a rig's stepping thread the workers ran in its real-time class, or
+    at nice 0 (-10 + 10) instead of 10, their seconds of compiling on the cores the stepping
+    needs."""
     out = []
 
     def run():
-        try:
-            if os.sched_getscheduler(0) not in _NORMAL:
-                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-            if os.getpriority(os.PRIO_PROCESS, 0) < 0:      # (this thread's, on Linux)
-                os.setpriority(os.PRIO_PROCESS, 0, 0)
-        except (AttributeError, OSError):     # not Linux, or not allowed: as it is
-            pass
+        normal_class()
         try:
             out.append((True, spawn()))
         except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread

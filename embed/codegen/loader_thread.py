@@ -12,6 +12,7 @@ try:        # queue.SimpleQueue itself, without queue's import (0.5 ms of an FMU
 except ImportError:
     from queue import SimpleQueue
 
+from ..base.helper_class import normal_class
 from .done import Done
 
 _LOADER = []
@@ -38,6 +39,7 @@ LOADER_SWITCH = 1e-4
 
 
 def _loader(q):
+    normal_class()      # below a rig's stepping thread, which started it
     while True:
         fns, done = q.get()
         before = sys.getswitchinterval()

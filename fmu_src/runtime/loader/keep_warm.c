@@ -29,6 +29,7 @@
  * thread runs its code for the process's life, whether or not a master unloads the FMU. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,6 +37,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -170,6 +173,13 @@ static void sweep(void)
 static void *run(void *arg)
 {
     (void)arg;
+    /* at nice 0 or more: a thread takes the nice of the thread that made it, and at a rig's
+     * stepping thread's nice -10 this one shared that core with it as an equal (preempting it
+     * for whole slices); embed/base/helper_class.py does the same for the Python helpers */
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, tid);
+    if (errno == 0 && nice < 0) setpriority(PRIO_PROCESS, tid, 0);
     for (;;) {
         sweep();
         pause_for(period_ms * 1000L);
