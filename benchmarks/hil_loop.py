@@ -6,9 +6,10 @@ wrappers build them at every call): fmi2SetInteger at the scheduled cycles, fmi2
 fmi2GetReal, fmi2GetInteger.  A deadline is missed when a cycle (inputs, doStep, outputs) has
 not finished by the end of its millisecond.
 
-The master spins between cycles; with HIL_PACE=sleep in the environment it sleeps until SPIN
-before each cycle and spins the rest, giving up its core as a rig that sleeps between cycles
-does (a spinning master's own helper threads and other processes can then only preempt it).
+The master spins between cycles, keeping its core (another thread takes it only by preempting
+it); with HIL_PACE=sleep in the environment it sleeps until SPIN before each cycle and spins
+the rest, giving the core up between cycles as a rig that sleeps does (measured worse here:
+docs/benchmarks.md).
 
 ``floor`` runs the same loop over the trivial pythonfmu FMU (benchmarks/floor_fmu.py: one
 Euler step of x' = -x in Python): what any pythonfmu FMU's step costs on this machine in the
