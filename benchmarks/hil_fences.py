@@ -55,7 +55,8 @@ def one(fmu, seconds, q4_start=NEAR["q4_start"]):
     from fmu_src.host.master import FmuRunner
     from hil_loop import realtime_policy, run
     policy = realtime_policy()
-    if Path(fmu).name == "Floor.fmu":         # the floor: the same loop, nothing announced
+    floor = Path(fmu).name == "Floor.fmu"     # the floor: the same loop, nothing announced
+    if floor:
         r = FmuRunner(fmu)
         res = run(r, seconds, ("x",), (), {}, cpu=True)
         res["real"], res["ints"] = [0.0, 0.0], [0, 0, 0, 0]
@@ -72,7 +73,7 @@ def one(fmu, seconds, q4_start=NEAR["q4_start"]):
     # the CPU time of the steps that do the fences' work: the announcements, the installs
     # (the step after which geometry_version_active changed) and the disk's contact with a
     # fence (mode became 3); less dependent on the machine's load than the wall times
-    at = {"announce": [int(round(t * 1000)) for t in ANNOUNCE] if OUT_INT[0] in r.vars else [],
+    at = {"announce": [] if floor else [int(round(t * 1000)) for t in ANNOUNCE],
           "install": [], "contact": []}
     last = (None, 0)
     for row in res["timeline"]:
