@@ -67,12 +67,16 @@ class BackgroundCompiler:
     lazy : bool, optional
         Start the workers at the first request (or ``wait_ready``), not now: never, if every
         mode the run enters was compiled already (shipped in an FMU, issue 30).
+    idle : bool, optional
+        Spawn the workers in the idle scheduling class (a real-time run's, whose stepping
+        thread they must never hold up: ``worker_pipe.spawn_below``), not at nice 10.
     """
 
     def __init__(self, scenario, options=None, python=None, root=None, *, jobs=None,
-                 set_up=None, lazy=False, _workers=None):
+                 set_up=None, lazy=False, idle=False, _workers=None):
         self._w = _workers if _workers is not None else Workers(scenario, options, python,
-                                                                   root, jobs, set_up, lazy)
+                                                                   root, jobs, set_up, lazy,
+                                                                   idle)
         self._inbox = collections.deque()   # (kind, answer) routed by any thread's poll
         self._errors = []            # (what, message, detail)
         self._notes = []             # (mode key, why): modes left on the numeric path

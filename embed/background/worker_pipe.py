@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..base.helper_class import normal_class
+from ..base.helper_class import idle_class, normal_class
 from ..codegen.native import deferred_loads, load_later, start_loader
 
 WRITE_BUDGET = 1 << 16     # bytes a poll writes to a worker at most (one pipe buffer)
@@ -67,16 +67,18 @@ NICENESS = 10
 NICED = "--niced"
 
 
-def spawn_in_normal_class(spawn):
-    """spawn() in a thread of its own in the normal scheduling class at nice 0 or more
-    (``helper_class.normal_class``), waited for: a child takes its spawning thread's class and
-    nice, and spawned from a rig's stepping thread the workers ran in its real-time class, or
-    at nice 0 (-10 + 10) instead of 10, their seconds of compiling on the cores the stepping
-    needs."""
+def spawn_below(spawn, idle=False):
+    """spawn() in a thread of its own, waited for, in the normal scheduling class at nice 0 or
+    more (``helper_class.normal_class``), or in the idle class (``idle``: a real-time run's
+    workers, ``idle_class``).  A child takes its spawning thread's class and nice: spawned from
+    a rig's stepping thread the workers ran in its real-time class, or at nice 0 (-10 + 10)
+    instead of 10, their seconds of compiling on the cores the stepping needs.  At nice 10 a
+    worker that took the stepping thread's core while it waited for the GIL kept it for the
+    rest of its slice (3.7 ms, traced); in the idle class it gives it back at once."""
     out = []
 
     def run():
-        normal_class()
+        (idle_class if idle else normal_class)()
         try:
             out.append((True, spawn()))
         except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread

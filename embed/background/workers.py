@@ -15,7 +15,7 @@ import weakref
 from pathlib import Path
 
 from .worker_pipe import (Loads, ModeParts, WorkerPipe, frame, python_executable,
-                          spawn_in_normal_class, worker_command)
+                          spawn_below, worker_command)
 
 MAX_DEATHS = 2             # a request outstanding when the workers died this often is dropped
 DEADLINE = 20.0            # s a worker with work may stay silent before it counts as hung
@@ -41,7 +41,8 @@ class Workers:
     """The two worker processes of one scenario and options, shared by the clients of a
     process: requests numbered, answers routed to the client that asked."""
 
-    def __init__(self, scenario, options, python, root, jobs=None, set_up=None, lazy=False):
+    def __init__(self, scenario, options, python, root, jobs=None, set_up=None, lazy=False,
+                 idle=False):
         # the folder holding embed/ and scenarios/: an FMU's resources (a master may delete
         # the folder an earlier instance was imported from), else this package's parent
         self.root = str(root or Path(__file__).resolve().parents[2])
@@ -60,6 +61,7 @@ class Workers:
         self.parts = ModeParts()  # modes of which functions are still to come
         self.loads = Loads()      # answers whose compiled functions are loading
         self.restarts = 0
+        self.idle = idle          # spawned in the idle class (a real-time run's: spawn_below)
         self.closed = False
         self.instances = 0        # clients made by client() still alive
         self.deadline = DEADLINE
@@ -70,8 +72,8 @@ class Workers:
         self.fast, self.slow = self.pipes or (None, None)
 
     def _start(self):
-        """The two workers spawned (``spawn_in_normal_class``): (fast, slow)."""
-        return spawn_in_normal_class(self._spawn)
+        """The two workers spawned (``spawn_below``): (fast, slow)."""
+        return spawn_below(self._spawn, self.idle)
 
     def _spawn(self):
         # the newest folder holding embed/ that still exists (a master may delete the one an

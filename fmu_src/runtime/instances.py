@@ -33,11 +33,13 @@ def scenario(name, options, notes=None):
     return sc
 
 
-def compiler(name, options, resources, lazy=False):
+def compiler(name, options, resources, lazy=False, idle=False):
     """A client of the process's background embedding workers for this scenario (one per
     instance: its answers are its own).  The workers stop with their last client (closed at
     fmi2Terminate or when the instance is freed), and start again for the next one; ``lazy``
-    (a pair started now): at its first request (``Workers._wake``)."""
+    (a pair started now): at its first request (``Workers._wake``); ``idle``: a pair started
+    now in the idle scheduling class (a real-time run's; a pair running already keeps its
+    class)."""
     key = (name, tuple(sorted(options.items())))
     with _LOCK:
         bc = _COMPILERS.get(key)
@@ -45,7 +47,7 @@ def compiler(name, options, resources, lazy=False):
             from embed.background.client import BackgroundCompiler
             from fmu_src.runtime.formed import worker_jobs   # an image's: no module imported
             first = _COMPILERS[key] = BackgroundCompiler(name, dict(options), root=resources,
-                                                         lazy=lazy,
+                                                         lazy=lazy, idle=idle,
                                                          **worker_jobs(name, dict(options)))
             client = first.client(resources)
             first.close()          # the pair lives as long as its instances' clients

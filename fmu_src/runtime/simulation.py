@@ -101,7 +101,7 @@ def start_sim(slave, worker=True):
         real_time = bool(getattr(slave, "real_time", False))
         ext = slave.sc.extension is not None
         bc = (compiler(slave.scenario_name, slave.scenario_options, resource_dir(slave.resources),
-                       lazy=not (ext and real_time))
+                       lazy=not (ext and real_time), idle=real_time)
               if embedding == "background" else None)
         slave.workers_later = [bc, 1] if bc is not None and ext and worker else None
         if bc is not None:     # an instance freed without fmi2Terminate leaves too
