@@ -33,8 +33,7 @@ def idle_class() -> None:
     again (docs/design.md, "Who takes the stepping thread's core").  Only for threads that
     share no lock with the stepping thread: an idle thread preempted while it holds one makes
     the stepping thread wait as long as a core is busy (keep_warm.c's mmap_lock)."""
-    normal_class()
     try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))    # (nice: unused there)
     except (AttributeError, OSError):
-        pass
+        normal_class()
