@@ -43,9 +43,10 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
     ``actions``: {cycle k: [(input name, value), ...]} (or one pair) set before that cycle's
     doStep, an integer by fmi2SetInteger, a str by fmi2SetString (outside the doStep time).
     Returns a dict: step_us (doStep alone), cpu_us (with ``cpu``: the CPU time of the
-    stepping thread in doStep, which a loaded machine's other processes do not add to), cycle_us, wake_us (how late each cycle began),
-    misses, timeline [(t, ints..., reals..., doStep us)] whenever an integer output changed,
-    and the last reals and ints."""
+    stepping thread in doStep, which a loaded machine's other processes do not add to),
+    queue_us (with ``cpu``: its time waiting on the run queue in doStep), cycle_us, wake_us
+    (how late each cycle began), misses, timeline [(t, ints..., reals..., doStep us)]
+    whenever an integer output changed, and the last reals and ints."""
     from fmpy.fmi2 import fmi2Integer, fmi2Real, fmi2True, fmi2ValueReference
     f = runner.fmu
     sleep = os.environ.get("HIL_PACE", "spin") == "sleep"
@@ -63,6 +64,11 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
     dt = 1e-3
     step_us, cycle_us, wake_us, cpu_us = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     thread_ns = time.thread_time_ns
+    # the stepping thread's time waiting on the run queue (schedstat's second field): the
+    # guest's scheduler gave its core to another thread; wall time over CPU time with none of
+    # it was taken below the guest (the host holding the virtual CPU)
+    queue_us = np.zeros(n)
+    stat = os.open("/proc/thread-self/schedstat", os.O_RDONLY) if cpu else None
     misses, timeline = 0, []
     get_int(comp, vr_int, len(out_int), ints)
     last = list(ints)
@@ -82,12 +88,14 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
             else:
                 set_int(comp, vr, 1, v)
         if cpu:
+            q0 = int(os.pread(stat, 64, 0).split()[1])
             c0 = thread_ns()
         m = clock()
         do_step(comp, k * dt, dt, fmi2True)
         d = clock()
         if cpu:
             cpu_us[k] = (thread_ns() - c0) * 1e-3
+            queue_us[k] = (int(os.pread(stat, 64, 0).split()[1]) - q0) * 1e-3
         get_real(comp, vr_real, len(out_real), real)
         get_int(comp, vr_int, len(out_int), ints)
         e = clock()
@@ -100,7 +108,10 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
         if now != last:
             timeline.append(((k + 1) * dt, *now, *list(real), step_us[k]))
         last = now
-    return dict(step_us=step_us, cpu_us=cpu_us, cycle_us=cycle_us, wake_us=wake_us, misses=misses,
+    if stat is not None:
+        os.close(stat)
+    return dict(step_us=step_us, cpu_us=cpu_us, queue_us=queue_us, cycle_us=cycle_us,
+                wake_us=wake_us, misses=misses,
                 timeline=timeline, real=list(real), ints=list(ints), dt=dt)
 
 

@@ -224,8 +224,10 @@ def test_workers_stop_with_their_last_instance(fmu_dir):
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         niceness, policy = int(stat[16]), int(stat[38])
         assert niceness == min(19, max(os.nice(0), 0) + 10), (pid, niceness)
-        # offline: the normal class (a real-time run's are idle: the test of a rig below)
+        # offline: the normal class (a real-time run's are idle: the test of a rig below),
+        # on every CPU this process may use (a study's workers are not kept off any)
         assert policy == os.SCHED_OTHER, (pid, policy)
+        assert os.sched_getaffinity(pid) == os.sched_getaffinity(0), pid
     a.close()
     b.step(1e-3)
     assert len(workers()) >= 2                  # b still uses them
@@ -266,13 +268,18 @@ try:
     fifo = True
 except (AttributeError, OSError):
     fifo = False
+pinned = os.cpu_count() > 1        # a rig's stepping thread pinned to a CPU of its own
+if pinned:
+    os.sched_setaffinity(0, {0})
 r = FmuRunner(sys.argv[1], params={"real_time": True}, strings={"embedding": "background"})
 for k in range(20):
     r.step(1e-3)
 
 def sched(stat_path):
     stat = Path(stat_path).read_text().rsplit(")", 1)[1].split()
-    return {"nice": int(stat[16]), "policy": int(stat[38])}
+    tid = Path(stat_path).parent.name
+    return {"nice": int(stat[16]), "policy": int(stat[38]),
+            "cpus": sorted(os.sched_getaffinity(0 if tid == "thread-self" else int(tid)))}
 
 import threading
 helpers = {t.name: sched(f"/proc/self/task/{t.native_id}/stat") for t in threading.enumerate()
@@ -280,7 +287,7 @@ helpers = {t.name: sched(f"/proc/self/task/{t.native_id}/stat") for t in threadi
 for tid in os.listdir("/proc/self/task"):
     if Path(f"/proc/self/task/{tid}/comm").read_text().strip() == "embed-warm":
         helpers["embed-warm"] = sched(f"/proc/self/task/{tid}/stat")
-print(json.dumps({"fifo": fifo, "master": sched("/proc/thread-self/stat"),
+print(json.dumps({"fifo": fifo, "pinned": pinned, "master": sched("/proc/thread-self/stat"),
                   # real time: started at initialization, from this thread's call
                   "workers": [sched(f"/proc/{pid}/stat") for pid in workers(r)],
                   "helpers": helpers}))
@@ -296,7 +303,10 @@ def test_helpers_of_a_real_time_master_run_below_it(fmu_dir):
     preempt) nor at nice 0 (-10 + 10, where they were spawned from the master's thread); the
     loader thread and the page-warming thread in the normal class at nice 0, not at the
     master's -10, where they shared its core with it as equals (preempting it for whole
-    slices), nor idle (they share the process's locks with the stepping thread)."""
+    slices), nor idle (they share the process's locks with the stepping thread).  The
+    stepping thread pinned to CPU 0: the workers and the helpers kept off it (an idle worker
+    the scheduler picks on the stepping thread's CPU keeps it until the next tick, 4 ms; the
+    page-warming thread took 0.1-0.4 ms of it at a time)."""
     here = str(Path(__file__).resolve().parent)
     res = subprocess.run([sys.executable, "-c", RIG, str(fmu_dir / "disk_fence.fmu"), here,
                           str(Path(here).parent)], capture_output=True, text=True, timeout=300)
@@ -305,5 +315,9 @@ def test_helpers_of_a_real_time_master_run_below_it(fmu_dir):
     assert len(got["workers"]) == 2 and set(got["helpers"]) == {"embed-loader", "embed-warm"}, got
     for w in got["workers"]:
         assert w["policy"] == os.SCHED_IDLE, got
+        if got["pinned"]:
+            assert w["cpus"] and 0 not in w["cpus"], got
     for h in got["helpers"].values():
         assert h["policy"] == os.SCHED_OTHER and h["nice"] == 0, got
+        if got["pinned"]:
+            assert h["cpus"] and 0 not in h["cpus"], got

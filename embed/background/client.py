@@ -68,8 +68,9 @@ class BackgroundCompiler:
         Start the workers at the first request (or ``wait_ready``), not now: never, if every
         mode the run enters was compiled already (shipped in an FMU, issue 30).
     idle : bool, optional
-        Spawn the workers in the idle scheduling class (a real-time run's, whose stepping
-        thread they must never hold up: ``worker_pipe.spawn_below``), not at nice 10.
+        Spawn the workers in the idle scheduling class, off the CPUs of the thread making
+        them (a real-time run's, whose stepping thread they must never hold up:
+        ``helper_class.run_below``), not at nice 10 on any CPU.
     """
 
     def __init__(self, scenario, options=None, python=None, root=None, *, jobs=None,

@@ -16,11 +16,9 @@ import shutil
 import struct
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-from ..base.helper_class import idle_class, normal_class
 from ..codegen.native import deferred_loads, load_later, start_loader
 
 WRITE_BUDGET = 1 << 16     # bytes a poll writes to a worker at most (one pipe buffer)
@@ -65,31 +63,6 @@ def worker_jobs(module):
 NICE = ("/usr/bin/nice", "/bin/nice")
 NICENESS = 10
 NICED = "--niced"
-
-
-def spawn_below(spawn, idle=False):
-    """spawn() in a thread of its own, waited for, in the normal scheduling class at nice 0 or
-    more (``helper_class.normal_class``), or in the idle class (``idle``: a real-time run's
-    workers, ``idle_class``).  A child takes its spawning thread's class and nice: spawned from
-    a rig's stepping thread the workers ran in its real-time class, or at nice 0 (-10 + 10)
-    instead of 10, their seconds of compiling on the cores the stepping needs.  At nice 10 a
-    worker that took the stepping thread's core while it waited for the GIL kept it for the
-    rest of its slice (3.7 ms, traced); in the idle class it gives it back at once."""
-    out = []
-
-    def run():
-        (idle_class if idle else normal_class)()
-        try:
-            out.append((True, spawn()))
-        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
-            out.append((False, exc))
-    t = threading.Thread(target=run, name="embed-worker-spawn", daemon=True)
-    t.start()
-    t.join()
-    ok, value = out[0]
-    if not ok:
-        raise value
-    return value
 
 
 def worker_command(python, scenario, options, jobs=None, set_up=None):
@@ -290,10 +263,10 @@ class Loads:
     they came once the functions of every frame decoded before them have loaded (one loader
     thread, loads in order: the newest frame's done means all are)."""
 
-    def __init__(self):
+    def __init__(self, away_from=()):
         self.queue = collections.deque()   # (Done, client, kind, item)
         self.last = None          # the Done of the newest frame's loads
-        start_loader()            # now, not in a step: starting a thread costs milliseconds
+        start_loader(away_from)   # now, not in a step: starting a thread costs milliseconds
 
     def frame(self, unloaded):
         """A frame was decoded with these functions not loaded (``WorkerPipe.unloaded``)."""

@@ -14,8 +14,9 @@ import time
 import weakref
 from pathlib import Path
 
+from ..base.helper_class import run_below, stepping_cpus
 from .worker_pipe import (Loads, ModeParts, WorkerPipe, frame, python_executable,
-                          spawn_below, worker_command)
+                          worker_command)
 
 MAX_DEATHS = 2             # a request outstanding when the workers died this often is dropped
 DEADLINE = 20.0            # s a worker with work may stay silent before it counts as hung
@@ -59,9 +60,12 @@ class Workers:
         self.history = []         # announcements (frames), sent again to new workers
         self.pending = {}         # request number -> Request not answered yet
         self.parts = ModeParts()  # modes of which functions are still to come
-        self.loads = Loads()      # answers whose compiled functions are loading
         self.restarts = 0
-        self.idle = idle          # spawned in the idle class (a real-time run's: spawn_below)
+        self.idle = idle          # spawned in the idle class (a real-time run's: run_below)
+        # and then off the CPUs of the thread making the pair (the stepping thread's, taken
+        # here: a restart spawns from a thread of its own), as the loader thread is
+        self.away_from = stepping_cpus() if idle else ()
+        self.loads = Loads(self.away_from)   # answers whose compiled functions are loading
         self.closed = False
         self.instances = 0        # clients made by client() still alive
         self.deadline = DEADLINE
@@ -72,8 +76,8 @@ class Workers:
         self.fast, self.slow = self.pipes or (None, None)
 
     def _start(self):
-        """The two workers spawned (``spawn_below``): (fast, slow)."""
-        return spawn_below(self._spawn, self.idle)
+        """The two workers spawned (``helper_class.run_below``): (fast, slow)."""
+        return run_below(self._spawn, self.idle, self.away_from)
 
     def _spawn(self):
         # the newest folder holding embed/ that still exists (a master may delete the one an

@@ -1,14 +1,16 @@
-"""A helper thread's scheduling class (issue 30, tails): the threads the engine starts from a
-rig's stepping thread (the loader thread; the thread that spawns the background workers)
-take its class and nice (per thread on Linux), and a rig's stepping thread may be real-time
-(SCHED_FIFO) or at nice -10.  At its class and nice a helper shares the stepping thread's
+"""A helper thread's scheduling class and CPUs (issue 30, tails): the threads the engine starts
+from a rig's stepping thread (the loader thread, the page-warming thread, the thread that
+spawns the background workers) take its class, nice and affinity (per thread on Linux), and
+a rig's stepping thread may be real-time (SCHED_FIFO) or at nice -10.  At its class and nice a helper shares the stepping thread's
 core with it as an equal; ``normal_class`` puts the calling thread in the normal class at
 nice 0 or more, below the stepping thread (fmu_src/runtime/loader/keep_warm.c does the same
-for its own thread).  ``idle_class`` puts it lower still, for a real-time run's workers."""
+for its own thread).  ``idle_class`` puts it lower still, for a real-time run's workers, and
+``elsewhere`` keeps them off the stepping thread's CPUs (``stepping_cpus``)."""
 
 from __future__ import annotations
 
 import os
+import threading
 
 _NORMAL = {getattr(os, k) for k in ("SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE") if hasattr(os, k)}
 
@@ -37,3 +39,60 @@ def idle_class() -> None:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))    # (nice: unused there)
     except (AttributeError, OSError):
         normal_class()
+
+
+def stepping_cpus() -> frozenset:
+    """The CPUs of the calling thread, taken to be a rig's stepping thread: its affinity where
+    a master pinned it to fewer CPUs than the machine has, else the CPU it runs on now
+    (/proc/thread-self/stat, field 39); empty where neither can be read."""
+    try:
+        mine = frozenset(os.sched_getaffinity(0))
+        if len(mine) < (os.cpu_count() or 0):
+            return mine
+        with open("/proc/thread-self/stat") as f:
+            return frozenset({int(f.read().rsplit(")", 1)[1].split()[36])})
+    except (AttributeError, OSError, ValueError, IndexError):
+        return frozenset()
+
+
+def elsewhere(cpus) -> None:
+    """The calling thread allowed on every CPU of the machine but ``cpus`` (the kernel keeps
+    it within the process's cpuset); as it is where none would be left.  An idle-class
+    thread on the stepping thread's CPU runs until the next tick once the scheduler picks
+    it, the stepping thread waiting on the run queue meanwhile: 4 ms at HZ=250, spinning
+    or not (docs/design.md, "Who takes the stepping thread's core")."""
+    others = set(range(os.cpu_count() or 0)) - set(cpus)
+    if cpus and others:
+        try:
+            os.sched_setaffinity(0, others)
+        except (AttributeError, OSError):
+            pass
+
+
+def run_below(fn, idle=False, away_from=()):
+    """fn() in a thread of its own, waited for, in the normal scheduling class at nice 0 or
+    more (``normal_class``) or in the idle class (``idle``), kept off the CPUs ``away_from``
+    (``elsewhere``); returns what it returns.  What fn starts takes that thread's class, nice
+    and affinity: the background workers (processes) and the page-warming thread
+    (keep_warm.c), which started from a rig's stepping thread ran in its real-time class or
+    at its nice, on its CPU.  At nice 10 a worker that took the stepping thread's core while
+    it waited for the GIL kept it for the rest of its slice (3.7 ms, traced); in the idle
+    class it gives it back when the stepping thread wakes, but one the scheduler picks while
+    the stepping thread runs keeps the core until the next tick; the page-warming thread,
+    normal, took 0.1-0.4 ms of it at a time, 0.7 s in a 5 s run: hence ``away_from``."""
+    out = []
+
+    def run():
+        (idle_class if idle else normal_class)()
+        elsewhere(away_from)
+        try:
+            out.append((True, fn()))
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+            out.append((False, exc))
+    t = threading.Thread(target=run, name="embed-below", daemon=True)
+    t.start()
+    t.join()
+    ok, value = out[0]
+    if not ok:
+        raise value
+    return value

@@ -12,20 +12,21 @@ try:        # queue.SimpleQueue itself, without queue's import (0.5 ms of an FMU
 except ImportError:
     from queue import SimpleQueue
 
-from ..base.helper_class import normal_class
+from ..base.helper_class import elsewhere, normal_class
 from .done import Done
 
 _LOADER = []
 _LOADER_LOCK = threading.Lock()      # not _LOCK: a load holds that while it runs
 
 
-def start_loader():
+def start_loader(away_from=()):
     """The loader thread (``load_later``), started now: starting a thread in a step costs
-    milliseconds.  Returns its queue."""
+    milliseconds; kept off the CPUs ``away_from`` (a real-time run's stepping thread's:
+    ``helper_class.elsewhere``) if this call starts it.  Returns its queue."""
     with _LOADER_LOCK:
         if not _LOADER:
             q = SimpleQueue()
-            threading.Thread(target=_loader, args=(q,), name="embed-loader",
+            threading.Thread(target=_loader, args=(q, away_from), name="embed-loader",
                              daemon=True).start()
             _LOADER.append(q)
     return _LOADER[0]
@@ -38,8 +39,9 @@ def start_loader():
 LOADER_SWITCH = 1e-4
 
 
-def _loader(q):
+def _loader(q, away_from):
     normal_class()      # below a rig's stepping thread, which started it
+    elsewhere(away_from)
     while True:
         fns, done = q.get()
         before = sys.getswitchinterval()

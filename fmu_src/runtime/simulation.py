@@ -13,6 +13,7 @@ import numpy as np
 from pythonfmu.enums import Fmi2Status
 
 from embed import EmbedError
+from embed.base.helper_class import run_below, stepping_cpus
 from fmu_src.runtime.fmi2 import CallError
 from fmu_src.runtime.instances import compiler
 from fmu_src.runtime.status import INPUT_REJECTED, describe, model_broken, status_of
@@ -74,7 +75,9 @@ def keep_warm(slave) -> None:
     if start is None or period <= 0:
         return
     start.argtypes = [ctypes.c_int]
-    if start(period) != 0:
+    # started from a thread kept off this (the stepping) thread's CPUs: the sweeper takes
+    # that thread's affinity (helper_class.run_below)
+    if run_below(lambda: start(period), away_from=stepping_cpus()) != 0:
         slave.log("the page-warming thread did not start: steps after seconds without an "
                   "event may find their memory cold", Fmi2Status.warning)
 
