@@ -321,3 +321,31 @@ def test_helpers_of_a_real_time_master_run_below_it(fmu_dir):
         assert h["policy"] == os.SCHED_OTHER and h["nice"] == 0, got
         if got["pinned"]:
             assert h["cpus"] and 0 not in h["cpus"], got
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or os.cpu_count() < 2,
+                    reason="CPU affinity needs Linux and two CPUs")
+def test_helpers_are_kept_off_the_cpu_the_stepping_thread_runs_on():
+    """Unpinned, the stepping thread's CPU is the one it runs on (``stepping_cpus``): a
+    helper started by ``run_below`` may use every other CPU and not that one; pinned to one
+    CPU, that one; and a thread allowed nowhere else stays where it is (nothing raised)."""
+    import threading
+    from embed.base.helper_class import run_below, stepping_cpus
+    here = stepping_cpus()
+    assert len(here) == 1 and here <= os.sched_getaffinity(0)
+    theirs = run_below(lambda: os.sched_getaffinity(0), away_from=here)
+    assert theirs == os.sched_getaffinity(0) - here
+    out = {}
+
+    def pinned():
+        os.sched_setaffinity(0, {1})
+        cpus = stepping_cpus()
+        out["cpus"] = cpus
+        out["helper"] = run_below(lambda: os.sched_getaffinity(0), away_from=cpus)
+        out["nowhere else"] = run_below(lambda: os.sched_getaffinity(0),
+                                        away_from=set(range(os.cpu_count())))
+    t = threading.Thread(target=pinned)
+    t.start()
+    t.join()
+    assert out["cpus"] == {1} and 1 not in out["helper"] and out["helper"], out
+    assert out["nowhere else"] == {1}, out

@@ -1,11 +1,12 @@
 """A helper thread's scheduling class and CPUs (issue 30, tails): the threads the engine starts
 from a rig's stepping thread (the loader thread, the page-warming thread, the thread that
 spawns the background workers) take its class, nice and affinity (per thread on Linux), and
-a rig's stepping thread may be real-time (SCHED_FIFO) or at nice -10.  At its class and nice a helper shares the stepping thread's
-core with it as an equal; ``normal_class`` puts the calling thread in the normal class at
-nice 0 or more, below the stepping thread (fmu_src/runtime/loader/keep_warm.c does the same
-for its own thread).  ``idle_class`` puts it lower still, for a real-time run's workers, and
-``elsewhere`` keeps them off the stepping thread's CPUs (``stepping_cpus``)."""
+a rig's stepping thread may be real-time (SCHED_FIFO) or at nice -10.  At its class and nice
+a helper shares the stepping thread's core with it as an equal; ``normal_class`` puts the
+calling thread in the normal class at nice 0 or more, below the stepping thread
+(fmu_src/runtime/loader/keep_warm.c does the same for its own thread).  ``idle_class`` puts
+it lower still, for a real-time run's workers, and ``elsewhere`` keeps a real-time run's
+helpers off the stepping thread's CPUs (``stepping_cpus``)."""
 
 from __future__ import annotations
 
@@ -42,12 +43,13 @@ def idle_class() -> None:
 
 
 def stepping_cpus() -> frozenset:
-    """The CPUs of the calling thread, taken to be a rig's stepping thread: its affinity where
-    a master pinned it to fewer CPUs than the machine has, else the CPU it runs on now
-    (/proc/thread-self/stat, field 39); empty where neither can be read."""
+    """The CPUs of the calling thread, taken to be a rig's stepping thread: the one a master
+    pinned it to, else the one it runs on now (/proc/thread-self/stat, field 39; a thread
+    allowed on a few CPUs only may be in a container's cpuset, not pinned); empty where
+    neither can be read."""
     try:
         mine = frozenset(os.sched_getaffinity(0))
-        if len(mine) < (os.cpu_count() or 0):
+        if len(mine) == 1:
             return mine
         with open("/proc/thread-self/stat") as f:
             return frozenset({int(f.read().rsplit(")", 1)[1].split()[36])})
