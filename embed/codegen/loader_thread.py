@@ -12,7 +12,7 @@ try:        # queue.SimpleQueue itself, without queue's import (0.5 ms of an FMU
 except ImportError:
     from queue import SimpleQueue
 
-from ..base.helper_class import elsewhere, normal_class
+from ..base.helper_class import run_below
 from .done import Done
 
 _LOADER = []
@@ -21,13 +21,14 @@ _LOADER_LOCK = threading.Lock()      # not _LOCK: a load holds that while it run
 
 def start_loader(away_from=()):
     """The loader thread (``load_later``), started now: starting a thread in a step costs
-    milliseconds; kept off the CPUs ``away_from`` (a real-time run's stepping thread's:
-    ``helper_class.elsewhere``) if this call starts it.  Returns its queue."""
+    milliseconds.  Started through ``helper_class.run_below``, whose class, nice and affinity
+    it takes: below a rig's stepping thread, off the CPUs ``away_from`` (a real-time run's
+    stepping thread's) if this call starts it.  Returns its queue."""
     with _LOADER_LOCK:
         if not _LOADER:
             q = SimpleQueue()
-            threading.Thread(target=_loader, args=(q, away_from), name="embed-loader",
-                             daemon=True).start()
+            run_below(threading.Thread(target=_loader, args=(q,), name="embed-loader",
+                                       daemon=True).start, away_from=away_from)
             _LOADER.append(q)
     return _LOADER[0]
 
@@ -39,9 +40,7 @@ def start_loader(away_from=()):
 LOADER_SWITCH = 1e-4
 
 
-def _loader(q, away_from):
-    normal_class()      # below a rig's stepping thread, which started it
-    elsewhere(away_from)
+def _loader(q):
     while True:
         fns, done = q.get()
         before = sys.getswitchinterval()
