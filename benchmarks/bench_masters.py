@@ -36,10 +36,11 @@ def env(fast=True):
     return e
 
 
-def compile_master(tmp):
-    exe = Path(tmp) / "c_master"
+def compile_master(tmp, name="c_master"):
+    """benchmarks/NAME.c compiled into ``tmp`` (fmpy's copy of the FMI 2.0 headers)."""
+    exe = Path(tmp) / name
     subprocess.run(["gcc", "-O2", "-I", str(Path(fmpy.__file__).parent / "c-code"), "-o", str(exe),
-                    str(HERE / "c_master.c"), "-ldl"], check=True)
+                    str(HERE / f"{name}.c"), "-ldl"], check=True)
     return exe
 
 

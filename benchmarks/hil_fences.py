@@ -22,6 +22,8 @@ the disk meet the fence at 6.5 s, for a loaded machine's slower workers (with
 EMBED_CHECK_TIME_LIMIT raised, the workers' checks do not time out there either).
 The row "floor" is the trivial pythonfmu FMU (benchmarks/floor_fmu.py) in the same loop and
 alternation, nothing announced: what any pythonfmu FMU's step costs on this machine then.
+``--master c`` runs the loop in a C master (benchmarks/hil_c_master.c), as a rig does: no
+Python of the master's own shares the GIL with the FMU's threads (the floor is left out).
 Figure to reach: no step over 1 ms; p99 at most 100 us.
 """
 
@@ -49,26 +51,33 @@ OUT_REAL = ("q4", "embed_latency")
 OUT_INT = ("mode", "geometry_version_active", "geometry_status", "status")
 
 
-def one(fmu, seconds, q4_start=NEAR["q4_start"]):
-    """One paced run of ``fmu`` in this process; returns its figures (a dict)."""
+def one(fmu, seconds, q4_start=NEAR["q4_start"], master="fmpy"):
+    """One paced run of ``fmu`` in this process (``master`` "c": in a C master it starts,
+    ``hil_loop.run_c``); returns its figures (a dict)."""
     from fence_storm import curve
     from fmu_src.host.master import FmuRunner
-    from hil_loop import realtime_policy, run
+    from hil_loop import realtime_policy, run, run_c
     policy = realtime_policy()
     floor = Path(fmu).name == "Floor.fmu"     # the floor: the same loop, nothing announced
-    if floor:
+    actions = {int(round(t * 1000)): [("fence_curve", curve(0.002, n, v)), ("fence_version", v)]
+               for v, (t, n) in enumerate(zip(ANNOUNCE, FACTORS), start=1)}
+    params = {"real_time": True, "q4_start": q4_start, "embedding": "background"}
+    if master == "c":
+        with tempfile.TemporaryDirectory() as tmp:
+            res = (run_c(fmu, seconds, ("x",), (), {}, {}, tmp) if floor else
+                   run_c(fmu, seconds, OUT_REAL, OUT_INT, params, actions, tmp))
+        if floor:
+            res["real"], res["ints"] = [0.0, 0.0], [0, 0, 0, 0]
+    elif floor:
         r = FmuRunner(fmu)
         res = run(r, seconds, ("x",), (), {}, cpu=True)
         res["real"], res["ints"] = [0.0, 0.0], [0, 0, 0, 0]
+        r.close()
     else:
-        r = FmuRunner(fmu, params={"real_time": True, "q4_start": q4_start},
+        r = FmuRunner(fmu, params={k: params[k] for k in ("real_time", "q4_start")},
                       strings={"embedding": "background"})
-        actions = {}
-        for v, (t, n) in enumerate(zip(ANNOUNCE, FACTORS), start=1):
-            actions[int(round(t * 1000))] = [("fence_curve", curve(0.002, n, v)),
-                                             ("fence_version", v)]
         res = run(r, seconds, OUT_REAL, OUT_INT, actions, cpu=True)
-    r.close()
+        r.close()
     s, c = res["step_us"], res["cpu_us"]
     # the CPU time of the steps that do the fences' work: the announcements, the installs
     # (the step after which geometry_version_active changed) and the disk's contact with a
@@ -117,14 +126,18 @@ def main(argv=None):
     ap.add_argument("--no-floor", dest="floor", action="store_false",
                     help="leave out the floor: the trivial pythonfmu FMU in the same loop "
                     "(no fences), a row of its own")
+    ap.add_argument("--master", choices=("fmpy", "c"), default="fmpy",
+                    help="fmpy: the loop in Python (hil_loop.run); c: in a C master "
+                    "(hil_c_master.c), a rig's, pinned to one CPU (no floor: its stock pythonfmu binary needs "
+                    "libpython preloaded)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
-        print(json.dumps(one(a.one, a.seconds, a.q4_start)))
+        print(json.dumps(one(a.one, a.seconds, a.q4_start, a.master)))
         return
     fmus = [f.split("=", 1) for f in a.fmu] or [["build", str(ROOT / "build" / "disk_fence.fmu")]]
     tmp = tempfile.TemporaryDirectory()
-    if a.floor:
+    if a.floor and a.master == "fmpy":
         from bench_masters import floor_fmu
         fmus.append(["floor", str(floor_fmu(tmp.name))])
     runs = {label: [] for label, _ in fmus}
@@ -136,7 +149,8 @@ def main(argv=None):
     for rep in range(a.reps):
         for label, path in fmus:
             out = subprocess.run([sys.executable, __file__, "--one", path, "--seconds",
-                                  str(a.seconds), "--q4-start", str(a.q4_start)],
+                                  str(a.seconds), "--q4-start", str(a.q4_start),
+                                  "--master", a.master],
                                  capture_output=True, text=True,
                                  env={**os.environ, "PYTHONPATH": str(ROOT), **envs[label]})
             if out.returncode:
@@ -145,7 +159,8 @@ def main(argv=None):
     load = os.getloadavg()
     print(f"two free-form fences ({FACTORS[0]} and {FACTORS[1]} sine factors) announced at "
           f"t = {ANNOUNCE[0]:g} and {ANNOUNCE[1]:g} s, disk_fence.fmu at 1 kHz wall clock for "
-          f"{a.seconds:g} s, {a.reps} runs each (fresh processes, alternating); load average "
+          f"{a.seconds:g} s in a {'C' if a.master == 'c' else 'Python (fmpy)'} master, "
+          f"{a.reps} runs each (fresh processes, alternating); load average "
           f"{load[0]:.2f} {load[1]:.2f}; master at {runs[fmus[0][0]][0]['policy']}")
     print("doStep wall time (us; medians over the runs, the worst max, misses and steps over "
           "1 ms summed; 'queued': those in which the stepping thread waited on the run queue "

@@ -19,8 +19,10 @@ same run, the figures' floor (issue 30, tails).
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -113,6 +115,49 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
     return dict(step_us=step_us, cpu_us=cpu_us, queue_us=queue_us, cycle_us=cycle_us,
                 wake_us=wake_us, misses=misses,
                 timeline=timeline, real=list(real), ints=list(ints), dt=dt)
+
+
+def run_c(fmu, seconds, out_real, out_int, params, actions, tmp):
+    """``run``'s loop in a C master (benchmarks/hil_c_master.c, compiled into ``tmp``), a
+    rig's: no Python in its process but the FMU's, at the priority of this one (``nice``
+    inherited).  ``params``: {name: value} set before initialization (bool, float or str);
+    ``actions`` as ``run``'s.  Returns ``run``'s dict (its CPU and queue times included)."""
+    from bench_masters import compile_master, env
+    from fmpy import extract, read_model_description
+    exe = Path(tmp) / "hil_c_master"
+    if not exe.exists():
+        compile_master(tmp, "hil_c_master")
+    md = read_model_description(fmu)
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    unzip = extract(fmu, str(Path(tmp) / Path(fmu).stem))
+    args = [str(exe), unzip, md.coSimulation.modelIdentifier, md.guid, str(seconds),
+            str(len(out_real)), str(len(out_int))]
+    args += [str(vr[k]) for k in (*out_real, *out_int)]
+    for name, v in params.items():
+        kind = "b" if isinstance(v, bool) else "s" if isinstance(v, str) else "r"
+        args += [kind, str(vr[name]), str(int(v) if kind == "b" else v)]
+    for k, acts in actions.items():
+        for name, v in ([acts] if isinstance(acts[0], str) else acts):
+            args += [f"@{k}", "s" if isinstance(v, str) else "i", str(vr[name]), str(v)]
+    out = subprocess.run(args, env=env(), capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"hil_c_master failed ({out.returncode}): {out.stderr[-2000:]}")
+    n = int(round(seconds * 1000))
+    step_us, cpu_us, queue_us = np.zeros(n), np.zeros(n), np.zeros(n)
+    timeline, end = [], None
+    for line in out.stdout.splitlines():
+        w = line.split()
+        if w[0] == "step":
+            step_us[int(w[1])], cpu_us[int(w[1])], queue_us[int(w[1])] = map(float, w[2:5])
+        elif w[0] == "row":
+            ni = len(out_int)
+            timeline.append((float(w[1]), *map(int, w[2:2 + ni]), *map(float, w[2 + ni:])))
+        elif w[0] == "end":
+            end = w[1:]
+    ni = len(out_int)
+    return dict(step_us=step_us, cpu_us=cpu_us, queue_us=queue_us, misses=int(end[0]),
+                timeline=timeline, ints=[int(x) for x in end[1:1 + ni]],
+                real=[float(x) for x in end[1 + ni:]], dt=1e-3)
 
 
 def floor(seconds, cpu=False):

@@ -10,7 +10,7 @@ that a collection it reports is the FMU's, not the probe's: a probe that kept a 
 tuples per step set off gen-1 collections of 1 ms inside doSteps by itself.  Printed: the
 step figures, the collections (step, generation, microseconds; a negative step: between
 doSteps), the fast path's reasons with the step each began, and the steps whose CPU time is
-over ``--limit`` us or whose wall time is over 1 ms (wall far over CPU: the core was taken
+over ``--limit`` us or whose wall time is (wall far over CPU: the core was taken
 by another process, or the GIL by another thread of this one: "other threads" is the CPU time
 the process's other threads used meanwhile, e.g. the loader thread placing a fence's object
 code), and the stepping thread's context switches in the step (blocked: waiting for the GIL,
@@ -54,7 +54,7 @@ def slave_of(runner):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fmu", required=True)
-    ap.add_argument("--limit", type=float, default=600.0, help="CPU us to list a step")
+    ap.add_argument("--limit", type=float, default=600.0, help="CPU or wall us to list a step")
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--profile", default="", help="comma-separated times (s) of doSteps to "
                     "run under cProfile (its cumulative table printed; the CPU figures of "
@@ -130,7 +130,7 @@ def main():
         print(f"  step {step} gen {gen} {us:.0f} us")
     for step, why in reasons:
         print(f"fast path from t = {step / 1000:.3f} s: {why or 'on'}")
-    for k in np.nonzero((cpu > a.limit) | (wall > 1000))[0]:
+    for k in np.nonzero((cpu > a.limit) | (wall > a.limit))[0]:
         vol, inv, major = switches[k]
         print(f"t = {(k + 1) / 1000:.3f} s  CPU {cpu[k]:.0f} us  wall {wall[k]:.0f} us  "
               f"other threads {others[k]:.0f} us  switches {vol} blocked {inv} preempted  "
