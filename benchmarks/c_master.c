@@ -5,24 +5,11 @@
  *   c_master DIR MODEL GUID STEPS H [VR ...] */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "fmi2Functions.h"
-
-static void logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status s,
-                   fmi2String cat, fmi2String msg, ...)
-{
-    (void)env;
-    va_list ap;
-    va_start(ap, msg);
-    fprintf(stderr, "[%s %d %s] ", name, (int)s, cat);
-    vfprintf(stderr, msg, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
+#include "c_master.h"
 
 static double now(void)
 {
@@ -36,9 +23,6 @@ static int cmp(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
-
-#define GET(name) fmi2##name##TYPE *name = (fmi2##name##TYPE *)dlsym(h, "fmi2" #name); \
-    if (!name) { fprintf(stderr, "no fmi2" #name "\n"); return 2; }
 
 int main(int argc, char **argv)
 {

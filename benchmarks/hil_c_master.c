@@ -13,27 +13,13 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "fmi2Functions.h"
-
-static void logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status s,
-                   fmi2String cat, fmi2String msg, ...)
-{
-    (void)env;
-    if (s < fmi2Warning) return;
-    va_list ap;
-    va_start(ap, msg);
-    fprintf(stderr, "[%s %d %s] ", name, (int)s, cat);
-    vfprintf(stderr, msg, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
+#include "c_master.h"
 
 static double clock_s(clockid_t id)
 {
@@ -51,9 +37,6 @@ static double queued_s(int fd)         /* schedstat's second field: ns on the ru
     char *p = strchr(buf, ' ');
     return p ? 1e-9 * strtod(p + 1, NULL) : 0;
 }
-
-#define GET(name) fmi2##name##TYPE *name = (fmi2##name##TYPE *)dlsym(h, "fmi2" #name); \
-    if (!name) { fprintf(stderr, "no fmi2" #name "\n"); return 2; }
 
 int main(int argc, char **argv)
 {
