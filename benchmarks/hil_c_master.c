@@ -49,12 +49,12 @@ int main(int argc, char **argv)
     snprintf(uri, sizeof uri, "file://%s/resources", argv[1]);
     int n = (int)(atof(argv[4]) * 1000 + 0.5), nr = atoi(argv[5]), ni = atoi(argv[6]);
     int a = 7 + nr + ni;
-    if (a > argc) return 2;
+    if (a > argc || nr < 0 || ni < 0 || nr > 16 || ni > 16) return 2;
     fmi2ValueReference vr_r[16], vr_i[16];
     fmi2Real real[16] = {0};
     fmi2Integer ints[16] = {0}, last[16];
-    for (int i = 0; i < nr && i < 16; i++) vr_r[i] = (fmi2ValueReference)atoi(argv[7 + i]);
-    for (int i = 0; i < ni && i < 16; i++) vr_i[i] = (fmi2ValueReference)atoi(argv[7 + nr + i]);
+    for (int i = 0; i < nr; i++) vr_r[i] = (fmi2ValueReference)atoi(argv[7 + i]);
+    for (int i = 0; i < ni; i++) vr_i[i] = (fmi2ValueReference)atoi(argv[7 + nr + i]);
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(sched_getcpu(), &one);
@@ -116,7 +116,7 @@ int main(int argc, char **argv)
         if (clock_s(CLOCK_MONOTONIC) > slot + dt) misses++;
         wall[k] = 1e6 * (d - m), cpus[k] = 1e6 * cpu, queue[k] = 1e6 * q;
         if (memcmp(ints, last, (size_t)ni * sizeof *ints) && nrows++ < 256
-            && rows_at + 1024 < rows_size) {
+            && rows_at + 2048 < rows_size) {       /* (a row: at most 1,120 bytes) */
             rows_at += (size_t)snprintf(rows + rows_at, 64, "row %.6f", (k + 1) * dt);
             for (int i = 0; i < ni; i++)
                 rows_at += (size_t)snprintf(rows + rows_at, 32, " %d", (int)ints[i]);
