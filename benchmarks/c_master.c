@@ -4,8 +4,6 @@
  * of the outputs given), and how many doSteps the loader ran without Python, as JSON.
  *   c_master DIR MODEL GUID STEPS H [VR ...] */
 #define _POSIX_C_SOURCE 200809L
-#include <dlfcn.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 

@@ -68,10 +68,16 @@ int main(int argc, char **argv)
     fmi2Component c = Instantiate("hil", fmi2CoSimulation, argv[3], uri, &cb, fmi2False,
                                   fmi2False);
     if (!c || SetupExperiment(c, fmi2False, 0, 0, fmi2False, 0) > fmi2Warning) return 3;
-    for (int i = a; i + 2 < argc; i += 3) {              /* the settings before initializing */
-        if (argv[i][0] == '@') { i++; continue; }
+    /* the settings: before initializing ("r", "b", "s"), or at cycle K ("@K", kept for it) */
+    int act_k[64], act_i[64], nact = 0;
+    for (int i = a; i + 2 < argc; i += 3) {
+        if (argv[i][0] == '@') {
+            if (i + 3 >= argc || nact == 64) return 2;
+            act_k[nact] = atoi(argv[i] + 1), act_i[nact++] = ++i;      /* kind VR value */
+            continue;
+        }
         fmi2ValueReference vr = (fmi2ValueReference)atoi(argv[i + 1]);
-        fmi2Status s = fmi2OK;
+        fmi2Status s = fmi2Error;
         if (!strcmp(argv[i], "r")) { fmi2Real x = atof(argv[i + 2]); s = SetReal(c, &vr, 1, &x); }
         if (!strcmp(argv[i], "b")) {
             fmi2Boolean x = atoi(argv[i + 2]);
@@ -94,17 +100,17 @@ int main(int argc, char **argv)
     for (int k = 0; k < n; k++) {
         double slot = t0 + k * dt;
         while (clock_s(CLOCK_MONOTONIC) < slot) {}       /* spin to this millisecond */
-        for (int i = a; i + 3 < argc; i++) {             /* "@K kind VR value" */
-            if (argv[i][0] != '@' || atoi(argv[i] + 1) != k) continue;
-            fmi2ValueReference vr = (fmi2ValueReference)atoi(argv[i + 2]);
-            if (!strcmp(argv[i + 1], "i")) {
-                fmi2Integer x = atoi(argv[i + 3]);
+        for (int j = 0; j < nact; j++) {                 /* this cycle's inputs */
+            if (act_k[j] != k) continue;
+            char **v = argv + act_i[j];                   /* kind VR value */
+            fmi2ValueReference vr = (fmi2ValueReference)atoi(v[1]);
+            if (!strcmp(v[0], "i")) {
+                fmi2Integer x = atoi(v[2]);
                 SetInteger(c, &vr, 1, &x);
             } else {
-                fmi2String x = argv[i + 3];
+                fmi2String x = v[2];
                 SetString(c, &vr, 1, &x);
             }
-            i += 3;
         }
         double q0 = queued_s(stat), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
         double m = clock_s(CLOCK_MONOTONIC);

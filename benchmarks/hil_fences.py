@@ -62,12 +62,9 @@ def one(fmu, seconds, q4_start=NEAR["q4_start"], master="fmpy"):
     actions = {int(round(t * 1000)): [("fence_curve", curve(0.002, n, v)), ("fence_version", v)]
                for v, (t, n) in enumerate(zip(ANNOUNCE, FACTORS), start=1)}
     params = {"real_time": True, "q4_start": q4_start, "embedding": "background"}
-    if master == "c":
+    if master == "c":                     # (no floor: main leaves it out)
         with tempfile.TemporaryDirectory() as tmp:
-            res = (run_c(fmu, seconds, ("x",), (), {}, {}, tmp) if floor else
-                   run_c(fmu, seconds, OUT_REAL, OUT_INT, params, actions, tmp))
-        if floor:
-            res["real"], res["ints"] = [0.0, 0.0], [0, 0, 0, 0]
+            res = run_c(fmu, seconds, OUT_REAL, OUT_INT, params, actions, tmp)
     elif floor:
         r = FmuRunner(fmu)
         res = run(r, seconds, ("x",), (), {}, cpu=True)

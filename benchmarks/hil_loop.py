@@ -142,7 +142,7 @@ def run_c(fmu, seconds, out_real, out_int, params, actions, tmp):
     out = subprocess.run(args, env=env(), capture_output=True, text=True, check=False)
     if out.returncode:
         raise RuntimeError(f"hil_c_master failed ({out.returncode}): {out.stderr[-2000:]}")
-    n = int(round(seconds * 1000))
+    n, ni = int(round(seconds * 1000)), len(out_int)
     step_us, cpu_us, queue_us = np.zeros(n), np.zeros(n), np.zeros(n)
     timeline, end = [], None
     for line in out.stdout.splitlines():
@@ -150,11 +150,9 @@ def run_c(fmu, seconds, out_real, out_int, params, actions, tmp):
         if w[0] == "step":
             step_us[int(w[1])], cpu_us[int(w[1])], queue_us[int(w[1])] = map(float, w[2:5])
         elif w[0] == "row":
-            ni = len(out_int)
             timeline.append((float(w[1]), *map(int, w[2:2 + ni]), *map(float, w[2 + ni:])))
         elif w[0] == "end":
             end = w[1:]
-    ni = len(out_int)
     return dict(step_us=step_us, cpu_us=cpu_us, queue_us=queue_us, misses=int(end[0]),
                 timeline=timeline, ints=[int(x) for x in end[1:1 + ni]],
                 real=[float(x) for x in end[1 + ni:]], dt=1e-3)
