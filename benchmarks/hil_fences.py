@@ -103,6 +103,10 @@ def one(fmu, seconds, q4_start=NEAR["q4_start"], master="fmpy"):
             # the run queue for at least half of its wall time over its CPU time
             "over_1ms_queued": int(np.sum((s > 1000) & (2 * res["queue_us"] >= s - c))),
             "queue_sum": float(res["queue_us"].sum()), "queue_max": float(res["queue_us"].max()),
+            # the time a step waited neither running nor on the run queue: for the GIL, a
+            # lock, a page (issue 30: the loader thread's Python held the GIL)
+            "waits": int(np.sum(s - c - res["queue_us"] >= 100)),
+            "wait_max": float(np.max(s - c - res["queue_us"])),
             "slowest": [(round((k + 1) * 1e-3, 3), round(float(s[k]))) for k in slow],
             "mode": res["ints"][0], "fence": res["ints"][1], "geometry_status": res["ints"][2],
             "status": res["ints"][3], "latency_ms": 1e3 * res["real"][1], "policy": policy}
@@ -184,6 +188,14 @@ def main(argv=None):
         q = [r["queue_sum"] for r in rs]
         print(f"{label:10s} sum {np.median(q):8.0f}  worst {max(q):8.0f}  in one doStep "
               f"{max(r['queue_max'] for r in rs):7.0f}")
+    print("the doSteps that waited off their CPU and off the run queue for 100 us or more "
+          "(the GIL, a lock), summed over the runs; the longest such wait (us); when the "
+          "second fence was ready (embed_latency, ms after its announcement; median, worst)")
+    for label, rs in runs.items():
+        lat = [r["latency_ms"] for r in rs]
+        print(f"{label:10s} waits {sum(r['waits'] for r in rs):6d}  longest "
+              f"{max(r['wait_max'] for r in rs):7.0f}  fence ready {np.median(lat):7.1f} / "
+              f"{max(lat):7.1f}")
     print("CPU time (us) of the steps doing the fences' work, median over the runs that had "
           "one (the announcements' larger; an install; the disk meeting a fence) and the worst")
     for label, rs in runs.items():
