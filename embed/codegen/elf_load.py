@@ -29,6 +29,8 @@ import mmap
 import struct
 import threading
 
+from .loader_thread import SharedLock
+
 SHT_PROGBITS, SHT_SYMTAB, SHT_RELA, SHT_NOBITS = 1, 2, 4, 8
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 SHN_UNDEF, SHN_ABS = 0, 0xFFF1
@@ -40,7 +42,7 @@ PAGE = mmap.PAGESIZE
 LIBM_NAMES = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "pow")
 LIBC_NAMES = ("memcpy", "memcmp")
 
-_LOCK = threading.RLock()
+_LOCK = SharedLock(threading.RLock())   # (the loader thread's: loader_thread.HOLD)
 _PUBLISHED = {}        # name -> address of the global functions loaded so far (any loader)
 _LIBS = {}
 _KEEP = []             # the pages of every object loaded: they live as long as the process

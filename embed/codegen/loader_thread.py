@@ -4,6 +4,7 @@ it re-exports)."""
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 
@@ -16,7 +17,34 @@ from ..base.helper_class import run_below
 from .done import Done
 
 _LOADER = []
-_LOADER_LOCK = threading.Lock()      # not _LOCK: a load holds that while it runs
+_IDENT = []                          # the loader thread's
+# the locks the loader thread holds now: a gate that makes it stand still while a real-time
+# step runs (fmu_src/runtime/loader/gil_gate.c) never does while it holds one the step may
+# ask for (``SharedLock``)
+HOLD = ctypes.c_int(0)
+
+
+class SharedLock:
+    """A lock the stepping thread and the loader thread both take (``with`` only): held by
+    the loader thread, counted in ``HOLD``."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock):
+        self._lock = lock
+
+    def __enter__(self):
+        self._lock.acquire()
+        if _IDENT and threading.get_ident() == _IDENT[0]:
+            HOLD.value += 1
+
+    def __exit__(self, *exc):
+        if _IDENT and threading.get_ident() == _IDENT[0]:
+            HOLD.value -= 1
+        self._lock.release()
+
+
+_LOADER_LOCK = SharedLock(threading.Lock())    # not _LOCK: a load holds that while it runs
 
 
 def start_loader(away_from=()):
@@ -35,24 +63,51 @@ def start_loader(away_from=()):
 
 # the switch interval while the loader thread has work (s): its Python (placing object code,
 # preparing a fence's terms) holds the GIL, and a stepping thread that wants it back (after a
-# pipe read or any call that dropped it) waits up to the interval, 5 ms by default; at 0.1 ms
-# the two take turns within a step instead (issue 30, tails)
+# pipe read, a compiled stage's ctypes call, or at its next doStep) waits up to the interval,
+# 5 ms by default; at 0.1 ms the two take turns within a step instead (issue 30, tails).  It
+# is set by the thread that posts the work, before the loader can take the GIL: a thread's
+# wait for the GIL reads the interval when it starts waiting, so one set by the loader once
+# it holds the GIL came too late for the stepping thread's next wait (traced: 0.55 ms waits,
+# the loader's whole job).  The default comes back when the last job posted is done.
 LOADER_SWITCH = 1e-4
+_PENDING = [0, None, None]   # jobs posted and not done; the interval before; ours (read back)
+
+
+def _post(job):
+    held = getattr(_HELD, "jobs", None)
+    if held is not None:
+        held.append(job)
+        return
+    q = start_loader()
+    with _LOADER_LOCK:
+        if _PENDING[0] == 0:
+            _PENDING[1] = sys.getswitchinterval()
+            sys.setswitchinterval(min(_PENDING[1], LOADER_SWITCH))
+            _PENDING[2] = sys.getswitchinterval()     # (in microseconds: not LOADER_SWITCH)
+        _PENDING[0] += 1
+        q.put(job)
 
 
 def _loader(q):
+    _IDENT.append(threading.get_ident())
     while True:
         fns, done = q.get()
-        before = sys.getswitchinterval()
-        sys.setswitchinterval(min(before, LOADER_SWITCH))
-        ours = sys.getswitchinterval()
         try:
-            done.set_result(fns() if callable(fns) else _load_all(fns))
-        except BaseException as exc:  # noqa: BLE001 - done.result() raises it
-            done.set_exception(exc)
+            result, exc = (fns() if callable(fns) else _load_all(fns)), None
+        except BaseException as e:  # noqa: BLE001 - done.result() raises it
+            result, exc = None, e
+        HOLD.value += 1             # (the Done's Event has a lock a waiting thread takes)
+        try:
+            if exc is None:
+                done.set_result(result)
+            else:
+                done.set_exception(exc)
+            with _LOADER_LOCK:
+                _PENDING[0] -= 1
+                if _PENDING[0] == 0 and sys.getswitchinterval() == _PENDING[2]:
+                    sys.setswitchinterval(_PENDING[1])    # (unless set by someone else since)
         finally:
-            if sys.getswitchinterval() == ours:     # (unless someone else set it meanwhile)
-                sys.setswitchinterval(before)
+            HOLD.value -= 1
 
 
 def load_later(fns):
@@ -61,7 +116,7 @@ def load_later(fns):
     a load raised).  The loads run in llvmlite's ctypes calls, which release the GIL: the
     stepping thread goes on meanwhile."""
     done = Done()
-    start_loader().put((list(fns), done))
+    _post((list(fns), done))
     return done
 
 
@@ -69,8 +124,40 @@ def run_later(fn):
     """fn() in the loader thread, after the loads asked before it: a ``Done`` of its result
     (work that needs what they load, done off the stepping path)."""
     done = Done()
-    start_loader().put((fn, done))
+    _post((fn, done))
     return done
+
+
+_HELD = threading.local()
+
+
+class _Held:
+    """``held()``'s context (reentrant; one object, no generator: entered at every step)."""
+
+    def __enter__(self):
+        if getattr(_HELD, "jobs", None) is None:
+            _HELD.jobs, _HELD.depth = [], 0
+        _HELD.depth += 1
+
+    def __exit__(self, *exc):
+        _HELD.depth -= 1
+        if _HELD.depth == 0:
+            jobs, _HELD.jobs = _HELD.jobs, None
+            for job in jobs:
+                _post(job)
+
+
+_HELD_CONTEXT = _Held()
+
+
+def held():
+    """The work this thread hands to the loader thread inside is handed on at the end (a
+    real-time instance's doStep, ``fmu_src.runtime.fmi2``): the loader thread then wakes as
+    the step returns, and takes the GIL between a rig's steps, never in one when the step
+    drops it for a moment (a compiled call, a pipe read: traced, the loader thread then held
+    it and was preempted by another process for 4 ms; issue 30, tails).  Nothing inside may
+    wait for that work."""
+    return _HELD_CONTEXT
 
 
 def _load_all(fns):

@@ -19,11 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from . import elf_load, ldlt, pivoting, reduction
-from .loader_thread import LOADER_SWITCH, load_later, run_later, start_loader  # noqa: F401
+from .loader_thread import (LOADER_SWITCH, SharedLock, load_later, run_later,  # noqa: F401
+                            start_loader)
 from ..base.errors import CompilationError
 from .ir import ir_text, largest_function
 
-_LOCK = threading.RLock()     # (reentered: a placement places what it names, ``_resolve``)
+# (reentered: a placement places what it names, ``_resolve``; the loader thread's counted)
+_LOCK = SharedLock(threading.RLock())
 _STATE = {}
 _LIBM = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "pow")
 # codegen optimization level: 0 compiles fast, 1 runs faster (docs/design.md's facts); 0 where a

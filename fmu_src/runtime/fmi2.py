@@ -17,6 +17,8 @@ import os
 import sys
 import weakref
 
+from embed.codegen.loader_thread import held
+
 OK, WARNING, DISCARD, ERROR, FATAL = range(5)
 
 
@@ -170,13 +172,16 @@ def fmi2_call(kind, default=None):
     method's effects must be all or nothing), and ``default(self, *args)`` is returned so
     that pythonfmu's C++ receives a well-formed value."""
     allowed = ALLOWED[kind]
+    hold = kind == "do_step"
 
     def wrap(method):
         @functools.wraps(method)
         def call(self, *args):
             # the instances of one scenario share compiled modes with scratch buffers: their
-            # calls take turns (``embed.modes.library``; instances stepped from threads)
-            with getattr(self, "lock", _NO_LOCK):
+            # calls take turns (``embed.modes.library``; instances stepped from threads); a
+            # real-time instance's steps hand their work to the loader thread as they return
+            with getattr(self, "lock", _NO_LOCK), \
+                    held() if hold and getattr(self, "real_time", False) else _NO_LOCK:
                 self.loader.status = OK
                 try:
                     if not self.fmi_state & allowed:

@@ -50,6 +50,7 @@ def initialize(slave):
             from embed.codegen.native import place_pending
             place_pending()
             keep_warm(slave)
+            gil_gate(slave)
     except Exception as exc:  # noqa: BLE001 - warming is an optimization only
         slave.log(f"warm-up skipped: {exc}", Fmi2Status.warning)
     if not workers_ready(slave.sim, WORKER_START_TIMEOUT):
@@ -80,6 +81,25 @@ def keep_warm(slave) -> None:
     if run_below(lambda: start(period), away_from=stepping_cpus()) != 0:
         slave.log("the page-warming thread did not start: steps after seconds without an "
                   "event may find their memory cold", Fmi2Status.warning)
+
+
+def gil_gate(slave) -> None:
+    """A real-time run's loader thread gives the GIL way to FMI calls: at its next Python call
+    or return after one began, it drops the GIL and waits until none is under way
+    (fmu_src/runtime/loader/gil_gate.c), so that a doStep never waits out the switch interval
+    for the GIL while a fence is placed (issue 30, tails)."""
+    gate = getattr(getattr(slave.loader, "_lib", None), "embed_gil_gate", None)
+    if gate is None:
+        return
+    from embed.codegen.loader_thread import HOLD, run_later, start_loader
+    start_loader(away_from=stepping_cpus())
+    # called holding the GIL (PYFUNCTYPE), in the loader thread (PyEval_SetProfile is its own)
+    at = ctypes.cast(gate, ctypes.c_void_p).value
+    gate = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(at)
+    if run_later(lambda: gate(ctypes.addressof(HOLD))).result(timeout=10) != 1:
+        slave.log("the loader thread is not gated (no PyEval_SetProfile in this Python, or the "
+                  "FMU's binary could not be kept loaded): a step may wait for the GIL while a "
+                  "fence is placed", Fmi2Status.warning)
 
 
 def start_sim(slave, worker=True):

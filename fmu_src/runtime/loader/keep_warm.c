@@ -211,6 +211,15 @@ static int thread_named(const char *name)
     return found;
 }
 
+/* This binary kept loaded for the process's life (RTLD_NODELETE): a thread runs its code
+ * after the master's freeLibrary (here, and the loader thread's gate, gil_gate.c).  1, or 0. */
+int pin_binary(void)
+{
+    Dl_info info;
+    return dladdr((void *)pin_binary, &info) && info.dli_fname &&
+           dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
+}
+
 /* Start the thread (once a process, whatever the FMU binaries in it; a later call sets this
  * binary's period only): 0, or -1 where the binary could not be pinned or the thread not
  * started.  It is in the normal class whatever the master's thread is (a rig's real-time
@@ -223,7 +232,6 @@ EXPORT int embed_keep_warm(int period)
     if (!started && thread_named(NAME)) {
         started = 1;          /* another binary's thread sweeps this process, with its period */
     } else if (!started) {
-        Dl_info info;
         pthread_t th;
         pthread_attr_t attr;
         struct sched_param normal = {0};
@@ -233,9 +241,7 @@ EXPORT int embed_keep_warm(int period)
         pthread_attr_setschedparam(&attr, &normal);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         if (pipe_fd[0] < 0 && pipe2(pipe_fd, O_CLOEXEC) != 0) pipe_fd[0] = pipe_fd[1] = -1;
-        if (!dladdr((void *)embed_keep_warm, &info) || !info.dli_fname ||
-            !dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD) ||
-            pipe_fd[0] < 0 || pthread_create(&th, &attr, run, NULL) != 0) {
+        if (!pin_binary() || pipe_fd[0] < 0 || pthread_create(&th, &attr, run, NULL) != 0) {
             rc = -1;          /* (the pipe, if made, is kept for a later call) */
         } else {
             pthread_setname_np(th, NAME);

@@ -6,7 +6,8 @@
  *   python_query.c  the interpreter query's answer kept between processes;
  *   resource_uri.c  fmuResourceLocation (a file: URI) decoded to a folder;
  *   fast_step.c     communication steps with no event run in C (fmu_src/runtime/fast_step.py);
- *   keep_warm.c     a real-time run's pages kept warm between events (no header part). */
+ *   keep_warm.c     a real-time run's pages kept warm between events (no header part);
+ *   gil_gate.c      the loader thread gives the GIL way to FMI calls. */
 #ifndef EMBED_LOADER_H
 #define EMBED_LOADER_H
 
@@ -214,13 +215,23 @@ void filter_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status s,
  * gone (FMI 2.0 2.1.3: no call but fmi2FreeInstance is allowed), so nothing is forwarded. */
 #define BEGIN(fn) Inst *I = (Inst *)c; if (!I) return fmi2Error; \
     if (I->dead) { refuse(I, fn, "the instance failed with fmi2Fatal before"); return fmi2Fatal; } \
-    Inst *outer = current; I->override_status = -1; current = I; fast_sync(I)
-#define END(r) do { fmi2Status r_ = (r); current = outer; return r_; } while (0)
+    gate_enter(); Inst *outer = current; I->override_status = -1; current = I; fast_sync(I)
+#define END(r) do { fmi2Status r_ = (r); current = outer; gate_leave(); return r_; } while (0)
 #define FORWARD(f, ...) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner, __VA_ARGS__)))
 #define FORWARD0(f) BEGIN("fmi2" #f); END(status_of(I, B.f(I->inner)))
 /* FMI 2.0 2.1.7: vr[] and value[] have nvr elements; NULL with nvr > 0 is an error */
 #define CHECK_ARRAYS(fn, vr, n, v) if ((n) && (!(vr) || !(v))) \
     END(refuse(I, fn, "%s is NULL with nvr = %zu", !(vr) ? "vr[]" : "value[]", (size_t)(n)))
+
+/* ---- FMI calls under way (gil_gate.c) ----------------------------------------------------- */
+
+/* An FMI call that may enter Python counts itself in before (BEGIN) and out after (END): the
+ * loader thread, gated, gives it the GIL. */
+void gate_enter(void);
+void gate_leave(void);
+
+/* This binary kept loaded for the process's life (keep_warm.c): 1, or 0. */
+int pin_binary(void);
 
 /* ---- fmuResourceLocation (resource_uri.c) ------------------------------------------------- */
 
