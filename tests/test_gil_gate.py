@@ -3,7 +3,7 @@ gil_gate.c; issue 30, tails): while an FMI call of the process is under way its 
 still (but for a short run after each 2 ms, so that a master calling without pause still lets
 its work through), and it goes on once the call is done; an offline run's loader thread is not
 gated; the binary stays loaded while the gate is the loader thread's.  Then the loader thread's
-other parts: the switch interval, work held to a step's end, the locks it holds counted."""
+other parts: the switch interval, work held to a step's end, the shared locks."""
 
 import json
 import subprocess
@@ -66,12 +66,15 @@ a, b = inside
 before = sum(a - 0.3 <= t < a for t in ticks)
 during = sum(a <= t < b for t in ticks)
 after = sum(b <= t < b + 0.3 for t in ticks)
+lib = ctypes.CDLL(os.path.join(unzip, "binaries", "linux64",
+                               md.coSimulation.modelIdentifier + ".so"))
+paused = lib.embed_gate_pause()      # (outside an FMI call: nothing to leave)
 f.terminate()
 f.freeInstance()
 f.freeLibrary()          # the gate's code stays (pinned): the loader thread goes on working
 later = lt.run_later(lambda: sum(abs(-k) for k in range(1000))).result(timeout=10)
 print(json.dumps({"status": status, "before": before, "during": during, "after": after,
-                  "later": later}))
+                  "later": later, "paused": paused}))
 """
 
 
@@ -94,6 +97,7 @@ def test_a_real_time_run_s_loader_thread_stands_still_while_an_fmi_call_is_under
     r = _run(unzip, True)
     assert r["status"] == 3                      # fmi2Error: the text refused, the call done
     assert r["later"] == sum(range(1000))        # after freeLibrary, no crash
+    assert r["paused"] == 0                      # no FMI call of this thread to leave
     assert r["before"] > 100 and r["after"] > 100, r      # it runs between calls
     # in the call: only the runs after each 2 ms wait (0.2 ms in 2.2 ms, about 9 %)
     assert r["during"] < 0.3 * min(r["before"], r["after"]), r
@@ -154,20 +158,30 @@ def test_work_asked_inside_held_is_handed_on_as_it_ends_in_order():
     assert loader_thread.run_later(lambda: job(4)).result(timeout=60) == 4
 
 
-def test_the_shared_locks_held_by_the_loader_thread_are_counted_and_no_other_thread_s():
-    """``loader_thread.HOLD``, which the gate reads: the engine's locks a step may take too
-    (native's, elf_load's), counted while the loader thread holds them; a lock the stepping
-    thread holds is not counted (the gate goes on making the loader thread wait)."""
-    from embed.codegen import elf_load, loader_thread, native
+def test_a_thread_that_finds_a_shared_lock_held_leaves_the_gate_while_it_waits():
+    """``loader_thread.SharedLock`` (native's, elf_load's locks): a thread that finds one held
+    (by the loader thread, which the gate may be keeping still) calls the gate's pause before
+    it waits and its resume once it has the lock; one that finds it free calls neither."""
+    import threading
+    from embed.codegen import loader_thread, native
+    calls, holding, let_go = [], threading.Event(), threading.Event()
 
-    def inside():
-        seen = [loader_thread.HOLD.value]
+    def hold():
         with native._LOCK:
-            with elf_load._LOCK:
-                seen.append(loader_thread.HOLD.value)
-            seen.append(loader_thread.HOLD.value)
-        return seen + [loader_thread.HOLD.value]
-    loader_thread.run_later(lambda: None).result(timeout=60)      # (its count settled)
-    assert loader_thread.run_later(inside).result(timeout=60) == [0, 2, 1, 0]
-    with native._LOCK:
-        assert loader_thread.HOLD.value == 0
+            holding.set()
+            let_go.wait(60)
+    saved = list(loader_thread.GATE)
+    loader_thread.GATE[:] = [lambda: calls.append("pause") or 1, lambda: calls.append("resume")]
+    try:
+        with native._LOCK:
+            pass
+        assert calls == []
+        done = loader_thread.run_later(hold)
+        assert holding.wait(60)
+        threading.Timer(0.2, let_go.set).start()
+        with native._LOCK:
+            calls.append("inside")
+        done.result(timeout=60)
+        assert calls == ["pause", "resume", "inside"]
+    finally:
+        loader_thread.GATE[:] = saved

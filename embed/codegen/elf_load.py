@@ -42,7 +42,7 @@ PAGE = mmap.PAGESIZE
 LIBM_NAMES = ("tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "pow")
 LIBC_NAMES = ("memcpy", "memcmp")
 
-_LOCK = SharedLock(threading.RLock())   # (the loader thread's: loader_thread.HOLD)
+_LOCK = SharedLock(threading.RLock())   # (a step may wait for it: loader_thread.SharedLock)
 _PUBLISHED = {}        # name -> address of the global functions loaded so far (any loader)
 _LIBS = {}
 _KEEP = []             # the pages of every object loaded: they live as long as the process

@@ -17,16 +17,18 @@ from ..base.helper_class import run_below
 from .done import Done
 
 _LOADER = []
-_IDENT = []                          # the loader thread's
-# the locks the loader thread holds now: a gate that makes it stand still while a real-time
-# step runs (fmu_src/runtime/loader/gil_gate.c) never does while it holds one the step may
-# ask for (``SharedLock``)
+# nonzero while the loader thread sets a Done (whose Event's lock a waiting thread takes):
+# a gate that makes it stand still while a real-time step runs (fmu_src/runtime/loader/
+# gil_gate.c) does not there
 HOLD = ctypes.c_int(0)
+# that gate's (pause, resume) for a thread in an FMI call waiting for a SharedLock, if any
+GATE = []
 
 
 class SharedLock:
-    """A lock the stepping thread and the loader thread both take (``with`` only): held by
-    the loader thread, counted in ``HOLD``."""
+    """A lock the stepping thread and the loader thread both take (``with`` only).  A thread
+    that finds it held while the loader thread may be gated (``GATE``) leaves the gate's
+    count while it waits: the loader goes on, and releases it."""
 
     __slots__ = ("_lock",)
 
@@ -34,13 +36,16 @@ class SharedLock:
         self._lock = lock
 
     def __enter__(self):
-        self._lock.acquire()
-        if _IDENT and threading.get_ident() == _IDENT[0]:
-            HOLD.value += 1
+        if self._lock.acquire(False):
+            return
+        paused = GATE and GATE[0]()
+        try:
+            self._lock.acquire()
+        finally:
+            if paused:
+                GATE[1]()
 
     def __exit__(self, *exc):
-        if _IDENT and threading.get_ident() == _IDENT[0]:
-            HOLD.value -= 1
         self._lock.release()
 
 
@@ -89,7 +94,6 @@ def _post(job):
 
 
 def _loader(q):
-    _IDENT.append(threading.get_ident())
     while True:
         fns, done = q.get()
         try:

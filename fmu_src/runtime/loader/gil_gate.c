@@ -13,7 +13,9 @@
  * the GIL within microseconds of asking, and no switch interval runs out in a step.  The wait
  * ends `QUIET_NS` after the last call returned (a master's getReal after its doStep comes
  * within that), and after `MAX_WAIT_NS` at most, after which the loader runs on for
- * `RUN_NS` ungated: a master that calls without pause still lets the loader's work through. */
+ * `RUN_NS` ungated: a master that calls without pause still lets the loader's work through.
+ * A step that must wait for a lock the gated loader holds (the engine's, SharedLock) leaves
+ * the count while it waits (`embed_gate_pause`): the loader goes on and releases it. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
@@ -31,15 +33,34 @@
 
 static int busy;                 /* FMI calls under way in this process */
 static int waiting;              /* the loader thread waits on `busy` */
+static __thread int depth;       /* this thread's */
 
-void gate_enter(void) { __atomic_add_fetch(&busy, 1, __ATOMIC_SEQ_CST); }
+void gate_enter(void)
+{
+    depth++;
+    __atomic_add_fetch(&busy, 1, __ATOMIC_SEQ_CST);
+}
 
 void gate_leave(void)
 {
+    depth--;
     if (__atomic_sub_fetch(&busy, 1, __ATOMIC_SEQ_CST) == 0
         && __atomic_load_n(&waiting, __ATOMIC_SEQ_CST))
         syscall(SYS_futex, &busy, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
+
+/* A thread in an FMI call about to wait for a lock the loader thread may hold (the
+ * engine's locks, embed/codegen/loader_thread.SharedLock) is out of the count while it waits:
+ * the gated loader goes on to release it.  1 if it was in one (then embed_gate_resume after
+ * the wait), else 0. */
+EXPORT int embed_gate_pause(void)
+{
+    if (depth <= 0) return 0;
+    gate_leave();
+    return 1;
+}
+
+EXPORT void embed_gate_resume(void) { gate_enter(); }
 
 static long now_ns(void)
 {
@@ -70,7 +91,7 @@ static long wait_quiet(void)
     return now_ns();
 }
 
-static const int *hold;          /* the locks the loader thread holds (loader_thread.HOLD) */
+static const int *hold;          /* the loader thread's own bookkeeping (loader_thread.HOLD) */
 static void *(*save_thread)(void);
 static void (*restore_thread)(void *);
 static long run_until;           /* the loader thread's: ungated until then (after MAX_WAIT) */
@@ -79,7 +100,7 @@ static int gate(void *obj, void *frame, int what, void *arg)
 {
     (void)obj, (void)frame, (void)what, (void)arg;
     if (__atomic_load_n(&busy, __ATOMIC_RELAXED) == 0) return 0;
-    if (*(const volatile int *)hold > 0) return 0;     /* one a step may ask for: goes on */
+    if (*(const volatile int *)hold > 0) return 0;     /* (a Done being set: goes on) */
     long t = now_ns();
     if (t < run_until) return 0;
     void *ts = save_thread();
@@ -91,8 +112,8 @@ static int gate(void *obj, void *frame, int what, void *arg)
 
 /* Called by the loader thread, holding the GIL (ctypes PYFUNCTYPE): the gate becomes its
  * profile function (PyEval_SetProfile, for this thread only), and its timer slack 1 us (the
- * QUIET_NS sleep, not 50 us more).  `held`: the count of the locks it holds that a step may
- * take too (the gate never waits while it holds one: the step would wait for it).  1, or 0
+ * QUIET_NS sleep, not 50 us more).  `held`: nonzero while it sets a Done, whose lock a
+ * waiting thread takes (the gate does not wait there).  1, or 0
  * where the Python C API lacks what it needs or the binary could not be pinned. */
 EXPORT int embed_gil_gate(const int *held)
 {
