@@ -92,12 +92,12 @@ def gil_gate(slave) -> None:
     if gate is None:
         return
     from embed.codegen import loader_thread
-    from embed.codegen.loader_thread import HOLD, run_later, start_loader
-    start_loader(away_from=stepping_cpus())
+    loader_thread.start_loader(away_from=stepping_cpus())
     # called holding the GIL (PYFUNCTYPE), in the loader thread (PyEval_SetProfile is its own)
     at = ctypes.cast(gate, ctypes.c_void_p).value
     gate = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(at)
-    if run_later(lambda: gate(ctypes.addressof(HOLD))).result(timeout=10) == 1:
+    held = ctypes.addressof(loader_thread.HOLD)
+    if loader_thread.run_later(lambda: gate(held)).result(timeout=10) == 1:
         lib = slave.loader._lib
         lib.embed_gate_pause.restype, lib.embed_gate_resume.restype = ctypes.c_int, None
         loader_thread.GATE[:] = [lib.embed_gate_pause, lib.embed_gate_resume]
