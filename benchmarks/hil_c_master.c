@@ -2,13 +2,18 @@
  * Python in the process but the FMU's own (benchmarks/hil_fences.py --master c).  The same
  * cycle: the scheduled inputs, fmi2DoStep (timed: wall, the thread's CPU time and its time on
  * the run queue, /proc/thread-self/schedstat), fmi2GetReal and fmi2GetInteger of the outputs;
- * the master spins between cycles, pinned to the CPU it started on before it instantiates, as
+ * the master spins between cycles (with HIL_PACE=sleep: sleeps until 0.2 ms before each, then
+ * spins, as hil_loop.run), pinned to the CPU it started on before it instantiates, as
  * docs/fmu.md asks of a rig (the FMU's helper threads then keep off that CPU).
  *   hil_c_master DIR MODEL GUID SECONDS NREAL NINT VR_REAL... VR_INT... [SET...]
  * SET: "r VR X", "b VR 0|1", "s VR TEXT" before initialization; "@K i VR N", "@K s VR TEXT"
  * before cycle K's doStep.  Prints, after the run (a reader woken in the loop would share the
- * master's core), "step K WALL_US CPU_US QUEUE_US" per cycle, "row T INTS... REALS... WALL_US"
- * when an integer output changed, then "end MISSES INTS... REALS...". */
+ * master's core), "step K WALL_US CPU_US QUEUE_US SYS_US MINFLT CSW" per cycle (the last three
+ * from getrusage(RUSAGE_THREAD) around the doStep: its system CPU time, tick-sampled, its minor
+ * page faults and context switches), "row T INTS... REALS... WALL_US" when an integer output
+ * changed, then "end MISSES INTS... REALS...".  With HIL_MARK=PATH (ftrace's trace_marker,
+ * trace_clock mono) each doStep over 1 ms writes "slow K START END WALL_US CPU_US" there, its
+ * CLOCK_MONOTONIC times in seconds, to find it in a trace. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +42,13 @@ static double queued_s(int fd)         /* schedstat's second field: ns on the ru
     buf[n] = 0;
     char *p = strchr(buf, ' ');
     return p ? 1e-9 * strtod(p + 1, NULL) : 0;
+}
+
+static struct rusage usage(void)      /* this thread's: system time, faults, switches */
+{
+    struct rusage u;
+    getrusage(RUSAGE_THREAD, &u);
+    return u;
 }
 
 int main(int argc, char **argv)
@@ -89,16 +102,24 @@ int main(int argc, char **argv)
     if (EnterInitializationMode(c) > fmi2Warning || ExitInitializationMode(c) > fmi2Warning)
         return 4;
     int stat = open("/proc/thread-self/schedstat", O_RDONLY);
+    const char *pace = getenv("HIL_PACE");
+    int sleeps = pace && !strcmp(pace, "sleep");
+    int mark = getenv("HIL_MARK") ? open(getenv("HIL_MARK"), O_WRONLY) : -1;
     GetInteger(c, vr_i, (size_t)ni, last);
     const double dt = 1e-3, t0 = clock_s(CLOCK_MONOTONIC) + 0.01;
     int misses = 0, nrows = 0;
     double *wall = calloc((size_t)n, sizeof *wall), *cpus = calloc((size_t)n, sizeof *cpus);
-    double *queue = calloc((size_t)n, sizeof *queue);
+    double *queue = calloc((size_t)n, sizeof *queue), *sys = calloc((size_t)n, sizeof *sys);
+    long *flt = calloc((size_t)n, sizeof *flt), *csw = calloc((size_t)n, sizeof *csw);
     size_t rows_size = 1 << 16, rows_at = 0;
     char *rows = malloc(rows_size);
-    if (!wall || !cpus || !queue || !rows) return 2;
+    if (!wall || !cpus || !queue || !sys || !flt || !csw || !rows) return 2;
     for (int k = 0; k < n; k++) {
-        double slot = t0 + k * dt;
+        double slot = t0 + k * dt, wake = slot - 2e-4;
+        if (sleeps && clock_s(CLOCK_MONOTONIC) < wake) {  /* the core given up until then */
+            struct timespec w = {(time_t)wake, (long)((wake - (time_t)wake) * 1e9)};
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &w, NULL);
+        }
         while (clock_s(CLOCK_MONOTONIC) < slot) {}       /* spin to this millisecond */
         for (int j = 0; j < nact; j++) {                 /* this cycle's inputs */
             if (act_k[j] != k) continue;
@@ -112,15 +133,23 @@ int main(int argc, char **argv)
                 SetString(c, &vr, 1, &x);
             }
         }
+        struct rusage u0 = usage();
         double q0 = queued_s(stat), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
         double m = clock_s(CLOCK_MONOTONIC);
         if (DoStep(c, k * dt, dt, fmi2True) > fmi2Warning) return 5;
         double d = clock_s(CLOCK_MONOTONIC);
         double cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0, q = queued_s(stat) - q0;
+        struct rusage u1 = usage();
+        sys[k] = 1e6 * (u1.ru_stime.tv_sec - u0.ru_stime.tv_sec)
+                 + (u1.ru_stime.tv_usec - u0.ru_stime.tv_usec);
+        flt[k] = u1.ru_minflt - u0.ru_minflt + u1.ru_majflt - u0.ru_majflt;
+        csw[k] = u1.ru_nvcsw - u0.ru_nvcsw + u1.ru_nivcsw - u0.ru_nivcsw;
         GetReal(c, vr_r, (size_t)nr, real);
         GetInteger(c, vr_i, (size_t)ni, ints);
         if (clock_s(CLOCK_MONOTONIC) > slot + dt) misses++;
         wall[k] = 1e6 * (d - m), cpus[k] = 1e6 * cpu, queue[k] = 1e6 * q;
+        if (mark >= 0 && wall[k] > 1000)
+            dprintf(mark, "slow %d %.6f %.6f %.0f %.0f\n", k, m, d, wall[k], cpus[k]);
         if (memcmp(ints, last, (size_t)ni * sizeof *ints) && nrows++ < 256
             && rows_at + 2048 < rows_size) {       /* (a row: at most 1,120 bytes) */
             rows_at += (size_t)snprintf(rows + rows_at, 64, "row %.6f", (k + 1) * dt);
@@ -132,7 +161,9 @@ int main(int argc, char **argv)
         }
         memcpy(last, ints, (size_t)ni * sizeof *ints);
     }
-    for (int k = 0; k < n; k++) printf("step %d %.3f %.3f %.3f\n", k, wall[k], cpus[k], queue[k]);
+    for (int k = 0; k < n; k++)
+        printf("step %d %.3f %.3f %.3f %.0f %ld %ld\n", k, wall[k], cpus[k], queue[k], sys[k],
+               flt[k], csw[k]);
     fwrite(rows, 1, rows_at, stdout);
     printf("end %d", misses);
     for (int i = 0; i < ni; i++) printf(" %d", (int)ints[i]);

@@ -25,7 +25,12 @@ EMBED_CHECK_TIME_LIMIT raised, the workers' checks do not time out there either)
 The row "floor" is the trivial pythonfmu FMU (benchmarks/floor_fmu.py) in the same loop and
 alternation, nothing announced: what any pythonfmu FMU's step costs on this machine then.
 ``--master c`` runs the loop in a C master (benchmarks/hil_c_master.c), as a rig does: no
-Python of the master's own shares the GIL with the FMU's threads (the floor is left out).
+Python of the master's own shares the GIL with the FMU's threads (the floor is left out);
+``--rig`` runs the master at SCHED_FIFO, sleeping until 0.2 ms before each cycle.  Each step
+over 1 ms is listed with what the stepping thread did in it (CPU, of it system, run queue,
+page faults, context switches: getrusage) and what the same step cost in the other runs:
+a step whose CPU is far over that, with no fault and no switch, lost its time below the
+guest (the virtual CPU held: steal the guest does not see), not to the FMU's work.
 Figure to reach: no step over 1 ms; p99 at most 100 us.
 """
 
@@ -101,9 +106,12 @@ def one(fmu, seconds, q4_start=NEAR["q4_start"], master="fmpy"):
             "cpu_slowest": [(round((k + 1) * 1e-3, 3), round(float(c[k])))
                             for k in np.argsort(c)[::-1][:6]],
             "over_1ms": int(np.sum(s > 1000)),
-            # of those, the ones the guest's scheduler made: the stepping thread waited on
-            # the run queue for at least half of its wall time over its CPU time
-            "over_1ms_queued": int(np.sum((s > 1000) & (2 * res["queue_us"] >= s - c))),
+            "cpu_us": [round(float(x)) for x in c],     # (the same step in the other runs)
+            # each step over 1 ms: (t, wall, CPU, of it system, queue, page faults, switches)
+            "over_1ms_steps": [(round((k + 1) * 1e-3, 3), round(float(s[k])), round(float(c[k])),
+                                round(float(res["sys_us"][k])), round(float(res["queue_us"][k])),
+                                int(res["faults"][k]), int(res["switches"][k]))
+                               for k in np.nonzero(s > 1000)[0]],
             "queue_sum": float(res["queue_us"].sum()), "queue_max": float(res["queue_us"].max()),
             # the time a step waited neither running nor on the run queue: for the GIL, a
             # lock, a page (issue 30: the loader thread's Python held the GIL)
@@ -112,6 +120,16 @@ def one(fmu, seconds, q4_start=NEAR["q4_start"], master="fmpy"):
             "slowest": [(round((k + 1) * 1e-3, 3), round(float(s[k]))) for k in slow],
             "mode": res["ints"][0], "fence": res["ints"][1], "geometry_status": res["ints"][2],
             "status": res["ints"][3], "latency_ms": 1e3 * res["real"][1], "policy": policy}
+
+
+def kinds(rs):
+    """The runs' steps over 1 ms counted by what took most of their time: (cpu, queued,
+    below) (``main``'s table)."""
+    n = [0, 0, 0]
+    for r in rs:
+        for _, w, c, _, q, _, _ in r["over_1ms_steps"]:
+            n[0 if 2 * c >= w else 1 if 2 * q >= w - c else 2] += 1
+    return n
 
 
 def main(argv=None):
@@ -133,6 +151,9 @@ def main(argv=None):
                     help="fmpy: the loop in Python (hil_loop.run); c: in a C master "
                     "(hil_c_master.c), a rig's, pinned to one CPU (no floor: its stock pythonfmu binary needs "
                     "libpython preloaded)")
+    ap.add_argument("--rig", action="store_true",
+                    help="the master as a rig runs it: SCHED_FIFO 50 (HIL_POLICY=fifo), sleeping "
+                    "until 0.2 ms before each cycle (HIL_PACE=sleep); default: nice -10, spinning")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
@@ -149,13 +170,15 @@ def main(argv=None):
         label, setting = e.split(":", 1)
         var, value = setting.split("=", 1)
         envs[label][var] = value
+    rig = {"HIL_POLICY": "fifo", "HIL_PACE": "sleep"} if a.rig else {}
     for rep in range(a.reps):
         for label, path in fmus:
             out = subprocess.run([sys.executable, __file__, "--one", path, "--seconds",
                                   str(a.seconds), "--q4-start", str(a.q4_start),
                                   "--master", a.master],
                                  capture_output=True, text=True,
-                                 env={**os.environ, "PYTHONPATH": str(ROOT), **envs[label]})
+                                 env={**os.environ, "PYTHONPATH": str(ROOT), **rig,
+                                      **envs[label]})
             if out.returncode:
                 sys.exit(f"{label} run {rep} failed:\n{out.stderr[-2000:]}")
             runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -164,22 +187,24 @@ def main(argv=None):
           f"t = {ANNOUNCE[0]:g} and {ANNOUNCE[1]:g} s, disk_fence.fmu at 1 kHz wall clock for "
           f"{a.seconds:g} s in a {'C' if a.master == 'c' else 'Python (fmpy)'} master, "
           f"{a.reps} runs each (fresh processes, alternating); load average "
-          f"{load[0]:.2f} {load[1]:.2f}; master at {runs[fmus[0][0]][0]['policy']}")
+          f"{load[0]:.2f} {load[1]:.2f}; master at {runs[fmus[0][0]][0]['policy']}"
+          + (", sleeping between cycles" if a.rig else ""))
     print("doStep wall time (us; medians over the runs, the worst max, misses and steps over "
-          "1 ms summed; 'queued': those in which the stepping thread waited on the run queue "
-          "for half its wall time over CPU time or more, the others were lost below the "
-          "guest's scheduler) and the stepping thread's CPU time in doStep (the same without the "
-          "time other processes took its core)")
+          "1 ms summed, those by what took most of the time: 'cpu' the stepping thread ran for "
+          "half the wall time or more, 'queued' it waited on the run queue for half the rest "
+          "or more, 'below' the rest were lost below the guest's scheduler or waited, for the "
+          "GIL, a lock) and the stepping thread's CPU time in doStep (the same without the time "
+          "other processes took its core)")
     print(f"{'FMU':10s} {'p50':>7s} {'p99':>7s} {'max':>7s} {'worst':>7s} {'misses':>7s} "
-          f"{'>1 ms':>6s} {'queued':>6s} | {'cpu p99':>8s} {'cpu max':>8s} {'worst':>7s} "
-          f"{'>1 ms':>6s} {'on fence':>9s}")
+          f"{'>1 ms':>6s} {'cpu/queued/below':>16s} | {'cpu p99':>8s} {'cpu max':>8s} "
+          f"{'worst':>7s} {'>1 ms':>6s} {'on fence':>9s}")
     for label, rs in runs.items():
         med = {k: float(np.median([r[k] for r in rs]))
                for k in ("p50", "p99", "max", "cpu_p99", "cpu_max")}
         print(f"{label:10s} {med['p50']:7.1f} {med['p99']:7.1f} {med['max']:7.0f} "
               f"{max(r['max'] for r in rs):7.0f} {sum(r['misses'] for r in rs):7d} "
-              f"{sum(r['over_1ms'] for r in rs):6d} "
-              f"{sum(r['over_1ms_queued'] for r in rs):6d} | {med['cpu_p99']:8.1f} "
+              f"{sum(r['over_1ms'] for r in rs):6d} {'/'.join(map(str, kinds(rs))):>16s} | "
+              f"{med['cpu_p99']:8.1f} "
               f"{med['cpu_max']:8.0f} {max(r['cpu_max'] for r in rs):7.0f} "
               f"{sum(r['cpu_over_1ms'] for r in rs):6d} "
               + (f"{'-':>9s}" if label == "floor" else
@@ -207,6 +232,18 @@ def main(argv=None):
             cells.append(f"{name} {np.median(v):6.0f} / {max(v):6.0f} ({len(v)} runs)" if v
                          else f"{name} none")
         print(f"{label:10s} " + "   ".join(cells))
+    print("the steps over 1 ms (run, t s: wall, CPU of it system, queue us; minor and major "
+          "page faults, context switches in the doStep, system time tick-sampled; the CPU time "
+          "of the same step in the other runs, median and largest: what that step's work "
+          "costs)")
+    for label, rs in runs.items():
+        for i, r in enumerate(rs):
+            for t, w, c, sy, q, f, sw in r["over_1ms_steps"]:
+                k = int(round(t * 1e3)) - 1
+                same = [o["cpu_us"][k] for j, o in enumerate(rs) if j != i]
+                print(f"{label:10s} run {i:3d}  t {t:.3f}: {w:6d} us, cpu {c:6d} (system {sy}), "
+                      f"queue {q:6d}; faults {f}, switches {sw}; the same step elsewhere "
+                      + (f"{np.median(same):.0f} / {max(same)} us" if same else "-"))
     for label, rs in runs.items():
         print(f"{label}: each run's p99 / max (us), misses, final mode / fence / status, "
               "slowest steps by wall and by CPU time (t s, us)")

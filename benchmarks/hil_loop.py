@@ -19,6 +19,7 @@ same run, the figures' floor (issue 30, tails).
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import tempfile
 import time
@@ -31,7 +32,16 @@ SPIN = 2e-4      # s: HIL_PACE=sleep sleeps until this long before a cycle, then
 
 
 def realtime_policy():
-    """Ahead of the FMU's background worker and other processes, if permitted."""
+    """Ahead of the FMU's background worker and other processes, if permitted: nice -10, or
+    with HIL_POLICY=fifo in the environment SCHED_FIFO at priority 50, as a rig's stepping
+    thread (pace it with HIL_PACE=sleep there: a thread that never sleeps in the real-time
+    class is throttled)."""
+    if os.environ.get("HIL_POLICY") == "fifo":
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+            return "SCHED_FIFO 50"
+        except (AttributeError, OSError):
+            pass
     try:
         os.nice(-10)
         return "nice -10"
@@ -46,7 +56,9 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
     doStep, an integer by fmi2SetInteger, a str by fmi2SetString (outside the doStep time).
     Returns a dict: step_us (doStep alone), cpu_us (with ``cpu``: the CPU time of the
     stepping thread in doStep, which a loaded machine's other processes do not add to),
-    queue_us (with ``cpu``: its time waiting on the run queue in doStep), cycle_us, wake_us
+    queue_us (with ``cpu``: its time waiting on the run queue in doStep), sys_us, faults,
+    switches (with ``cpu``: the doStep's system CPU time, tick-sampled, minor and major page
+    faults and context switches: getrusage(RUSAGE_THREAD)), cycle_us, wake_us
     (how late each cycle began), misses, timeline [(t, ints..., reals..., doStep us)]
     whenever an integer output changed, and the last reals and ints."""
     from fmpy.fmi2 import fmi2Integer, fmi2Real, fmi2True, fmi2ValueReference
@@ -70,6 +82,8 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
     # guest's scheduler gave its core to another thread; wall time over CPU time with none of
     # it was taken below the guest (the host holding the virtual CPU)
     queue_us = np.zeros(n)
+    sys_us, faults, switches = np.zeros(n), np.zeros(n, dtype=int), np.zeros(n, dtype=int)
+    usage = resource.getrusage if cpu else None
     stat = os.open("/proc/thread-self/schedstat", os.O_RDONLY) if cpu else None
     misses, timeline = 0, []
     get_int(comp, vr_int, len(out_int), ints)
@@ -90,6 +104,7 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
             else:
                 set_int(comp, vr, 1, v)
         if cpu:
+            u0 = usage(resource.RUSAGE_THREAD)
             q0 = int(os.pread(stat, 64, 0).split()[1])
             c0 = thread_ns()
         m = clock()
@@ -98,6 +113,10 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
         if cpu:
             cpu_us[k] = (thread_ns() - c0) * 1e-3
             queue_us[k] = (int(os.pread(stat, 64, 0).split()[1]) - q0) * 1e-3
+            u1 = usage(resource.RUSAGE_THREAD)
+            sys_us[k] = (u1.ru_stime - u0.ru_stime) * 1e6
+            faults[k] = u1.ru_minflt - u0.ru_minflt + u1.ru_majflt - u0.ru_majflt
+            switches[k] = u1.ru_nvcsw - u0.ru_nvcsw + u1.ru_nivcsw - u0.ru_nivcsw
         get_real(comp, vr_real, len(out_real), real)
         get_int(comp, vr_int, len(out_int), ints)
         e = clock()
@@ -112,8 +131,9 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
         last = now
     if stat is not None:
         os.close(stat)
-    return dict(step_us=step_us, cpu_us=cpu_us, queue_us=queue_us, cycle_us=cycle_us,
-                wake_us=wake_us, misses=misses,
+    return dict(step_us=step_us, cpu_us=cpu_us, queue_us=queue_us, sys_us=sys_us,
+                faults=faults, switches=switches, cycle_us=cycle_us, wake_us=wake_us,
+                misses=misses,
                 timeline=timeline, real=list(real), ints=list(ints), dt=dt)
 
 
@@ -143,17 +163,21 @@ def run_c(fmu, seconds, out_real, out_int, params, actions, tmp):
     if out.returncode:
         raise RuntimeError(f"hil_c_master failed ({out.returncode}): {out.stderr[-2000:]}")
     n, ni = int(round(seconds * 1000)), len(out_int)
-    step_us, cpu_us, queue_us = np.zeros(n), np.zeros(n), np.zeros(n)
+    step_us, cpu_us, queue_us, sys_us = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    faults, switches = np.zeros(n, dtype=int), np.zeros(n, dtype=int)
     timeline, end = [], None
     for line in out.stdout.splitlines():
         w = line.split()
         if w[0] == "step":
-            step_us[int(w[1])], cpu_us[int(w[1])], queue_us[int(w[1])] = map(float, w[2:5])
+            k = int(w[1])
+            step_us[k], cpu_us[k], queue_us[k], sys_us[k] = map(float, w[2:6])
+            faults[k], switches[k] = int(w[6]), int(w[7])
         elif w[0] == "row":
             timeline.append((float(w[1]), *map(int, w[2:2 + ni]), *map(float, w[2 + ni:])))
         elif w[0] == "end":
             end = w[1:]
-    return dict(step_us=step_us, cpu_us=cpu_us, queue_us=queue_us, misses=int(end[0]),
+    return dict(step_us=step_us, cpu_us=cpu_us, queue_us=queue_us, sys_us=sys_us,
+                faults=faults, switches=switches, misses=int(end[0]),
                 timeline=timeline, ints=[int(x) for x in end[1:1 + ni]],
                 real=[float(x) for x in end[1 + ni:]], dt=1e-3)
 
