@@ -185,3 +185,63 @@ def test_a_thread_that_finds_a_shared_lock_held_leaves_the_gate_while_it_waits()
         assert calls == ["pause", "resume", "inside"]
     finally:
         loader_thread.GATE[:] = saved
+
+
+# a real-time instance, its page-warming thread sweeping; a job of the loader thread's that
+# runs Python for 0.4 s: the pages the thread touched in the 0.4 s before it, during it, after
+WARMING = OPEN + r"""
+unzip = sys.argv[1]
+f, md, vr = instance(unzip, "warm", True)
+f.exitInitializationMode()
+for k in range(50):
+    f.doStep(k * 1e-3, 1e-3)
+lt = next(m for n, m in sys.modules.items()
+          if n.startswith("embed_") and n.endswith(".codegen.loader_thread"))
+lib = ctypes.CDLL(next(line.split()[-1] for line in open("/proc/self/maps")
+                       if line.rstrip().endswith(md.coSimulation.modelIdentifier + ".so")))
+stats = (ctypes.c_ulong * 4)()
+
+def touched():
+    lib.embed_keep_warm_stats(stats)
+    return stats[1]
+
+end = time.monotonic() + 60
+while touched() == 0 and time.monotonic() < end:     # its first sweep under way
+    time.sleep(0.01)
+started = threading.Event()
+
+def work():
+    started.set()
+    end = time.monotonic() + 0.4
+    while time.monotonic() < end:
+        abs(-1)
+    return lt.WORKING.value
+
+a = touched()
+time.sleep(0.4)
+b = touched()
+done = lt.run_later(work)
+started.wait(60)
+c = touched()
+working = done.result(timeout=60)
+d = touched()
+time.sleep(0.4)
+e = touched()
+f.terminate()
+f.freeInstance()
+print(json.dumps({"before": b - a, "during": d - c, "after": e - d, "working": working,
+                  "idle": lt.WORKING.value}))
+"""
+
+
+def test_the_page_warming_thread_pauses_while_the_loader_thread_works(unzip):
+    """keep_warm.c's thread, woken on the loader thread's core, preempted it while it held the
+    GIL, and a step waited out its slice (0.7 ms, traced): while the loader runs a job
+    (``loader_thread.WORKING``, passed to the gate) it pauses, a slice each 20 ms at most."""
+    res = subprocess.run([sys.executable, "-c", WARMING, str(unzip)], capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    r = json.loads(res.stdout.strip().splitlines()[-1])
+    assert r["working"] == 1 and r["idle"] == 0, r
+    assert r["before"] > 2000 and r["after"] > 2000, r      # sweeps of thousands of pages
+    assert r["during"] < 0.25 * min(r["before"], r["after"]), r

@@ -21,6 +21,10 @@ _LOADER = []
 # a gate that makes it stand still while a real-time step runs (fmu_src/runtime/loader/
 # gil_gate.c) does not there
 HOLD = ctypes.c_int(0)
+# nonzero while the loader thread runs a job: the page-warming thread (fmu_src/runtime/loader/
+# keep_warm.c) pauses meanwhile, not to preempt it while it holds the GIL (traced: 0.7 ms of
+# a step's wait for it)
+WORKING = ctypes.c_int(0)
 # that gate's (pause, resume) for a thread in an FMI call waiting for a SharedLock, if any
 GATE = []
 
@@ -96,10 +100,12 @@ def _post(job):
 def _loader(q):
     while True:
         fns, done = q.get()
+        WORKING.value = 1
         try:
             result, exc = (fns() if callable(fns) else _load_all(fns)), None
         except BaseException as e:  # noqa: BLE001 - done.result() raises it
             result, exc = None, e
+        WORKING.value = 0
         HOLD.value += 1             # (the Done's Event has a lock a waiting thread takes)
         try:
             if exc is None:

@@ -87,7 +87,8 @@ def gil_gate(slave) -> None:
     """A real-time run's loader thread gives the GIL way to FMI calls: at its next Python call
     or return after one began, it drops the GIL and waits until none is under way
     (fmu_src/runtime/loader/gil_gate.c), so that a doStep never waits out the switch interval
-    for the GIL while a fence is placed (issue 30, tails)."""
+    for the GIL while a fence is placed (issue 30, tails); the page-warming thread pauses
+    while the loader works (``loader_thread.WORKING``)."""
     gate = getattr(getattr(slave.loader, "_lib", None), "embed_gil_gate", None)
     if gate is None:
         return
@@ -95,9 +96,9 @@ def gil_gate(slave) -> None:
     loader_thread.start_loader(away_from=stepping_cpus())
     # called holding the GIL (PYFUNCTYPE), in the loader thread (PyEval_SetProfile is its own)
     at = ctypes.cast(gate, ctypes.c_void_p).value
-    gate = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(at)
-    held = ctypes.addressof(loader_thread.HOLD)
-    if loader_thread.run_later(lambda: gate(held)).result(timeout=10) == 1:
+    gate = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(at)
+    held, working = map(ctypes.addressof, (loader_thread.HOLD, loader_thread.WORKING))
+    if loader_thread.run_later(lambda: gate(held, working)).result(timeout=10) == 1:
         lib = slave.loader._lib
         lib.embed_gate_pause.restype, lib.embed_gate_resume.restype = ctypes.c_int, None
         loader_thread.GATE[:] = [lib.embed_gate_pause, lib.embed_gate_resume]

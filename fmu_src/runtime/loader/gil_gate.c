@@ -92,6 +92,7 @@ static long wait_quiet(void)
 }
 
 static const int *hold;          /* the loader thread's own bookkeeping (loader_thread.HOLD) */
+static const int *working;       /* ... nonzero while it runs a job (loader_thread.WORKING) */
 static void *(*save_thread)(void);
 static void (*restore_thread)(void *);
 static long run_until;           /* the loader thread's: ungated until then (after MAX_WAIT) */
@@ -110,15 +111,25 @@ static int gate(void *obj, void *frame, int what, void *arg)
     return 0;
 }
 
+/* Whether the loader thread runs a job (of a gated one; else 0): the page-warming thread
+ * (keep_warm.c) pauses meanwhile.  Woken on the loader's core, it preempted the loader while
+ * that held the GIL, and a step waited the 0.7 ms of its slice (traced). */
+int gate_loader_working(void)
+{
+    return working && *(const volatile int *)working;
+}
+
 /* Called by the loader thread, holding the GIL (ctypes PYFUNCTYPE): the gate becomes its
  * profile function (PyEval_SetProfile, for this thread only), and its timer slack 1 us (the
  * QUIET_NS sleep, not 50 us more).  `held`: nonzero while it sets a Done, whose lock a
- * waiting thread takes (the gate does not wait there).  1, or 0
- * where the Python C API lacks what it needs or the binary could not be pinned. */
-EXPORT int embed_gil_gate(const int *held)
+ * waiting thread takes (the gate does not wait there); `busy_job`: nonzero while it runs a
+ * job (``gate_loader_working``).  1, or 0 where the Python C API lacks what it needs or the
+ * binary could not be pinned. */
+EXPORT int embed_gil_gate(const int *held, const int *busy_job)
 {
-    if (!held || !pin_binary()) return 0;    /* (it runs after the master's freeLibrary) */
+    if (!held || !busy_job || !pin_binary()) return 0;   /* (it runs after freeLibrary) */
     hold = held;
+    working = busy_job;
     void (*set_profile)(void *, void *) =
         (void (*)(void *, void *))dlsym(RTLD_DEFAULT, "PyEval_SetProfile");
     save_thread = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyEval_SaveThread");

@@ -18,7 +18,8 @@
  *
  * The thread is in the normal scheduling class and works in slices of SLICE pages (about 0.1
  * ms), pausing between them (a sweep of 11,000 pages: about 17 ms; of 19,000 by mincore:
- * 25-35 ms).  Not the idle class:
+ * 25-35 ms), and for as long as the gated loader thread runs a job (gil_gate.c; up to 20
+ * ms).  Not the idle class:
  * the pagemap read (or mincore), and a read that finds a page gone since, hold the
  * address-space lock (mmap_lock); an idle-class thread preempted there under load waited
  * 0.1-0.94 s for a core, and every mmap and munmap of the process (the stepping thread's,
@@ -46,7 +47,8 @@
 #include "loader.h"
 
 enum { SLICE = 256,                 /* pages read between pauses (and looked at per mincore) */
-       PAUSE_US = 200 };
+       PAUSE_US = 200,
+       YIELD_MAX = 100 };            /* pauses while the loader works: 20 ms, then a slice */
 
 static const char NAME[] = "embed-warm";
 
@@ -61,6 +63,15 @@ static void pause_for(long us)
 {
     struct timespec ts = {us / 1000000L, (us % 1000000L) * 1000L};
     nanosleep(&ts, NULL);
+}
+
+/* A pause between slices, longer while the loader thread works (gate_loader_working: it may
+ * hold the GIL, and this thread, woken on its core, would preempt it there), at most
+ * YIELD_MAX pauses of it. */
+static void pause_slice(void)
+{
+    int n = 0;
+    do pause_for(PAUSE_US); while (gate_loader_working() && ++n < YIELD_MAX);
 }
 
 /* The kernel reads one byte of each page in iov[0..n) (copied into the pipe by writev, a
@@ -117,7 +128,7 @@ static unsigned long touch_range(int pagemap, unsigned long lo, unsigned long hi
         }
         if (n) done += flush(iov, n);
         if ((since_pause += n) >= SLICE) {
-            pause_for(PAUSE_US);
+            pause_slice();
             since_pause = 0;
         }
     }
@@ -181,6 +192,7 @@ static void *run(void *arg)
     int nice = getpriority(PRIO_PROCESS, tid);
     if (errno == 0 && nice < 0) setpriority(PRIO_PROCESS, tid, 0);
     for (;;) {
+        pause_slice();                    /* (a sweep starts after the loader's job too) */
         sweep();
         pause_for(period_ms * 1000L);
     }

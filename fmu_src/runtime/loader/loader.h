@@ -229,6 +229,8 @@ void filter_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status s,
  * loader thread, gated, gives it the GIL. */
 void gate_enter(void);
 void gate_leave(void);
+/* Whether the gated loader thread runs a job now (keep_warm.c pauses then): 1 or 0. */
+int gate_loader_working(void);
 
 /* This binary kept loaded for the process's life (keep_warm.c): 1, or 0. */
 int pin_binary(void);
