@@ -19,9 +19,10 @@ steps of the run with the median max; the steps that waited 100 us or more neith
 nor on the run queue (for the GIL, a lock: what the loader thread's gate removes,
 fmu_src/runtime/loader/gil_gate.c) and when the second fence was ready; the CPU time of the
 steps doing the fences' work (the announcements, an install, the disk meeting a fence: less
-dependent on the machine's load than wall times); then each run's figures and final mode and fence.  ``--q4-start 7.24`` has
-the disk meet the fence at 6.5 s, for a loaded machine's slower workers (with
-EMBED_CHECK_TIME_LIMIT raised, the workers' checks do not time out there either).
+dependent on the machine's load than wall times); then each run's figures and final mode and
+fence.  ``--q4-start 7.24`` has the disk meet the fence at 6.5 s, for a loaded machine's
+slower workers (with EMBED_CHECK_TIME_LIMIT raised, the workers' checks do not time out there
+either).
 The row "floor" is the trivial pythonfmu FMU (benchmarks/floor_fmu.py) in the same loop and
 alternation, nothing announced: what any pythonfmu FMU's step costs on this machine then.
 ``--master c`` runs the loop in a C master (benchmarks/hil_c_master.c), as a rig does: no

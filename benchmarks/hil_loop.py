@@ -83,7 +83,6 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
     # it was taken below the guest (the host holding the virtual CPU)
     queue_us = np.zeros(n)
     sys_us, faults, switches = np.zeros(n), np.zeros(n, dtype=int), np.zeros(n, dtype=int)
-    usage = resource.getrusage if cpu else None
     stat = os.open("/proc/thread-self/schedstat", os.O_RDONLY) if cpu else None
     misses, timeline = 0, []
     get_int(comp, vr_int, len(out_int), ints)
@@ -104,7 +103,7 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
             else:
                 set_int(comp, vr, 1, v)
         if cpu:
-            u0 = usage(resource.RUSAGE_THREAD)
+            u0 = resource.getrusage(resource.RUSAGE_THREAD)
             q0 = int(os.pread(stat, 64, 0).split()[1])
             c0 = thread_ns()
         m = clock()
@@ -113,7 +112,7 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
         if cpu:
             cpu_us[k] = (thread_ns() - c0) * 1e-3
             queue_us[k] = (int(os.pread(stat, 64, 0).split()[1]) - q0) * 1e-3
-            u1 = usage(resource.RUSAGE_THREAD)
+            u1 = resource.getrusage(resource.RUSAGE_THREAD)
             sys_us[k] = (u1.ru_stime - u0.ru_stime) * 1e6
             faults[k] = u1.ru_minflt - u0.ru_minflt + u1.ru_majflt - u0.ru_majflt
             switches[k] = u1.ru_nvcsw - u0.ru_nvcsw + u1.ru_nivcsw - u0.ru_nivcsw
