@@ -101,8 +101,7 @@ class Projection:
                     f"configuration constraints {[ct.name for ct in self.holonomic]} not "
                     f"satisfied (|Phi| = {max_abs(r):.3g}) at t = {t:.9g} s; the configuration "
                     "left the constraint manifold: reduce h_max")
-            U, Bh = chart
-            q = q - U @ (Bh @ r)
+            q = corrected(q, chart, r)
             tq[1:1 + n] = q
             r_new, G = self.phi(tq)
             if it >= 2 and max_abs(r_new) > 0.1 * max_abs(r):
@@ -110,28 +109,57 @@ class Projection:
                 recharts += 1
             r = r_new
             it += 1
-        U, Bh = chart
-        GU = G @ U
-        Bh = 2 * Bh - Bh @ GU @ Bh                                   # eq 16
-        drift = GU @ Bh                 # minus the identity (np.eye: 0.16 ms where cold)
-        drift.flat[::len(r) + 1] -= 1.0
-        if max_abs(drift.ravel()) > 0.25:
+        chart, drift = refreshed(chart, G)
+        if drift > 0.25:
             chart = self.rechart(G, t)
             recharts += 1
-        else:
-            chart = (U, Bh)
         return q, chart, recharts
 
     def rechart(self, G, t):
         """A new chart at Phi_q = G: (U, B) with U = G^T, B = (G U)^-1 (haug_pavesic2023 eq 14)."""
-        U = G.T.copy()
-        try:        # LAPACK dgesv (numpy's: bit for bit scipy's, without importing scipy)
-            Bh = np.linalg.solve(G @ U, np.eye(len(G)))
+        try:
+            return chart_at(G)
         except np.linalg.LinAlgError:
             raise ConstraintRankError(
                 f"configuration constraints {[ct.name for ct in self.holonomic]} have a "
                 f"singular Jacobian at t = {t:.9g} s") from None
-        return (U, Bh)
+
+
+def chart_at(G):
+    """(U, B) with U = G^T, B = (G U)^-1 (haug_pavesic2023 eq 14; LAPACK dgesv, numpy's: bit
+    for bit scipy's, without importing scipy); LinAlgError where G U is singular."""
+    U = G.T.copy()
+    return (U, np.linalg.solve(G @ U, np.eye(len(G))))
+
+
+def corrected(q, chart, r):
+    """One Newton step along the chart: q - U B Phi (haug_pavesic2023 eq 13)."""
+    U, Bh = chart
+    return q - U @ (Bh @ r)
+
+
+def refreshed(chart, G):
+    """The chart with its inverse refreshed at Phi_q = G, B <- 2B - B G U B (haug_pavesic2023
+    eq 16), and how far it is from inverting G U: max |G U B - I|."""
+    U, Bh = chart
+    GU = G @ U
+    Bh = 2 * Bh - Bh @ GU @ Bh
+    drift = GU @ Bh                 # minus the identity (np.eye: 0.16 ms where cold)
+    drift.flat[::len(G) + 1] -= 1.0
+    return (U, Bh), max_abs(drift.ravel())
+
+
+def exercise(m, n):
+    """The projection's linear algebra once with m constraints on n coordinates (dummy
+    values, nothing kept): ``warmup.warm_up``'s, so that the first chart a real-time run takes
+    (a fence's, seconds into it) does not run BLAS kernels never run before (traced: two
+    pages of OpenBLAS's small dgemm faulted in at the first chart on a fence, a step of 0.7-0.9
+    ms of CPU and 0.4-0.8 ms waiting for them where it takes 0.35 ms)."""
+    G = np.ones((m, n + 1))[:, 1:]          # as ``Projection.phi`` gives it: a view
+    G += np.eye(m, n)
+    chart = chart_at(G)
+    corrected(np.zeros(n), chart, np.ones(m))
+    refreshed(chart, G)
 
 
 def on_manifold(projection, t, q, p, iterations=100, reach=0.5):

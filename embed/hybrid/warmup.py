@@ -18,6 +18,7 @@ from ..base.flapack import routine
 from ..embedding.partition import SMALL_M, kappa, partition
 from ..modes.numeric import EntryTerms
 from .activation import solve
+from .projection import exercise
 
 _WARMED = []          # the process-wide part is done
 
@@ -81,6 +82,8 @@ def warm_up(sim, calls=True):
             B = np.ones((m, size)) + np.eye(m, size)
             partition(B)
             kappa(B, tuple(range(m)))
+        for m in range(1, n + 1):   # a chart of any set a run may enter (a fence announced)
+            exercise(m, n)
         if most > SMALL_M:
             routine("dgeqp3")
         # once a process (each LLVM compile keeps its memory), and only where symengine is
