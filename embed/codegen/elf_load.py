@@ -5,7 +5,8 @@ A shipped mode is object code (``embed.codegen.native.NativeFunction``: what llv
 through llvmlite's MCJIT means importing ``llvmlite.binding``, which maps the 180 MB LLVM
 library: about 0.1 s of an FMU's start.  ``load`` does what MCJIT's RuntimeDyld does with
 such a file, for the little these files use, in Python: it places the sections LLVM
-allocates (code, constants, zeroed data) in fresh pages, applies the relocations, resolves
+allocates (code, constants, zeroed data) in fresh pages (faulted in by the mmap that maps
+them, outside the GIL), applies the relocations there, resolves
 undefined symbols as MCJIT does (the C math and C library functions the engine makes known,
 then the process's own symbols, then the functions loaded before: ``publish``), and makes
 the code pages executable and no longer writable.  Object code with no writable data (no
@@ -36,6 +37,7 @@ SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 SHN_UNDEF, SHN_ABS = 0, 0xFFF1
 R_64, R_PC32, R_PLT32, R_32, R_32S, R_PC64 = 1, 2, 4, 10, 11, 24
 PAGE = mmap.PAGESIZE
+MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0x8000)   # (Linux's; in mmap from 3.10)
 
 # MCJIT's own resolution (embed.codegen.native._llvm): these from libm / libc by name, the
 # rest from the process
@@ -150,8 +152,11 @@ def load(obj: bytes, resolve=None):
     strtab = sections[symtab[6]]
     libs = _libs()
     with _LOCK:
+        # the pages faulted in here, by the kernel in a call that drops the GIL, not one by
+        # one by the writes below, which hold it: a fresh page costs about 5 us here, 20 of
+        # them 0.1 ms of the loader thread's Python that a step waits out (issue 30, tails)
         base = libs["c"].mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE,
-                              mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+                              mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_POPULATE, -1, 0)
         if base in (None, ctypes.c_void_p(-1).value):
             return None
         got = _placed(obj, sections, where, symtab, strtab, base, size, code_size, resolve)
@@ -171,11 +176,14 @@ def load(obj: bytes, resolve=None):
 def _placed(obj, sections, where, symtab, strtab, base, size, code_size, resolve):
     """``load``'s work in the pages at ``base``: ({named symbol: address}, the global
     ones' names), or None."""
-    got = _image(obj, sections, where, symtab, strtab, base, size, resolve)
+    image = memoryview((ctypes.c_char * size).from_address(base)).cast("B")
+    try:
+        got = _image(obj, sections, where, symtab, strtab, base, image, resolve)
+    finally:
+        image.release()
     if got is None:
         return None
-    image, defined, public = got
-    ctypes.memmove(base, (ctypes.c_char * size).from_buffer(image), size)
+    defined, public = got
     if code_size and _libs()["c"].mprotect(base, code_size,
                                            mmap.PROT_READ | mmap.PROT_EXEC) != 0:
         return None
@@ -187,20 +195,21 @@ _U64, _I32, _U32 = struct.Struct("<Q"), struct.Struct("<i"), struct.Struct("<I")
 _EXTERNAL = {}         # name -> address of an external symbol (``external``), once looked up
 
 
-def _image(obj, sections, where, symtab, strtab, base, size, resolve):
-    """(the relocated bytes of the allocated sections at ``base``, {named symbol: address},
-    the global ones' names), or None (``_placed``; the table entries read with
-    ``struct.iter_unpack``, external symbols looked up once a process: 2-3x faster than
-    one ``unpack_from`` per entry, the same bytes)."""
-    image = bytearray(size)
+def _image(obj, sections, where, symtab, strtab, base, image, resolve):
+    """Write the allocated sections, relocated, into ``image`` (the pages at ``base``; the
+    tables read through a memoryview of ``obj``: no copy of them made): ({named symbol:
+    address}, the global ones' names), or None (``_placed``; the table entries read with
+    ``struct.iter_unpack``, external symbols looked up once a process: 2-3x faster than one
+    ``unpack_from`` per entry, the same bytes)."""
+    view = memoryview(obj)
     for i, at in where.items():
         sh = sections[i]
         if sh[1] == SHT_PROGBITS:
-            image[at:at + sh[5]] = obj[sh[4]:sh[4] + sh[5]]
+            image[at:at + sh[5]] = view[sh[4]:sh[4] + sh[5]]
     symbols, defined, public = [], {}, set()
     names = strtab[4]
     for name_at, info, _, shndx, value, _ in _SYM.iter_unpack(
-            obj[symtab[4]:symtab[4] + symtab[5] // 24 * 24]):
+            view[symtab[4]:symtab[4] + symtab[5] // 24 * 24]):
         name = obj[names + name_at:obj.index(b"\0", names + name_at)].decode() \
             if name_at else ""
         if shndx == SHN_UNDEF:
@@ -230,7 +239,7 @@ def _image(obj, sections, where, symtab, strtab, base, size, resolve):
         if sh[1] != SHT_RELA or sh[7] not in where:
             continue
         target = where[sh[7]]
-        for offset, info, addend in _RELA.iter_unpack(obj[sh[4]:sh[4] + sh[5] // 24 * 24]):
+        for offset, info, addend in _RELA.iter_unpack(view[sh[4]:sh[4] + sh[5] // 24 * 24]):
             s = symbols[info >> 32] if info >> 32 < n_sym else None
             if s is None:
                 return None
@@ -252,4 +261,4 @@ def _image(obj, sections, where, symtab, strtab, base, size, resolve):
                 _U32.pack_into(image, at, v)
             else:
                 return None
-    return image, defined, public
+    return defined, public
