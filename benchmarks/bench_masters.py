@@ -29,11 +29,22 @@ HERE = Path(__file__).resolve().parent
 OUTPUTS = ["q1", "q2", "u1", "u2"]
 
 
-def env(fast=True):
+def env(fast=True, preload=False):
+    """A C master's environment: this interpreter's PATH, the fast path on or off, and with
+    ``preload`` this interpreter's libpython in LD_PRELOAD (a stock pythonfmu binary, the
+    floor's, does not load it itself; ours do)."""
     e = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     e["PATH"] = str(Path(sys.executable).parent) + os.pathsep + e["PATH"]
     e["EMBED_FAST_STEP"] = "1" if fast else "0"
+    if preload:
+        e["LD_PRELOAD"] = libpython()
     return e
+
+
+def libpython():
+    """This interpreter's shared libpython (what a stock pythonfmu binary needs preloaded)."""
+    import sysconfig
+    return str(Path(sysconfig.get_config_var("LIBDIR")) / sysconfig.get_config_var("LDLIBRARY"))
 
 
 def compile_master(tmp, name="c_master"):

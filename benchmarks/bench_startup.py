@@ -105,13 +105,12 @@ MASTERS = ROOT.parent / "shared" / "tools" / "masters"
 
 def master_sample(fmu: Path, h: float, floor: bool) -> float:
     """Seconds from starting fmusim to its end, 10 steps of ``h`` of ``fmu``."""
-    import sysconfig
     import time
+    from bench_masters import libpython
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "EMBED_PYTHON")}
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     if floor:
-        env["LD_PRELOAD"] = str(Path(sysconfig.get_config_var("LIBDIR"))
-                                / sysconfig.get_config_var("LDLIBRARY"))
+        env["LD_PRELOAD"] = libpython()
     with tempfile.TemporaryDirectory(prefix="bench_startup_master_") as tmp:
         argv = [str(MASTERS / "run"), "fmusim", "--interface-type", "cs", "--stop-time",
                 repr(10 * h), "--output-interval", repr(h), "--output-file",

@@ -26,7 +26,8 @@ either).
 The row "floor" is the trivial pythonfmu FMU (benchmarks/floor_fmu.py) in the same loop and
 alternation, nothing announced: what any pythonfmu FMU's step costs on this machine then.
 ``--master c`` runs the loop in a C master (benchmarks/hil_c_master.c), as a rig does: no
-Python of the master's own shares the GIL with the FMU's threads (the floor is left out);
+Python of the master's own shares the GIL with the FMU's threads (the floor's stock pythonfmu
+binary there with libpython preloaded);
 ``--rig`` runs the master at SCHED_FIFO, sleeping until 0.2 ms before each cycle.  Each step
 over 1 ms is listed with what the stepping thread did in it (CPU, of it system, run queue,
 page faults, context switches: getrusage) and what the same step cost in the other runs:
@@ -70,19 +71,21 @@ def one(fmu, seconds, q4_start=NEAR["q4_start"], master="fmpy"):
     actions = {int(round(t * 1000)): [("fence_curve", curve(0.002, n, v)), ("fence_version", v)]
                for v, (t, n) in enumerate(zip(ANNOUNCE, FACTORS), start=1)}
     params = {"real_time": True, "q4_start": q4_start, "embedding": "background"}
-    if master == "c":                     # (no floor: main leaves it out)
+    if master == "c":
         with tempfile.TemporaryDirectory() as tmp:
-            res = run_c(fmu, seconds, OUT_REAL, OUT_INT, params, actions, tmp)
+            res = run_c(fmu, seconds, ("x",), (), {}, {}, tmp, preload=True) if floor else \
+                run_c(fmu, seconds, OUT_REAL, OUT_INT, params, actions, tmp)
     elif floor:
         r = FmuRunner(fmu)
         res = run(r, seconds, ("x",), (), {}, cpu=True)
-        res["real"], res["ints"] = [0.0, 0.0], [0, 0, 0, 0]
         r.close()
     else:
         r = FmuRunner(fmu, params={k: params[k] for k in ("real_time", "q4_start")},
                       strings={"embedding": "background"})
         res = run(r, seconds, OUT_REAL, OUT_INT, actions, cpu=True)
         r.close()
+    if floor:
+        res["real"], res["ints"] = [0.0, 0.0], [0, 0, 0, 0]
     s, c = res["step_us"], res["cpu_us"]
     # the CPU time of the steps that do the fences' work: the announcements, the installs
     # (the step after which geometry_version_active changed) and the disk's contact with a
@@ -150,8 +153,8 @@ def main(argv=None):
                     "(no fences), a row of its own")
     ap.add_argument("--master", choices=("fmpy", "c"), default="fmpy",
                     help="fmpy: the loop in Python (hil_loop.run); c: in a C master "
-                    "(hil_c_master.c), a rig's, pinned to one CPU (no floor: its stock pythonfmu binary needs "
-                    "libpython preloaded)")
+                    "(hil_c_master.c), a rig's, pinned to one CPU (the floor's stock "
+                    "pythonfmu binary with libpython preloaded)")
     ap.add_argument("--rig", action="store_true",
                     help="the master as a rig runs it: SCHED_FIFO 50 (HIL_POLICY=fifo), sleeping "
                     "until 0.2 ms before each cycle (HIL_PACE=sleep); default: nice -10, spinning")
@@ -162,7 +165,7 @@ def main(argv=None):
         return
     fmus = [f.split("=", 1) for f in a.fmu] or [["build", str(ROOT / "build" / "disk_fence.fmu")]]
     tmp = tempfile.TemporaryDirectory()
-    if a.floor and a.master == "fmpy":
+    if a.floor:
         from bench_masters import floor_fmu
         fmus.append(["floor", str(floor_fmu(tmp.name))])
     runs = {label: [] for label, _ in fmus}

@@ -136,11 +136,13 @@ def run(runner, seconds, out_real, out_int, actions, cpu=False):
                 timeline=timeline, real=list(real), ints=list(ints), dt=dt)
 
 
-def run_c(fmu, seconds, out_real, out_int, params, actions, tmp):
+def run_c(fmu, seconds, out_real, out_int, params, actions, tmp, preload=False):
     """``run``'s loop in a C master (benchmarks/hil_c_master.c, compiled into ``tmp``), a
     rig's: no Python in its process but the FMU's, at the priority of this one (``nice``
     inherited).  ``params``: {name: value} set before initialization (bool, float or str);
-    ``actions`` as ``run``'s.  Returns ``run``'s dict (its CPU and queue times included)."""
+    ``actions`` as ``run``'s; ``preload``: libpython preloaded (``bench_masters.env``: a stock
+    pythonfmu binary, the floor's).  Returns ``run``'s dict (its CPU and queue times
+    included)."""
     from bench_masters import compile_master, env
     from fmpy import extract, read_model_description
     exe = Path(tmp) / "hil_c_master"
@@ -158,7 +160,8 @@ def run_c(fmu, seconds, out_real, out_int, params, actions, tmp):
     for k, acts in actions.items():
         for name, v in ([acts] if isinstance(acts[0], str) else acts):
             args += [f"@{k}", "s" if isinstance(v, str) else "i", str(vr[name]), str(v)]
-    out = subprocess.run(args, env=env(), capture_output=True, text=True, check=False)
+    out = subprocess.run(args, env=env(preload=preload), capture_output=True, text=True,
+                         check=False)
     if out.returncode:
         raise RuntimeError(f"hil_c_master failed ({out.returncode}): {out.stderr[-2000:]}")
     n, ni = int(round(seconds * 1000)), len(out_int)
