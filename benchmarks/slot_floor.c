@@ -1,8 +1,9 @@
 /* The machine's own floor for a 1 kHz loop, without Python or the FMU (issue 30, tails): a slot
  * of 1 ms of wall clock, trivial work in each (three system calls and `work` additions);
  * printed: the wall and thread CPU time of that work per slot, median / p99 / max, the
- * slots over 50 us, and the slots over 1 ms (wall; of them, thread CPU over 1 ms).  Wall far over CPU: the thread was off its core (run it under
- * `chrt -f 50` to keep other processes off: what remains is the machine's).
+ * slots over 50 us, and the slots over 1 ms (wall; of them, thread CPU over 1 ms).  Wall far
+ * over CPU: the thread was off its core (run it under `chrt -f 50` to keep other processes
+ * off: what remains is the machine's).
  *
  *     cc -O2 -o /tmp/slot_floor benchmarks/slot_floor.c && /tmp/slot_floor [slots] [work]
  */

@@ -6,10 +6,10 @@ through llvmlite's MCJIT means importing ``llvmlite.binding``, which maps the 18
 library: about 0.1 s of an FMU's start.  ``load`` does what MCJIT's RuntimeDyld does with
 such a file, for the little these files use, in Python: it places the sections LLVM
 allocates (code, constants, zeroed data) in fresh pages (faulted in by the mmap that maps
-them, outside the GIL), applies the relocations there, resolves
-undefined symbols as MCJIT does (the C math and C library functions the engine makes known,
-then the process's own symbols, then the functions loaded before: ``publish``), and makes
-the code pages executable and no longer writable.  Object code with no writable data (no
+them, outside the GIL), applies the relocations there, resolves undefined symbols as MCJIT
+does (the C math and C library functions the engine makes known, then the process's own
+symbols, then the functions loaded before: ``publish``), and makes the code pages
+executable and no longer writable.  Object code with no writable data (no
 memo: a pure function of its arguments) is placed once per process: the next instance of
 an FMU (a study's next case) calls the same pages.  The machine code is the file's, byte for
 byte but for the addresses the relocations write, so every result is the same bit for bit
